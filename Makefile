@@ -1,0 +1,43 @@
+# labkit: two commands do all set-up. See README.md.
+#   make experiment   bootstrap .venv, run the small-model comparison live, write results/
+#   make test         bootstrap .venv, run lint, unit tests, exercise checks and nbval on notebooks/
+#   make lab          start JupyterLab on notebooks/
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.labkit-installed
+NBVAL  := --nbval --nbval-current-env --sanitize-with notebooks/sanitize.cfg
+
+.PHONY: test experiment lab bench notebooks lint clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("labkit needs Python 3.10 or newer; this is " + sys.version.split()[0] + ". Run: make PYTHON=python3.11 ...") if sys.version_info < (3, 10) else None'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing labkit and its dependencies into $(VENV) (llama-cpp-python compiles llama.cpp once: ~5 min on 2 cores)"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/ruff check labkit tests scripts exercises
+	$(BIN)/python -m pytest tests notebooks/*.ipynb $(NBVAL)
+
+experiment: $(STAMP)
+	$(BIN)/labkit experiment
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks
+
+bench: $(STAMP)
+	$(BIN)/labkit bench core
+
+# Rebuild every executed notebook from its py:percent source (run after changing a notebook).
+notebooks: $(STAMP)
+	$(BIN)/python scripts/build_notebook.py notebooks/[0-9]*.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check labkit tests scripts exercises
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,132 @@
+"""The ``labkit`` command line.
+
+Core commands live here; larger parts of the kit (the runtime, the experiment, inference) add
+their own subcommands through a ``register(commands, bench)`` function in their ``cli`` module,
+so this file stays a table of contents rather than a pile of options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+
+from labkit import catalog
+from labkit.diagram import to_mermaid
+from labkit.errors import LabkitError
+from labkit.events import RunStarted
+from labkit.reducer import replay
+from labkit.store import load_events
+
+_COMMAND_MODULES = ["labkit.runtime.cli", "labkit.llm.cli", "labkit.experiment.cli", "labkit.inference.cli"]
+
+
+def _cmd_diagram(args: argparse.Namespace) -> int:
+    table = catalog.resolve_table(args.table)
+    print(to_mermaid(table, current=args.current), end="")
+    if args.unhandled:
+        pairs = table.unhandled()
+        print(f"%% {len(pairs)} unhandled (state, event) pair(s)")
+        for state, event in pairs:
+            print(f"%%   {state} + {event}")
+    return 0
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    events = load_events(args.file, run_id=args.run)
+    if not events or not isinstance(events[0], RunStarted):
+        raise LabkitError(f"{args.file} does not begin with a run_started event",
+                          "replay logs written by labkit's machines.")
+    entry = catalog.lookup(events[0].table) or catalog.Entry(table=lambda: None)  # type: ignore[arg-type,return-value]
+    result = replay(events, entry.reduce, entry.empty(), list(entry.invariants()))
+    state = result.state
+    as_dict = state.__dict__ if not hasattr(state, "__dataclass_fields__") else {
+        name: getattr(state, name) for name in state.__dataclass_fields__}
+    if args.json:
+        print(json.dumps({"table": events[0].table, "events": len(events), "state": as_dict,
+                          "unrecorded_violations": [list(v) for v in result.violations]},
+                         default=str, indent=2, sort_keys=True))
+    else:
+        print(f"table {events[0].table}, {len(events)} events, hash chain verified")
+        for key, value in as_dict.items():
+            print(f"  {key}: {value}")
+        for seq, name, detail in result.violations:
+            print(f"  invariant '{name}' fails after seq {seq}: {detail}")
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from labkit.exercises import run_check
+
+    report = run_check(args.exercise, args.file, solution=args.solution)
+    print(report.render())
+    return 0 if report.passed else 1
+
+
+def _cmd_bench_core(args: argparse.Namespace) -> int:
+    from labkit.bench import bench_core, render_core
+
+    result = bench_core(events=args.events, transitions=args.transitions)
+    print(json.dumps(result, indent=2) if args.json else render_core(result))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="labkit", description=(
+        "Small local language models as dependable workers inside explicit state machines."))
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = commands.add_parser("diagram", help="print a table as a Mermaid state diagram")
+    p.add_argument("table", help=f"catalog name ({', '.join(catalog.names())}), a .json file, or module:attr")
+    p.add_argument("--current", help="highlight this state")
+    p.add_argument("--unhandled", action="store_true", help="also list (state, event) pairs nobody handles")
+    p.set_defaults(func=_cmd_diagram)
+
+    p = commands.add_parser("replay", help="verify an event log and print the state it rebuilds")
+    p.add_argument("file", help="a .jsonl trace or a .sqlite run file")
+    p.add_argument("--run", help="run id inside a SQLite file that holds several")
+    p.add_argument("--json", action="store_true", help="print the state as JSON")
+    p.set_defaults(func=_cmd_replay)
+
+    p = commands.add_parser("check", help="check an exercise (the student file unless --file/--solution)")
+    p.add_argument("exercise", help="exercise number, e.g. 01")
+    p.add_argument("--file", help="check this file instead of the exercise's student file")
+    p.add_argument("--solution", action="store_true", help="check the reference solution")
+    p.set_defaults(func=_cmd_check)
+
+    p = commands.add_parser("bench", help="benchmarks (printed as tables)")
+    bench = p.add_subparsers(dest="bench", metavar="WHAT", required=True)
+    b = bench.add_parser("core", help="per-transition overhead and replay throughput")
+    b.add_argument("--events", type=int, default=100_000, help="events to replay (default 100000)")
+    b.add_argument("--transitions", type=int, default=20_000, help="transitions to time (default 20000)")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=_cmd_bench_core)
+
+    for module_name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and module_name.startswith(exc.name):
+                continue  # that part of the kit is not installed in this checkout
+            raise
+        module.register(commands, bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except LabkitError as exc:
+        print(f"labkit: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

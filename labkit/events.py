@@ -1,0 +1,207 @@
+"""Typed, immutable, hash-chained events.
+
+An event is a fact that happened in a run: a transition, an invariant violation, a tool result.
+Events are pydantic v2 models tagged by their ``type`` field and parsed through one discriminated
+union, so an unknown ``type`` or a missing field is an error that names the event, never a
+silently half-read dict.
+
+Sealing and the hash chain
+--------------------------
+Every stored event carries ``seq`` (0, 1, 2, ...), ``prev_hash`` (the previous event's hash, or
+``GENESIS_HASH`` for the first) and its own ``hash``. The hash is the SHA-256 of the event's JSON
+*exactly as written*, without the hash field. Because the hash is always the first key of the
+written line, checking a line needs no re-serialisation: the body is the line with that first key
+cut out. That keeps verification cheap enough to run on every load (see ``labkit bench core``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from labkit.errors import EventLogError
+
+SCHEMA_VERSION = 1
+GENESIS_HASH = "0" * 64
+_HASH_PREFIX = '{"hash":"'
+_HASH_END = len(_HASH_PREFIX) + 64  # index just after the hex digest
+_BODY_START = _HASH_END + 2  # skip the '",' that closes the hash field
+
+
+class Event(BaseModel):
+    """Fields shared by every event. Subclasses add a ``type`` literal and their own facts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hash: str = ""  # must stay the first field: see the module docstring
+    type: str
+    schema_version: int = SCHEMA_VERSION
+    seq: int = -1
+    run_id: str = ""
+    at: float = 0.0
+    prev_hash: str = ""
+
+
+_REGISTRY: dict[str, type[Event]] = {}
+_adapter: TypeAdapter[Any] | None = None
+
+
+def register_event(cls: type[Event]) -> type[Event]:
+    """Class decorator: add an event type to the discriminated union used for parsing.
+
+    Layers above the core (the planner runtime, the experiment) declare their own event types;
+    registering them keeps one parser and one replay path for every log.
+    """
+    global _adapter
+    tag = cls.model_fields["type"].default
+    if not isinstance(tag, str) or not tag:
+        raise TypeError(f"{cls.__name__} needs a default for its 'type' literal")
+    if tag in _REGISTRY and _REGISTRY[tag] is not cls:
+        raise TypeError(f"event type '{tag}' is registered twice ({_REGISTRY[tag].__name__}, {cls.__name__})")
+    _REGISTRY[tag] = cls
+    _adapter = None
+    return cls
+
+
+def event_types() -> dict[str, type[Event]]:
+    """The registered event types by tag (a copy)."""
+    return dict(_REGISTRY)
+
+
+def _union_adapter() -> TypeAdapter[Any]:
+    global _adapter
+    if _adapter is None:
+        members = tuple(_REGISTRY.values())
+        union = members[0] if len(members) == 1 else Union[members]  # noqa: UP007 - built at run time
+        _adapter = TypeAdapter(Annotated[union, Field(discriminator="type")])
+    return _adapter
+
+
+@register_event
+class RunStarted(Event):
+    """First event of a run: which table it follows and the versions that shaped it."""
+
+    type: Literal["run_started"] = "run_started"
+    table: str
+    initial: str
+    versions: dict[str, str] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+@register_event
+class Transitioned(Event):
+    """The machine moved from ``source`` to ``dest`` because ``trigger`` fired."""
+
+    type: Literal["transitioned"] = "transitioned"
+    trigger: str
+    source: str
+    dest: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+@register_event
+class InvariantViolated(Event):
+    """An invariant failed after event ``after_seq``; ``dest`` is where the run was sent (or stayed)."""
+
+    type: Literal["invariant_violated"] = "invariant_violated"
+    invariant: str
+    detail: str
+    after_seq: int
+    state: str
+    dest: str
+
+
+def seal(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float) -> tuple[Event, str]:
+    """Give an event its place in a chain; return the sealed event and its JSON line (no newline)."""
+    staged = event.model_copy(update={"seq": seq, "prev_hash": prev_hash, "run_id": run_id, "at": at,
+                                      "hash": ""})
+    body = staged.model_dump_json(exclude={"hash"})
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    line = f'{_HASH_PREFIX}{digest}",{body[1:]}'
+    return staged.model_copy(update={"hash": digest}), line
+
+
+def parse_line(line: str, *, where: str) -> Event:
+    """Parse one written event line, checking its own hash. ``where`` names it in errors."""
+    if not line.startswith(_HASH_PREFIX) or line[_HASH_END:_BODY_START] != '",':
+        _explain_unparseable(line, where)
+    body = "{" + line[_BODY_START:]
+    digest = line[len(_HASH_PREFIX):_HASH_END]
+    try:
+        event = _union_adapter().validate_json(line)
+    except ValidationError as exc:
+        raise _validation_error(exc, line, where) from None
+    if event.schema_version != SCHEMA_VERSION:
+        raise EventLogError(
+            f"{where}: event seq {event.seq} has schema_version {event.schema_version}, "
+            f"this labkit reads version {SCHEMA_VERSION}",
+            "open it with the labkit version that wrote it, or re-record the run.",
+            seq=event.seq,
+        )
+    if hashlib.sha256(body.encode()).hexdigest() != digest:
+        raise EventLogError(
+            f"{where}: event seq {event.seq} does not match its own hash: it was edited after it was written",
+            "restore the original file (the hash chain cannot be repaired by hand), or re-record the run.",
+            seq=event.seq,
+        )
+    return event
+
+
+def _explain_unparseable(line: str, where: str) -> None:
+    try:
+        json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise EventLogError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})",
+                            "the file is damaged at this line; restore it from a copy.") from None
+    raise EventLogError(f"{where}: a JSON object, but not a sealed labkit event (no leading 'hash' field)",
+                        "event logs are written by labkit's stores; do not edit or reformat them by hand.")
+
+
+def _validation_error(exc: ValidationError, line: str, where: str) -> EventLogError:
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as jexc:
+        return EventLogError(f"{where}: not valid JSON ({jexc.msg} at column {jexc.colno})",
+                             "the file is damaged at this line; restore it from a copy.")
+    seq = raw.get("seq") if isinstance(raw, dict) else None
+    tag = raw.get("type") if isinstance(raw, dict) else None
+    if isinstance(raw, dict) and raw.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+        return EventLogError(
+            f"{where}: event seq {seq} has schema_version {raw.get('schema_version')}, "
+            f"this labkit reads version {SCHEMA_VERSION}",
+            "open it with the labkit version that wrote it, or re-record the run.", seq=seq)
+    if tag not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY))
+        return EventLogError(f"{where}: unknown event type {tag!r} (seq {seq}); known types: {known}",
+                             "import the module that defines this event type before loading the log.",
+                             seq=seq)
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"][1:]) or "(event)"
+    return EventLogError(f"{where}: event seq {seq} of type '{tag}' is invalid: {field}: {first['msg']}",
+                         "the event does not match its schema; restore the file or re-record the run.",
+                         seq=seq)
+
+
+def verify_chain(events: list[Event], where: Callable[[int], str]) -> None:
+    """Check sequence numbers and hash links; name the first event that breaks them.
+
+    An edited event fails its own hash in ``parse_line``; this catches deleted, inserted and
+    reordered events, which keep valid hashes individually but break the links between them.
+    """
+    expected_prev = GENESIS_HASH
+    for index, event in enumerate(events):
+        if event.seq != index:
+            what = "missing or reordered" if event.seq > index else "duplicated or reordered"
+            raise EventLogError(
+                f"{where(index)}: expected event seq {index}, found seq {event.seq} ({what} events)",
+                "restore the original file; an event log must never be edited by hand.", seq=event.seq)
+        if event.prev_hash != expected_prev:
+            raise EventLogError(
+                f"{where(index)}: event seq {event.seq} does not link to the event before it "
+                "(an event was inserted, removed or replaced before it)",
+                "restore the original file; an event log must never be edited by hand.", seq=event.seq)
+        expected_prev = event.hash

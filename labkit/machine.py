@@ -1,0 +1,190 @@
+"""LabMachine: a ``transitions`` machine driven by a checked table, with a log and invariants.
+
+One step is: check the event is allowed here, let ``transitions`` pick the row (guards are its
+conditions), seal a ``Transitioned`` event into the log, fold it into the state with the reducer,
+then check every invariant. Facts that are not transitions (a tool's result, say) go through
+:meth:`LabMachine.record` and are checked the same way. The state is therefore always exactly
+what replaying the log gives, and the log is the single source of truth.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from transitions import Machine
+
+from labkit.errors import IllegalTransition, InvariantViolation, LabkitError
+from labkit.events import Event, InvariantViolated, RunStarted, Transitioned
+from labkit.invariants import Invariant
+from labkit.reducer import MachineState, Reduce, ReplayDivergence, reduce_machine, replay
+from labkit.store import EventLog
+from labkit.table import TransitionTable
+
+Guard = Callable[[Any, Mapping[str, Any]], bool]
+"""A guard sees the reduced state and the event's payload, and says whether its row may fire."""
+
+Clock = Callable[[], float]
+
+
+class _Model:
+    """The object ``transitions`` moves between states; labkit keeps the real state in the log."""
+
+    state: str
+
+
+class LabMachine:
+    """A run of a transition table. Everything it knows is in ``self.log``.
+
+    ``on_violation`` is ``"raise"`` (record the violation, halt the run, raise) or the name of a
+    terminal state to send the run to (record the violation and move there).
+    Pass an existing log to resume a run: its events are replayed to restore the state.
+    """
+
+    def __init__(
+        self,
+        table: TransitionTable,
+        *,
+        guards: Mapping[str, Guard] | None = None,
+        invariants: Sequence[Invariant] = (),
+        reduce: Reduce[Any] = reduce_machine,
+        empty: Any = None,
+        log: EventLog | None = None,
+        clock: Clock = time.time,
+        on_violation: str = "raise",
+        versions: Mapping[str, str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.table = table
+        self.guards = dict(guards or {})
+        self.invariants = tuple(invariants)
+        self.reduce = reduce
+        self.empty = MachineState() if empty is None else empty
+        self.log = log if log is not None else EventLog()
+        self.clock = clock
+        self._check_configuration(on_violation)
+        self.on_violation = on_violation
+        self._allowed = {s: table.allowed_events(s) for s in table.states}
+        self._model = _Model()
+        self._machine = Machine(
+            model=self._model,
+            states=list(table.states),
+            initial=table.initial,
+            transitions=[self._transition_spec(row) for row in table.rows],
+            auto_transitions=False,
+            send_event=True,
+            ignore_invalid_triggers=False,
+        )
+        self._halted: str | None = None
+        existing = list(self.log.events)
+        if existing:
+            self._resume(existing)
+        else:
+            self.states: list[Any] = []
+            self.state = self.empty
+            self._append(RunStarted(table=table.name, initial=table.initial,
+                                    versions=dict(versions or {}), params=dict(params or {})))
+
+    # ------------------------------------------------------------- set-up
+    def _check_configuration(self, on_violation: str) -> None:
+        missing = sorted(self.table.guard_names() - set(self.guards))
+        if missing:
+            raise LabkitError(f"table '{self.table.name}' uses guard(s) {', '.join(missing)} "
+                              "but no predicate was given for them",
+                              "pass guards={'name': lambda state, payload: ...} for each.")
+        if on_violation != "raise" and on_violation not in self.table.terminal:
+            raise LabkitError(f"on_violation='{on_violation}' is neither 'raise' nor a terminal state",
+                              f"use 'raise' or one of: {', '.join(sorted(self.table.terminal))}.")
+
+    def _transition_spec(self, row: Any) -> dict[str, Any]:
+        spec: dict[str, Any] = {"trigger": row.event, "source": row.source, "dest": row.dest}
+        if row.guard_name:
+            predicate = self.guards[row.guard_name]
+            condition = lambda event_data, p=predicate: bool(p(self.state, event_data.kwargs))  # noqa: E731
+            spec["unless" if row.negated else "conditions"] = [condition]
+        return spec
+
+    def _resume(self, existing: list[Event]) -> None:
+        if not isinstance(existing[0], RunStarted) or existing[0].table != self.table.name:
+            raise LabkitError(f"the log does not start a run of table '{self.table.name}'",
+                              "resume a log with the table that wrote it.")
+        try:
+            result = replay(existing, self.reduce, self.empty)
+        except ReplayDivergence as exc:
+            raise LabkitError(f"cannot resume: {exc.message}", exc.hint) from None
+        self.states = list(result.states)
+        self.state = result.state
+        self._machine.set_state(self.state.status, model=self._model)
+        if isinstance(existing[-1], InvariantViolated) and self.on_violation == "raise":
+            self._halted = existing[-1].invariant
+
+    # ------------------------------------------------------------- queries
+    @property
+    def status(self) -> str:
+        """The current machine state's name."""
+        return self._model.state
+
+    @property
+    def events(self) -> Sequence[Event]:
+        return self.log.events
+
+    @property
+    def finished(self) -> bool:
+        return self.status in self.table.terminal or self._halted is not None
+
+    def allowed(self) -> list[str]:
+        """Events that have a row leaving the current state."""
+        return [] if self._halted else list(self._allowed[self.status])
+
+    # ------------------------------------------------------------- steps
+    def fire(self, trigger: str, **payload: Any) -> Event:
+        """Send ``trigger`` with ``payload``; return the sealed ``Transitioned`` event.
+
+        Raises :class:`IllegalTransition` when no row handles it here (nothing is recorded then)
+        and :class:`InvariantViolation` when a check fails after the step (that *is* recorded).
+        """
+        source = self.status
+        if self._halted is not None:
+            raise IllegalTransition(source, trigger, [], f"the run halted after invariant '{self._halted}' failed")
+        if trigger not in self._allowed[source]:
+            raise IllegalTransition(source, trigger, self._allowed[source])
+        if not self._model.trigger(trigger, **payload):
+            guards = ", ".join(r.guard or "-" for r in self.table.rows_for(source, trigger))
+            raise IllegalTransition(source, trigger, self._allowed[source], f"no row's guard holds: {guards}")
+        event = Transitioned(trigger=trigger, source=source, dest=self._model.state, payload=payload)
+        return self._step(event)
+
+    def record(self, event: Event) -> Event:
+        """Append a fact that is not a transition (a tool result, an observation) and check invariants."""
+        if isinstance(event, Transitioned | RunStarted | InvariantViolated):
+            raise LabkitError(f"'{event.type}' events are written by the machine itself",
+                              "use fire() for transitions; record() is for facts.")
+        if self._halted is not None:
+            raise IllegalTransition(self.status, event.type, [],
+                                    f"the run halted after invariant '{self._halted}' failed")
+        return self._step(event)
+
+    def _append(self, event: Event) -> Event:
+        sealed = self.log.append(event, at=self.clock())
+        self.state = self.reduce(self.state, sealed)
+        self.states.append(self.state)
+        return sealed
+
+    def _step(self, event: Event) -> Event:
+        sealed = self._append(event)
+        for invariant in self.invariants:
+            detail = invariant.violation(self.state, self.log.events)
+            if detail is not None:
+                self._violate(invariant, detail, sealed.seq)
+        return sealed
+
+    def _violate(self, invariant: Invariant, detail: str, seq: int) -> None:
+        here = self.status
+        dest = here if self.on_violation == "raise" else self.on_violation
+        violation = self._append(InvariantViolated(invariant=invariant.name, detail=detail,
+                                                   after_seq=seq, state=here, dest=dest))
+        if self.on_violation == "raise":
+            self._halted = invariant.name
+            raise InvariantViolation(invariant.name, detail, violation.seq)
+        self._machine.set_state(dest, model=self._model)

@@ -1,0 +1,227 @@
+"""Append-only event stores: in memory, JSONL files (traces in ``data/``) and SQLite (runs).
+
+All three seal events into one hash chain (see :mod:`labkit.events`) and verify it on load, so an
+edited, deleted, inserted or reordered event is reported with its sequence number.
+
+Crash safety: a JSONL append is one ``write`` of a whole line followed by ``flush``; a process
+killed mid-append leaves at most one torn final line, which loading reports and skips. Opening
+such a file for appending moves the torn bytes to ``<file>.torn`` first, so nothing is lost and
+the next event starts on a clean line. A SQLite append is one transaction: it is there or not.
+Pass ``durable=True`` to also ``fsync`` each JSONL append (survives power loss, costs speed).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from labkit.errors import EventLogError
+from labkit.events import GENESIS_HASH, Event, parse_line, seal, verify_chain
+
+
+class EventLog:
+    """In-memory append-only log; the base of the file-backed stores."""
+
+    def __init__(self, run_id: str = "run-0") -> None:
+        self.run_id = run_id
+        self._events: list[Event] = []
+
+    @property
+    def events(self) -> Sequence[Event]:
+        """The sealed events so far, read-only: the log only grows through :meth:`append`."""
+        return self._events
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def append(self, event: Event, *, at: float = 0.0) -> Event:
+        """Seal ``event`` as the next link of the chain, persist it, and return the sealed event."""
+        prev = self._events[-1].hash if self._events else GENESIS_HASH
+        sealed, line = seal(event, seq=len(self._events), prev_hash=prev, run_id=self.run_id, at=at)
+        self._persist(sealed, line)
+        self._events.append(sealed)
+        return sealed
+
+    def _persist(self, event: Event, line: str) -> None:
+        """Write one sealed line; in memory there is nothing to write."""
+
+
+@dataclass(frozen=True)
+class TornTail:
+    """The bytes of an append that a crash interrupted (not an event: it was never complete)."""
+
+    line: int
+    size: int
+
+
+@dataclass(frozen=True)
+class LoadedLog:
+    events: list[Event]
+    torn_tail: TornTail | None = None
+
+
+def read_jsonl(path: str | Path) -> LoadedLog:
+    """Read and verify a JSONL event log. Raises :class:`EventLogError` naming the bad line or seq."""
+    path = Path(path)
+    if not path.exists():
+        raise EventLogError(f"no event log at {path}", "check the path; `labkit run` writes logs, "
+                            "and data/traces/ holds the shipped ones.")
+    if path.is_dir():
+        raise EventLogError(f"{path} is a folder, not an event log file", "name a .jsonl file inside it.")
+    raw = path.read_bytes()
+    chunks = raw.split(b"\n")
+    torn = None
+    if chunks and chunks[-1]:  # bytes after the last newline: an append that never finished
+        torn = TornTail(line=len(chunks), size=len(chunks[-1]))
+    complete = chunks[:-1]
+    events: list[Event] = []
+    for number, chunk in enumerate(complete, start=1):
+        where = f"{path.name} line {number}"
+        if not chunk.strip():
+            raise EventLogError(f"{where} is empty", "event logs have one event per line and no blank lines; "
+                                "restore the file from a copy.", line=number)
+        try:
+            text = chunk.decode("utf-8")
+        except UnicodeDecodeError:
+            raise EventLogError(f"{where} is not UTF-8 text", "restore the file from a copy.",
+                                line=number) from None
+        events.append(parse_line(text, where=where))
+    verify_chain(events, lambda i: f"{path.name} line {i + 1}")
+    return LoadedLog(events, torn)
+
+
+class JsonlLog(EventLog):
+    """An append-only JSONL file: one sealed event per line. Opening an existing file continues it."""
+
+    def __init__(self, path: str | Path, run_id: str | None = None, *, durable: bool = False) -> None:
+        self.path = Path(path)
+        self.durable = durable
+        existing: list[Event] = []
+        if self.path.exists():
+            loaded = read_jsonl(self.path)
+            existing = loaded.events
+            if loaded.torn_tail is not None:
+                self._set_torn_tail_aside(loaded.torn_tail)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        super().__init__(run_id or (existing[0].run_id if existing else "run-0"))
+        if existing and existing[0].run_id != self.run_id:
+            raise EventLogError(f"{self.path} holds run '{existing[0].run_id}', not '{self.run_id}'",
+                                "use one JSONL file per run, or open it without a run_id.")
+        self._events = existing
+
+    def _set_torn_tail_aside(self, torn: TornTail) -> None:
+        data = self.path.read_bytes()
+        keep = len(data) - torn.size
+        with open(self.path.with_name(self.path.name + ".torn"), "ab") as aside:
+            aside.write(data[keep:] + b"\n")
+        with open(self.path, "r+b") as handle:
+            handle.truncate(keep)
+
+    def _persist(self, event: Event, line: str) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            handle.flush()
+            if self.durable:
+                os.fsync(handle.fileno())
+
+
+def write_jsonl(path: str | Path, events: list[Event]) -> None:
+    """Write already-sealed events to a new JSONL file (for exporting a run as a trace)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for event in events:
+        if not event.hash:
+            raise EventLogError(f"event seq {event.seq} is not sealed", "append events through a log first.")
+        lines.append(event.model_dump_json())
+    verify_chain(events, lambda i: f"event {i}")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    tmp.replace(path)
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL,
+    seq    INTEGER NOT NULL,
+    type   TEXT NOT NULL,
+    line   TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"""
+
+
+class SqliteLog(EventLog):
+    """Runs in one SQLite file; each append is its own transaction. Opening a run continues it."""
+
+    def __init__(self, path: str | Path, run_id: str = "run-0") -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise EventLogError(f"{self.path} is not a labkit SQLite log ({exc})",
+                                "give a new file name or an existing labkit .sqlite file.") from None
+        super().__init__(run_id)
+        self._events = read_sqlite(self.path, run_id, conn=self._conn)
+
+    def _persist(self, event: Event, line: str) -> None:
+        with self._conn:
+            self._conn.execute("INSERT INTO events (run_id, seq, type, line) VALUES (?, ?, ?, ?)",
+                               (self.run_id, event.seq, event.type, line))
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> SqliteLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_sqlite(path: str | Path, run_id: str, conn: sqlite3.Connection | None = None) -> list[Event]:
+    """Read and verify one run from a SQLite log, in the order the events were appended."""
+    path = Path(path)
+    if conn is None:
+        if not path.exists():
+            raise EventLogError(f"no SQLite log at {path}", "check the path; `labkit run` creates it.")
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT line FROM events WHERE run_id = ? ORDER BY rowid", (run_id,)).fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise EventLogError(f"{path} is not a labkit SQLite log ({exc})",
+                            "give a file written by labkit.") from None
+    events = [parse_line(row[0], where=f"{path.name} run '{run_id}' row {i + 1}") for i, row in enumerate(rows)]
+    verify_chain(events, lambda i: f"{path.name} run '{run_id}' row {i + 1}")
+    return events
+
+
+def sqlite_runs(path: str | Path) -> list[str]:
+    """The run ids stored in a SQLite log, in the order they were first written."""
+    path = Path(path)
+    if not path.exists():
+        raise EventLogError(f"no SQLite log at {path}", "check the path.")
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT run_id FROM events GROUP BY run_id ORDER BY MIN(rowid)").fetchall()
+    return [r[0] for r in rows]
+
+
+def load_events(path: str | Path, run_id: str | None = None) -> list[Event]:
+    """Load a verified log from a ``.jsonl`` or SQLite file (chosen by suffix)."""
+    path = Path(path)
+    if path.suffix in (".sqlite", ".db", ".sqlite3"):
+        runs = sqlite_runs(path)
+        if run_id is None:
+            if len(runs) != 1:
+                raise EventLogError(f"{path} holds {len(runs)} runs ({', '.join(runs) or 'none'})",
+                                    "name one with --run.")
+            run_id = runs[0]
+        return read_sqlite(path, run_id)
+    return read_jsonl(path).events
