@@ -28,6 +28,7 @@ from labkit.errors import EventLogError
 SCHEMA_VERSION = 1
 GENESIS_HASH = "0" * 64
 _HASH_PREFIX = '{"hash":"'
+_HASH_PREFIX_B = _HASH_PREFIX.encode()
 _HASH_END = len(_HASH_PREFIX) + 64  # index just after the hex digest
 _BODY_START = _HASH_END + 2  # skip the '",' that closes the hash field
 
@@ -117,24 +118,30 @@ class InvariantViolated(Event):
 
 def seal(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float) -> tuple[Event, str]:
     """Give an event its place in a chain; return the sealed event and its JSON line (no newline)."""
-    staged = event.model_copy(update={"seq": seq, "prev_hash": prev_hash, "run_id": run_id, "at": at,
-                                      "hash": ""})
+    if (event.seq, event.prev_hash, event.run_id, event.at, event.hash) == (seq, prev_hash, run_id, at, ""):
+        staged = event.model_copy()  # already placed by the caller: only the hash is missing
+    else:
+        staged = event.model_copy(update={"seq": seq, "prev_hash": prev_hash, "run_id": run_id, "at": at,
+                                          "hash": ""})
     body = staged.model_dump_json(exclude={"hash"})
     digest = hashlib.sha256(body.encode()).hexdigest()
-    line = f'{_HASH_PREFIX}{digest}",{body[1:]}'
-    return staged.model_copy(update={"hash": digest}), line
+    # ``staged`` is a private copy nobody else holds yet, so filling in its hash here is safe.
+    object.__setattr__(staged, "hash", digest)
+    return staged, f'{_HASH_PREFIX}{digest}",{body[1:]}'
 
 
-def parse_line(line: str, *, where: str) -> Event:
-    """Parse one written event line, checking its own hash. ``where`` names it in errors."""
-    if not line.startswith(_HASH_PREFIX) or line[_HASH_END:_BODY_START] != '",':
-        _explain_unparseable(line, where)
-    body = "{" + line[_BODY_START:]
-    digest = line[len(_HASH_PREFIX):_HASH_END]
+def parse_line(line: str | bytes, *, where: str) -> Event:
+    """Parse one written event line, checking its own hash. ``where`` names it in errors.
+
+    Bytes are accepted (and are faster: the hash is taken over them without a decode/encode).
+    """
+    raw = line.encode() if isinstance(line, str) else line
+    if not raw.startswith(_HASH_PREFIX_B) or raw[_HASH_END:_BODY_START] != b'",':
+        _explain_unparseable(raw, where)
     try:
-        event = _union_adapter().validate_json(line)
+        event = _union_adapter().validate_json(raw)
     except ValidationError as exc:
-        raise _validation_error(exc, line, where) from None
+        raise _validation_error(exc, raw, where) from None
     if event.schema_version != SCHEMA_VERSION:
         raise EventLogError(
             f"{where}: event seq {event.seq} has schema_version {event.schema_version}, "
@@ -142,7 +149,7 @@ def parse_line(line: str, *, where: str) -> Event:
             "open it with the labkit version that wrote it, or re-record the run.",
             seq=event.seq,
         )
-    if hashlib.sha256(body.encode()).hexdigest() != digest:
+    if hashlib.sha256(b"{" + raw[_BODY_START:]).hexdigest() != event.hash:
         raise EventLogError(
             f"{where}: event seq {event.seq} does not match its own hash: it was edited after it was written",
             "restore the original file (the hash chain cannot be repaired by hand), or re-record the run.",
@@ -151,22 +158,31 @@ def parse_line(line: str, *, where: str) -> Event:
     return event
 
 
-def _explain_unparseable(line: str, where: str) -> None:
+def _json_problem(line: bytes, where: str) -> EventLogError | None:
+    """If ``line`` is not JSON text at all, the error saying so; else None."""
     try:
         json.loads(line)
     except json.JSONDecodeError as exc:
-        raise EventLogError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})",
-                            "the file is damaged at this line; restore it from a copy.") from None
+        return EventLogError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})",
+                             "the file is damaged at this line; restore it from a copy.")
+    except UnicodeDecodeError:
+        return EventLogError(f"{where}: not UTF-8 text", "the file is damaged at this line; restore it from a copy.")
+    return None
+
+
+def _explain_unparseable(line: bytes, where: str) -> None:
+    problem = _json_problem(line, where)
+    if problem is not None:
+        raise problem
     raise EventLogError(f"{where}: a JSON object, but not a sealed labkit event (no leading 'hash' field)",
                         "event logs are written by labkit's stores; do not edit or reformat them by hand.")
 
 
-def _validation_error(exc: ValidationError, line: str, where: str) -> EventLogError:
-    try:
-        raw = json.loads(line)
-    except json.JSONDecodeError as jexc:
-        return EventLogError(f"{where}: not valid JSON ({jexc.msg} at column {jexc.colno})",
-                             "the file is damaged at this line; restore it from a copy.")
+def _validation_error(exc: ValidationError, line: bytes, where: str) -> EventLogError:
+    problem = _json_problem(line, where)
+    if problem is not None:
+        return problem
+    raw = json.loads(line)
     seq = raw.get("seq") if isinstance(raw, dict) else None
     tag = raw.get("type") if isinstance(raw, dict) else None
     if isinstance(raw, dict) and raw.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:

@@ -152,8 +152,10 @@ class LabMachine:
         if not self._model.trigger(trigger, **payload):
             guards = ", ".join(r.guard or "-" for r in self.table.rows_for(source, trigger))
             raise IllegalTransition(source, trigger, self._allowed[source], f"no row's guard holds: {guards}")
-        event = Transitioned(trigger=trigger, source=source, dest=self._model.state, payload=payload)
-        return self._step(event)
+        log, now = self.log, self.clock()
+        event = Transitioned(trigger=trigger, source=source, dest=self._model.state, payload=payload,
+                             seq=len(log), prev_hash=log.head, run_id=log.run_id, at=now)
+        return self._step(event, now)
 
     def record(self, event: Event) -> Event:
         """Append a fact that is not a transition (a tool result, an observation) and check invariants."""
@@ -165,14 +167,14 @@ class LabMachine:
                                     f"the run halted after invariant '{self._halted}' failed")
         return self._step(event)
 
-    def _append(self, event: Event) -> Event:
-        sealed = self.log.append(event, at=self.clock())
+    def _append(self, event: Event, at: float | None = None) -> Event:
+        sealed = self.log.append(event, at=self.clock() if at is None else at)
         self.state = self.reduce(self.state, sealed)
         self.states.append(self.state)
         return sealed
 
-    def _step(self, event: Event) -> Event:
-        sealed = self._append(event)
+    def _step(self, event: Event, at: float | None = None) -> Event:
+        sealed = self._append(event, at)
         for invariant in self.invariants:
             detail = invariant.violation(self.state, self.log.events)
             if detail is not None:

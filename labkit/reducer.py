@@ -35,8 +35,8 @@ Reduce = Callable[[S, Event], S]
 
 def reduce_machine(state: MachineState, event: Event) -> MachineState:
     """The core reducer: follows run starts, transitions and invariant violations."""
-    if isinstance(event, Transitioned):
-        return dataclasses.replace(state, status=event.dest, seq=event.seq, transitions=state.transitions + 1)
+    if isinstance(event, Transitioned):  # the hot path: built directly, dataclasses.replace is slower
+        return MachineState(event.dest, state.table, event.seq, state.transitions + 1, state.violations)
     if isinstance(event, RunStarted):
         return MachineState(status=event.initial, table=event.table, seq=event.seq)
     if isinstance(event, InvariantViolated):
@@ -101,7 +101,8 @@ def replay(
                 f"but replay is in '{state.status}'", state, event))
         state = reduce(state, event)
         states.append(state)
-        history.append(event)
+        if invariants:
+            history.append(event)
         if invariants and not isinstance(event, InvariantViolated):
             for inv in invariants:
                 if inv.name in seen:

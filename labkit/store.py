@@ -37,10 +37,14 @@ class EventLog:
     def __len__(self) -> int:
         return len(self._events)
 
+    @property
+    def head(self) -> str:
+        """The hash the next event must link to."""
+        return self._events[-1].hash if self._events else GENESIS_HASH
+
     def append(self, event: Event, *, at: float = 0.0) -> Event:
         """Seal ``event`` as the next link of the chain, persist it, and return the sealed event."""
-        prev = self._events[-1].hash if self._events else GENESIS_HASH
-        sealed, line = seal(event, seq=len(self._events), prev_hash=prev, run_id=self.run_id, at=at)
+        sealed, line = seal(event, seq=len(self._events), prev_hash=self.head, run_id=self.run_id, at=at)
         self._persist(sealed, line)
         self._events.append(sealed)
         return sealed
@@ -78,18 +82,16 @@ def read_jsonl(path: str | Path) -> LoadedLog:
         torn = TornTail(line=len(chunks), size=len(chunks[-1]))
     complete = chunks[:-1]
     events: list[Event] = []
+    expected_prev = GENESIS_HASH
     for number, chunk in enumerate(complete, start=1):
-        where = f"{path.name} line {number}"
         if not chunk.strip():
-            raise EventLogError(f"{where} is empty", "event logs have one event per line and no blank lines; "
-                                "restore the file from a copy.", line=number)
-        try:
-            text = chunk.decode("utf-8")
-        except UnicodeDecodeError:
-            raise EventLogError(f"{where} is not UTF-8 text", "restore the file from a copy.",
-                                line=number) from None
-        events.append(parse_line(text, where=where))
-    verify_chain(events, lambda i: f"{path.name} line {i + 1}")
+            raise EventLogError(f"{path.name} line {number} is empty", "event logs have one event per line and "
+                                "no blank lines; restore the file from a copy.", line=number)
+        event = parse_line(chunk, where=f"{path.name} line {number}")
+        if event.seq != number - 1 or event.prev_hash != expected_prev:
+            verify_chain([*events, event], lambda i: f"{path.name} line {i + 1}")  # names the break
+        expected_prev = event.hash
+        events.append(event)
     return LoadedLog(events, torn)
 
 

@@ -1,0 +1,168 @@
+"""``labkit bench core``: what the machinery costs, measured side by side in one run.
+
+Two questions a learner should be able to answer with numbers from their own machine:
+
+* How much slower is a labkit step than a bare ``transitions`` trigger on the same table? A labkit
+  step also seals an event into the hash chain, folds it into the state and checks invariants.
+  Goal: at most 3x.
+* How fast does a log replay? Loading verifies every hash, validates every event with pydantic
+  and folds the reducer. Goal: at least 100,000 events/s, within 4x of plain ``json.loads`` of
+  the same lines (the floor for anything that reads JSON).
+
+Timings are medians of several repeats with ``time.perf_counter``; nothing here is asserted by a
+test, because speed depends on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from transitions import Machine
+
+from labkit.events import Transitioned
+from labkit.examples import ticket_guards, ticket_table
+from labkit.invariants import Invariant
+from labkit.machine import LabMachine
+from labkit.reducer import replay
+from labkit.store import read_jsonl, write_jsonl
+
+_LOOP = ("ask_customer", "customer_replied")  # IN_PROGRESS <-> WAITING_CUSTOMER, forever
+
+
+def _bench_invariants(states: frozenset[str]) -> list[Invariant]:
+    """Three constant-time invariants, the kind a real table carries on every step."""
+    return [
+        Invariant("known_state", lambda s, ev: None if s.status in states else f"unknown state {s.status}"),
+        Invariant("seq_matches_log", lambda s, ev: None if s.seq == len(ev) - 1 else "seq out of step"),
+        Invariant("status_matches_last_move", lambda s, ev: None if not isinstance(ev[-1], Transitioned)
+                  or ev[-1].dest == s.status else "status differs from the last transition"),
+    ]
+
+
+def _labkit_machine() -> LabMachine:
+    table = ticket_table()
+    m = LabMachine(table, guards=ticket_guards(), invariants=_bench_invariants(frozenset(table.states)),
+                   clock=lambda: 0.0)
+    m.fire("triage")
+    m.fire("start")
+    return m
+
+
+def _bare_machine() -> Any:
+    class Model:
+        pass
+
+    table, guards = ticket_table(), ticket_guards()
+    model = Model()
+    specs = []
+    for row in table.rows:
+        spec: dict[str, Any] = {"trigger": row.event, "source": row.source, "dest": row.dest}
+        if row.guard_name:
+            check = guards[row.guard_name]
+            spec["unless" if row.negated else "conditions"] = [lambda ed, c=check: c(None, ed.kwargs)]
+        specs.append(spec)
+    Machine(model=model, states=list(table.states), initial=table.initial, transitions=specs,
+            auto_transitions=False, send_event=True)
+    model.trigger("triage")
+    model.trigger("start")
+    return model
+
+
+def _timed(run: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def _paired(subject: Callable[[], None], baseline: Callable[[], None], repeats: int) -> tuple[float, float, float]:
+    """Median seconds of subject and baseline, and the median of their per-pair ratios.
+
+    The two are run alternately, so a neighbour process that slows the machine for a while slows
+    both sides of a pair alike; the ratio is then steadier than either time on its own.
+    """
+    pairs = [(_timed(subject), _timed(baseline)) for _ in range(repeats)]
+    return (statistics.median(a for a, _ in pairs), statistics.median(b for _, b in pairs),
+            statistics.median(a / b for a, b in pairs))
+
+
+def bench_transitions(n: int, repeats: int = 5) -> dict[str, float]:
+    """Median seconds per transition for labkit and for a bare ``transitions`` model."""
+
+    def labkit_run() -> None:
+        m = _labkit_machine()
+        for i in range(n):
+            m.fire(_LOOP[i % 2])
+
+    def bare_run() -> None:
+        model = _bare_machine()
+        for i in range(n):
+            model.trigger(_LOOP[i % 2])
+
+    labkit_s, bare_s, ratio = _paired(labkit_run, bare_run, repeats)
+    return {"labkit_us": labkit_s / n * 1e6, "bare_us": bare_s / n * 1e6, "ratio": ratio}
+
+
+def bench_replay(n: int, repeats: int = 5) -> dict[str, float]:
+    """Events/s for load+verify+replay of an n-event JSONL log, against ``json.loads`` of its lines."""
+    m = _labkit_machine()
+    for i in range(n - len(m.events)):
+        m.fire(_LOOP[i % 2])
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "bench.jsonl"
+        write_jsonl(path, list(m.events))
+        size = path.stat().st_size
+
+        def json_only() -> None:
+            with open(path, "rb") as handle:
+                for line in handle:
+                    json.loads(line)
+
+        def labkit_replay() -> None:
+            state = replay(read_jsonl(path).events).state
+            if state != m.state:
+                raise AssertionError("replay did not rebuild the live state")
+
+        replay_s, json_s, ratio = _paired(labkit_replay, json_only, repeats)
+    return {"events": float(n), "bytes": float(size), "replay_eps": n / replay_s, "json_eps": n / json_s,
+            "ratio": ratio}
+
+
+def bench_core(events: int = 100_000, transitions: int = 20_000) -> dict[str, Any]:
+    """Run both measurements and return them with the machine they ran on."""
+    import pydantic
+    import transitions as transitions_pkg
+
+    return {
+        "machine": {"python": platform.python_version(), "processor": platform.machine(),
+                    "pydantic": pydantic.VERSION, "transitions": transitions_pkg.__version__},
+        "transition": bench_transitions(transitions),
+        "replay": bench_replay(events),
+    }
+
+
+def render_core(result: dict[str, Any]) -> str:
+    """The benchmark as a Markdown table, goals beside the measurements."""
+    t, r, mach = result["transition"], result["replay"], result["machine"]
+    rows = [
+        ("bare `transitions` trigger", f"{t['bare_us']:.1f} µs/transition", ""),
+        ("labkit step (3 invariants, event sealed in memory)", f"{t['labkit_us']:.1f} µs/transition",
+         ""),
+        ("labkit / bare", f"{t['ratio']:.2f}×", "≤ 3× " + ("✓" if t["ratio"] <= 3 else "✗")),
+        (f"`json.loads` of {int(r['events']):,} lines", f"{r['json_eps']:,.0f} events/s", ""),
+        ("load + verify chain + validate + replay", f"{r['replay_eps']:,.0f} events/s",
+         "≥ 100,000/s " + ("✓" if r["replay_eps"] >= 100_000 else "✗")),
+        ("replay / json.loads time", f"{r['ratio']:.2f}×", "≤ 4× " + ("✓" if r["ratio"] <= 4 else "✗")),
+    ]
+    lines = ["| measurement | result | goal |", "|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    lines.append(f"\nPython {mach['python']} ({mach['processor']}), pydantic {mach['pydantic']}, "
+                 f"transitions {mach['transitions']}; medians of 5 alternating repeats "
+                 "(ratios are medians of per-pair ratios).")
+    return "\n".join(lines)

@@ -1,0 +1,157 @@
+"""LabMachine: allowed and illegal events, guards, invariants as logged events, resume."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from labkit import (
+    IllegalTransition,
+    Invariant,
+    InvariantViolated,
+    InvariantViolation,
+    JsonlLog,
+    LabkitError,
+    LabMachine,
+    SqliteLog,
+    Transitioned,
+    read_jsonl,
+    replay,
+)
+from labkit.examples import ticket_guards, ticket_invariants, ticket_table
+
+
+def ticks():
+    counter = itertools.count()
+    return lambda: float(next(counter))
+
+
+def ticket(**kwargs) -> LabMachine:
+    kwargs.setdefault("invariants", ticket_invariants())
+    return LabMachine(ticket_table(), guards=ticket_guards(), clock=ticks(), **kwargs)
+
+
+def test_a_happy_path_is_logged_one_event_per_step():
+    m = ticket()
+    m.fire("triage")
+    m.fire("start")
+    m.fire("resolve", fix_note="restarted the printer")
+    m.fire("confirm")
+    assert m.status == "CLOSED" and m.finished
+    moves = [(e.source, e.trigger, e.dest) for e in m.events if isinstance(e, Transitioned)]
+    assert moves == [("NEW", "triage", "TRIAGED"), ("TRIAGED", "start", "IN_PROGRESS"),
+                     ("IN_PROGRESS", "resolve", "RESOLVED"), ("RESOLVED", "confirm", "CLOSED")]
+    assert [e.seq for e in m.events] == list(range(5))
+    assert m.events[3].payload == {"fix_note": "restarted the printer"}
+    assert m.state.status == "CLOSED" and m.state.transitions == 4
+
+
+def test_an_illegal_event_names_state_event_and_allowed_events_and_records_nothing():
+    m = ticket()
+    with pytest.raises(IllegalTransition) as info:
+        m.fire("confirm")
+    err = info.value
+    assert (err.state, err.event, err.allowed) == ("NEW", "confirm", ["triage", "cancel"])
+    assert "allowed there: triage, cancel" in str(err)
+    assert len(m.events) == 1  # only run_started
+
+
+def test_a_guard_picks_the_row():
+    m = ticket()
+    m.fire("triage")
+    m.fire("start")
+    m.fire("resolve", fix_note="   ")
+    assert m.status == "IN_PROGRESS"
+    m.fire("resolve", fix_note="patched")
+    assert m.status == "RESOLVED"
+
+
+def test_a_missing_guard_predicate_is_reported_when_the_machine_is_made():
+    with pytest.raises(LabkitError, match="uses guard\\(s\\) has_fix_note"):
+        LabMachine(ticket_table())
+
+
+def test_terminal_states_allow_nothing():
+    m = ticket()
+    m.fire("cancel")
+    with pytest.raises(IllegalTransition, match="allowed there: none"):
+        m.fire("triage")
+
+
+def at_most_two_transitions(state, events):
+    return None if state.transitions <= 2 else f"{state.transitions} transitions, limit is 2"
+
+
+def test_an_invariant_violation_is_an_event_and_halts_the_run():
+    m = ticket(invariants=[Invariant("short", at_most_two_transitions)])
+    m.fire("triage")
+    m.fire("start")
+    with pytest.raises(InvariantViolation) as info:
+        m.fire("ask_customer")
+    assert info.value.name == "short" and info.value.seq == 4
+    last = m.events[-1]
+    assert isinstance(last, InvariantViolated)
+    assert (last.invariant, last.after_seq, last.state) == ("short", 3, "WAITING_CUSTOMER")
+    with pytest.raises(IllegalTransition, match="halted after invariant 'short'"):
+        m.fire("customer_replied")
+
+
+def test_a_violation_can_send_the_run_to_a_failure_state_instead():
+    m = ticket(invariants=[Invariant("short", at_most_two_transitions)], on_violation="CANCELLED")
+    for trigger in ("triage", "start", "ask_customer"):
+        m.fire(trigger)
+    assert m.status == "CANCELLED" and m.finished
+    assert m.state.violations == ("short",)
+
+
+def test_a_crashing_check_counts_as_a_violation():
+    m = ticket(invariants=[Invariant("broken", lambda s, e: 1 / 0)])
+    with pytest.raises(InvariantViolation, match="ZeroDivisionError"):
+        m.fire("triage")
+
+
+def test_the_planted_closing_bug_is_caught_by_the_ticket_invariant():
+    # closing must come straight from RESOLVED; a table with a shortcut row lets the invariant catch it
+    from labkit import Row, TransitionTable
+    from labkit.examples import TICKET_ROWS, TICKET_STATES
+
+    buggy = TransitionTable.build("ticket", TICKET_STATES, (*TICKET_ROWS, Row("TRIAGED", "close", "CLOSED")),
+                                  initial="NEW", terminal=["CLOSED", "CANCELLED"])
+    m = LabMachine(buggy, guards=ticket_guards(), invariants=ticket_invariants(), clock=ticks())
+    m.fire("triage")
+    with pytest.raises(InvariantViolation, match="closed_only_after_resolved"):
+        m.fire("close")
+
+
+def test_live_state_equals_replayed_state(tmp_path):
+    m = ticket(log=JsonlLog(tmp_path / "run.jsonl", run_id="r1"))
+    for trigger in ("triage", "start", "ask_customer", "customer_replied"):
+        m.fire(trigger)
+    loaded = read_jsonl(tmp_path / "run.jsonl").events
+    assert loaded == list(m.events)
+    assert replay(loaded).state == m.state
+    assert list(replay(loaded).states) == m.states
+
+
+@pytest.mark.parametrize("make_log", [
+    lambda p: JsonlLog(p / "run.jsonl", run_id="r1"),
+    lambda p: SqliteLog(p / "runs.sqlite", run_id="r1"),
+])
+def test_a_run_resumes_from_its_log(tmp_path, make_log):
+    first = ticket(log=make_log(tmp_path))
+    first.fire("triage")
+    first.fire("start")
+    second = ticket(log=make_log(tmp_path))
+    assert second.status == "IN_PROGRESS" and len(second.events) == 3
+    second.fire("resolve", fix_note="done")
+    assert make_log(tmp_path).events[-1].dest == "RESOLVED"
+
+
+def test_resuming_with_another_table_is_refused(tmp_path):
+    from labkit import TransitionTable
+
+    ticket(log=JsonlLog(tmp_path / "run.jsonl")).fire("triage")
+    other = TransitionTable.build("other", ["A", "B"], [("A", "go", "B")], initial="A", terminal=["B"])
+    with pytest.raises(LabkitError, match="does not start a run of table 'other'"):
+        LabMachine(other, log=JsonlLog(tmp_path / "run.jsonl"))
