@@ -1,0 +1,124 @@
+"""What llama.cpp itself says it allocated: capture its log while loading, parse the buffer sizes.
+
+llama.cpp reports every buffer it allocates ("CPU_Mapped model buffer size = 235.16 MiB",
+"CPU KV buffer size = 12.00 MiB", "CPU compute buffer size = 514.50 MiB"). Those lines are the ground
+truth the fit estimator is checked against. They go through a C log callback, not Python's stderr,
+so we install our own callback with ``llama_cpp.llama_log_set`` for the duration of a load and put
+llama-cpp-python's own callback back afterwards (the callback is process-wide).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from labkit.inference.fit import MIB, MemoryEstimate, estimate_memory
+from labkit.inference.gguf_meta import read_gguf_arch
+
+_BUFFER_RE = re.compile(
+    r"(?P<device>[\w.\-]+)\s+(?P<kind>model|KV|compute|output) buffer size =\s*(?P<mib>[\d.]+) MiB")
+
+
+@dataclass
+class LlamaLog:
+    """Text llama.cpp logged while the capture was active."""
+
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
+@contextmanager
+def capture_llama_log() -> Iterator[LlamaLog]:
+    """Collect llama.cpp's log output (all levels) into a :class:`LlamaLog` while the block runs."""
+    import llama_cpp
+    from llama_cpp import _logger
+
+    log = LlamaLog()
+
+    @llama_cpp.llama_log_callback
+    def _collect(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        log.lines.append(text.decode("utf-8", errors="replace"))
+
+    llama_cpp.llama_log_set(_collect, ctypes.c_void_p(0))
+    try:
+        yield log
+    finally:  # restore llama-cpp-python's callback; ours must not be called after it is freed
+        llama_cpp.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
+
+
+@dataclass(frozen=True)
+class BufferReport:
+    """Buffer sizes (MiB, as logged) by kind, summed over buffers of that kind, and by device."""
+
+    model: dict[str, float]
+    kv: dict[str, float]
+    compute: dict[str, float]
+    output: dict[str, float]
+
+
+def parse_buffers(text: str) -> BufferReport:
+    """Sum the '<device> <kind> buffer size = N MiB' lines of a llama.cpp load log."""
+    found: dict[str, dict[str, float]] = {"model": {}, "KV": {}, "compute": {}, "output": {}}
+    for m in _BUFFER_RE.finditer(text):
+        bucket = found[m.group("kind")]
+        bucket[m.group("device")] = bucket.get(m.group("device"), 0.0) + float(m.group("mib"))
+    return BufferReport(model=found["model"], kv=found["KV"], compute=found["compute"], output=found["output"])
+
+
+@dataclass(frozen=True)
+class LoadCheck:
+    """The estimator's figures next to llama.cpp's own, for one real CPU load."""
+
+    n_ctx: int
+    swa_full: bool
+    estimate: MemoryEstimate
+    report: BufferReport
+
+    def rows(self) -> list[tuple[str, float, float, float]]:
+        """(what, estimated MiB, logged MiB, error %) for weights, KV cache, compute and their total.
+
+        The weights row compares with the ``CPU_Mapped`` buffer, which holds the file's tensors; the
+        ``CPU_REPACK`` buffer is an extra, CPU-only copy of some tensors rearranged for SIMD kernels
+        (it depends on the CPU's instruction set) and is not something a GPU needs, so it is left out
+        and shown separately by :meth:`repack_mib`.
+        """
+        est = self.estimate
+        weights_logged = sum(v for k, v in self.report.model.items() if "REPACK" not in k)
+        pairs = [("weights", est.weights / MIB, weights_logged),
+                 ("KV cache", est.kv / MIB, sum(self.report.kv.values())),
+                 ("compute", est.compute / MIB, sum(self.report.compute.values())),
+                 ("output", est.output_buffer / MIB, sum(self.report.output.values()))]
+        total_est = sum(p[1] for p in pairs)
+        total_log = sum(p[2] for p in pairs)
+        pairs.append(("total", total_est, total_log))
+        return [(name, e, r, 100.0 * (e - r) / r if r else float("nan")) for name, e, r in pairs]
+
+    def repack_mib(self) -> float:
+        return sum(v for k, v in self.report.model.items() if "REPACK" in k)
+
+    def render(self) -> str:
+        lines = [f"n_ctx={self.n_ctx}, swa_full={self.swa_full}",
+                 f"{'buffer':<10} {'estimate MiB':>13} {'llama.cpp MiB':>14} {'error %':>8}"]
+        lines += [f"{n:<10} {e:>13.2f} {r:>14.2f} {err:>+8.2f}" for n, e, r, err in self.rows()]
+        return "\n".join(lines)
+
+
+def check_against_load(model_path: str | Path, n_ctx: int, *, swa_full: bool = True,
+                       n_threads: int = 1) -> LoadCheck:
+    """Load ``model_path`` on the CPU with llama.cpp, capture its buffer report, compare with the estimate."""
+    import llama_cpp
+
+    arch = read_gguf_arch(model_path)
+    estimate = estimate_memory(arch, n_ctx, 0, swa_full=swa_full)
+    with capture_llama_log() as log:
+        llm = llama_cpp.Llama(str(model_path), n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=0,
+                              swa_full=swa_full, verbose=False)
+        llm.close()
+    return LoadCheck(n_ctx=n_ctx, swa_full=swa_full, estimate=estimate, report=parse_buffers(log.text))
