@@ -1,0 +1,22 @@
+"""LLM backends: one small interface (:class:`Backend`), several implementations.
+
+- :class:`LlamaCppBackend` — a GGUF model in this process (the embedded model by default);
+- :class:`OpenAICompatBackend` — an OpenAI-compatible ``/v1/completions`` server;
+- :class:`RecordingBackend` / :class:`ReplayBackend` — JSONL cassettes of real calls;
+- :class:`ScriptedBackend` — scripted answers for unit tests of logic.
+
+Structured output: pass ``schema=`` (a JSON schema) to ``complete``; read the answer with
+:func:`parse_json_output` (or an :class:`OutputTally`, which counts invalid outputs).
+"""
+
+from labkit.llm.backend import Backend, Completion, Request
+from labkit.llm.cassette import RecordingBackend, ReplayBackend, cassette_key
+from labkit.llm.errors import BackendError, CassetteError, CassetteMiss, GrammarError, ModelFileError, ServerError
+from labkit.llm.fake import ScriptedBackend
+from labkit.llm.grammar import CompiledSchema, compile_schema
+from labkit.llm.llamacpp import LlamaCppBackend
+from labkit.llm.parse import OutputTally, parse_json_output
+
+__all__ = ["Backend", "BackendError", "CassetteError", "CassetteMiss", "Completion", "CompiledSchema",
+           "GrammarError", "LlamaCppBackend", "ModelFileError", "OutputTally", "RecordingBackend", "ReplayBackend",
+           "Request", "ScriptedBackend", "ServerError", "cassette_key", "compile_schema", "parse_json_output"]

@@ -1,0 +1,109 @@
+"""The one interface every LLM backend implements, and the record of one call.
+
+Why so small: the state machines above only ever need "complete this prompt, maybe under a JSON
+schema, with these decoding parameters" plus enough provenance to reproduce the number later.
+Chat messages, streaming and tool calls are deliberately absent: the embedded model is a *base*
+model without a chat template, and every backend must behave the same for the experiment to be fair.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from labkit.llm.errors import BackendError
+
+# Sampling knobs that are fixed per backend (not per call); pinned explicitly so that the in-process
+# backend and a llama.cpp server sample the same way, and recorded in ``describe()``.
+DEFAULT_SAMPLING: dict[str, float | int] = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.0}
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What one call returned, with the counts an experiment reports.
+
+    ``seconds`` is the wall time of the call as measured by the backend (for a replayed call: the
+    time measured when it was recorded; ``replayed`` tells them apart). ``grammar_used`` is true
+    only when a grammar really constrained decoding; ``retries`` counts re-sent HTTP requests.
+    """
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    grammar_used: bool = False
+    finish_reason: str = "stop"
+    retries: int = 0
+    replayed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Completion:
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call's inputs; the cassette key is a hash of this plus the model's sha256."""
+
+    prompt: str
+    max_tokens: int = 64
+    stop: tuple[str, ...] = ()
+    schema: dict[str, Any] | None = None
+    temperature: float = 0.0
+    seed: int = 0
+    sampling: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_SAMPLING))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["stop"] = list(self.stop)
+        return data
+
+
+class Backend(abc.ABC):
+    """Complete prompts; describe where the answers come from.
+
+    Implementations: :class:`~labkit.llm.llamacpp.LlamaCppBackend` (in process),
+    :class:`~labkit.llm.http.OpenAICompatBackend` (server), :class:`~labkit.llm.cassette.RecordingBackend`
+    and :class:`~labkit.llm.cassette.ReplayBackend` (cassettes), :class:`~labkit.llm.fake.ScriptedBackend`.
+    """
+
+    kind: str = "abstract"
+
+    def complete(self, prompt: str, *, max_tokens: int = 64, stop: list[str] | tuple[str, ...] | None = None,
+                 schema: dict[str, Any] | None = None, temperature: float = 0.0, seed: int = 0) -> Completion:
+        """Complete ``prompt`` (plain completion, no chat template).
+
+        ``schema``: a JSON schema; where the backend can, decoding is constrained by a grammar built
+        from it (``Completion.grammar_used``). Callers must still validate the text
+        (:func:`labkit.llm.parse.parse_json_output`): schema-valid is not correct, and not every
+        schema keyword can be enforced by a grammar. ``temperature`` 0 is greedy; above 0, the
+        same ``seed`` gives the same sample.
+        """
+        if max_tokens < 1:
+            raise BackendError(f"max_tokens must be at least 1, got {max_tokens}",
+                               "ask for at least one token.")
+        request = Request(prompt=prompt, max_tokens=max_tokens, stop=tuple(stop or ()), schema=schema,
+                          temperature=float(temperature), seed=int(seed), sampling=self.sampling())
+        return self._complete(request)
+
+    def sampling(self) -> dict[str, Any]:
+        """The per-backend sampling knobs that go into every request (and into the cassette key)."""
+        return dict(DEFAULT_SAMPLING)
+
+    @abc.abstractmethod
+    def _complete(self, request: Request) -> Completion:
+        """Run one validated request."""
+
+    @abc.abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """Provenance for a results table: backend kind, model path and sha256, versions, sampling."""
+
+    def model_id(self) -> str:
+        """The model identity used in cassette keys: its sha256 where known."""
+        info = self.describe()
+        return str(info.get("model_sha256") or f"unhashed:{info.get('model', 'unknown')}")

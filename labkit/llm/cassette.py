@@ -1,0 +1,161 @@
+"""Cassettes: record every call of a live backend to JSONL, replay them later without the model.
+
+Why: a notebook must show the numbers of a real run and reproduce them exactly on a laptop with no
+model loaded, and a researcher must be able to tell a replayed number from a live one. The key of a
+call is a hash of everything that determines its answer: prompt, schema, decoding parameters and
+the model's sha256. A replay that meets an unknown key raises :class:`CassetteMiss` — it never asks
+a live model instead, because a silent fallback would mix recorded and new numbers.
+
+File format (one JSON object per line, appended with a single write, so a crash tears at most the
+last line): ``{"type": "backend", "describe": {...}}`` whenever the recording backend's description
+changes, then ``{"type": "call", "key", "model", "request", "completion"}`` per call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from labkit.llm.backend import Backend, Completion, Request
+from labkit.llm.errors import CassetteError, CassetteMiss
+from labkit.llm.grammar import canonical_schema
+
+
+def cassette_key(request: Request, model_id: str) -> str:
+    """sha256 over the canonical JSON of (prompt, schema, decoding parameters, model id)."""
+    schema = None
+    if request.schema is not None:
+        schema = hashlib.sha256(canonical_schema(request.schema).encode()).hexdigest()
+    material = {"prompt": request.prompt, "schema_sha256": schema, "max_tokens": request.max_tokens,
+                "stop": list(request.stop), "temperature": request.temperature, "seed": request.seed,
+                "sampling": request.sampling, "model": model_id}
+    return hashlib.sha256(json.dumps(material, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _request_from(data: dict[str, Any]) -> Request:
+    return Request(prompt=data["prompt"], max_tokens=int(data["max_tokens"]),
+                   stop=tuple(data.get("stop") or ()), schema=data.get("schema"),
+                   temperature=float(data["temperature"]), seed=int(data["seed"]), sampling=dict(data["sampling"]))
+
+
+def read_cassette(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Return (backend descriptions, call records) of a cassette; a damaged line is an error."""
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise CassetteError(f"cannot read cassette {p}: {exc.strerror or exc}",
+                            "check the path; record a cassette with RecordingBackend first.") from exc
+    backends: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            kind = record["type"]
+            if kind == "call" and not (isinstance(record["key"], str) and "text" in record["completion"]
+                                       and "prompt" in record["request"]):
+                raise KeyError("key, completion.text or request.prompt")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CassetteError(f"cassette {p}, line {number}: not a cassette record ({exc})",
+                                "the file was edited or cut off; re-record it, or remove that line.") from exc
+        if kind == "backend":
+            backends.append(record.get("describe", {}))
+        elif kind == "call":
+            calls.append(record)
+    return backends, calls
+
+
+class RecordingBackend(Backend):
+    """Passes every call to ``inner`` and appends it to the cassette at ``path``.
+
+    A call that fails is not recorded (there is no answer to replay); the error reaches the caller.
+    Recording the same key twice appends twice; replay serves the latest recording.
+    """
+
+    kind = "recording"
+
+    def __init__(self, inner: Backend, path: str | Path) -> None:
+        self.inner = inner
+        self.path = Path(path)
+        self._last_describe: dict[str, Any] | None = None
+        if self.path.exists():
+            backends, _ = read_cassette(self.path)  # refuse to append to a damaged cassette
+            self._last_describe = backends[-1] if backends else None
+
+    def sampling(self) -> dict[str, Any]:
+        return self.inner.sampling()
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.inner.describe(), "recording_to": str(self.path)}
+
+    def _append(self, record: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
+            handle.flush()
+
+    def _complete(self, request: Request) -> Completion:
+        completion = self.inner._complete(request)
+        description = self.inner.describe()
+        if description != self._last_describe:
+            self._append({"type": "backend", "describe": description})
+            self._last_describe = description
+        model = self.inner.model_id()
+        self._append({"type": "call", "key": cassette_key(request, model), "model": model,
+                      "request": request.to_dict(), "completion": completion.to_dict()})
+        return completion
+
+
+class ReplayBackend(Backend):
+    """Serves completions from a cassette; an unrecorded call raises :class:`CassetteMiss`.
+
+    ``model_id`` selects the model when a cassette holds calls of several; with one model it is
+    read from the cassette. Returned completions carry ``replayed=True`` and the recorded timings.
+    """
+
+    kind = "replay"
+
+    def __init__(self, path: str | Path, *, model_id: str | None = None) -> None:
+        self.path = Path(path)
+        self.backends, calls = read_cassette(self.path)
+        models = sorted({str(c.get("model")) for c in calls})
+        if model_id is None and len(models) > 1:
+            raise CassetteError(f"cassette {self.path} holds calls of {len(models)} models: "
+                                f"{', '.join(models)}",
+                                "pass model_id= to choose which model's recordings to replay.")
+        self._model = model_id or (models[0] if models else "none-recorded")
+        self._calls = {c["key"]: c for c in calls}
+        sample = next((c for c in calls if c.get("model") == self._model), None)
+        self._sampling = dict(sample["request"]["sampling"]) if sample else super().sampling()
+        self.hits = 0
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def sampling(self) -> dict[str, Any]:
+        return dict(self._sampling)
+
+    def model_id(self) -> str:
+        return self._model
+
+    def describe(self) -> dict[str, Any]:
+        recorded = next((b for b in reversed(self.backends) if b.get("model_sha256") == self._model), None)
+        recorded = recorded or (self.backends[-1] if self.backends else {})
+        return {**recorded, "backend": self.kind, "recorded_backend": recorded.get("backend"),
+                "cassette": str(self.path), "model_sha256": recorded.get("model_sha256", self._model)}
+
+    def _complete(self, request: Request) -> Completion:
+        key = cassette_key(request, self._model)
+        record = self._calls.get(key)
+        if record is None:
+            raise CassetteMiss(key, request.prompt, str(self.path))
+        self.hits += 1
+        return Completion.from_dict({**record["completion"], "replayed": True})
+
+    def requests(self) -> list[Request]:
+        """The recorded requests (e.g. to list what a cassette can answer)."""
+        return [_request_from(c["request"]) for c in self._calls.values()]

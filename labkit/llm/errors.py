@@ -1,0 +1,47 @@
+"""Errors of the LLM backend layer, each a :class:`labkit.errors.LabkitError`.
+
+They live with the backends (not in ``labkit/errors.py``) because only code that talks to a model
+raises them; callers that do not care which layer failed still catch ``LabkitError``.
+"""
+
+from __future__ import annotations
+
+from labkit.errors import LabkitError
+
+
+class BackendError(LabkitError):
+    """A backend could not produce a completion (bad request, model refused, context too small)."""
+
+
+class ModelFileError(BackendError):
+    """A model file is missing, unreadable, not GGUF, or llama.cpp could not load it."""
+
+
+class GrammarError(BackendError):
+    """A JSON schema could not be turned into a llama.cpp grammar that really enforces it."""
+
+
+class ServerError(BackendError):
+    """An OpenAI-compatible server was down, too slow, or answered with an error; ``attempts`` says
+    how many requests were sent before giving up."""
+
+    def __init__(self, message: str, hint: str | None = None, *, attempts: int = 0) -> None:
+        self.attempts = attempts
+        super().__init__(message, hint)
+
+
+class CassetteMiss(BackendError):
+    """A replayed prompt is not in the cassette; replay never falls back to a live model."""
+
+    def __init__(self, key: str, prompt: str, cassette: str) -> None:
+        self.key, self.prompt, self.cassette = key, prompt, cassette
+        excerpt = prompt if len(prompt) <= 80 else prompt[:60] + " … " + prompt[-17:]
+        super().__init__(
+            f"cassette {cassette} has no recording for key {key[:16]}… (prompt {excerpt!r})",
+            "record it first (RecordingBackend around a live backend), or check that the prompt, "
+            "schema, decoding parameters and model are exactly the ones recorded.",
+        )
+
+
+class CassetteError(BackendError):
+    """A cassette file could not be read (bad JSON line, wrong format)."""

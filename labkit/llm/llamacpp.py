@@ -1,0 +1,107 @@
+"""In-process llama.cpp through ``llama_cpp.Llama.create_completion`` (plain completions only).
+
+Why plain completions: the embedded model is a base model without a chat template; the chat API
+would quietly wrap prompts in a Llama-2 format it was never trained on.
+
+Why ``reset()`` before every call: ``Llama`` keeps the previous prompt's KV cache and reuses any
+shared prefix. That makes a call depend on the one before it (batching of the remaining prompt
+differs), so two "identical" calls could disagree. Every call here starts from an empty cache and
+sets its own seed, which makes calls independent and reproducible (see tests/test_llm_llamacpp.py).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from labkit.llm.backend import Backend, Completion, Request
+from labkit.llm.errors import BackendError, ModelFileError
+from labkit.llm.grammar import check_gbnf, compile_schema
+from labkit.llm.modelfile import check_gguf, embedded_model_path, file_sha256
+
+
+class LlamaCppBackend(Backend):
+    """A GGUF model loaded in this process; the embedded model when ``model_path`` is None.
+
+    ``n_threads`` defaults to every core (llama.cpp's own default is half of them). ``clock`` times
+    each call (injectable so tests and traces need not depend on the machine's speed).
+    """
+
+    kind = "llama_cpp"
+
+    def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 2048,
+                 n_threads: int | None = None, clock: Callable[[], float] = time.perf_counter,
+                 cache_dir: Path | None = None) -> None:
+        import llama_cpp
+
+        path = check_gguf(model_path if model_path is not None else embedded_model_path())
+        self.model_path = path
+        self.embedded = model_path is None
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self._clock = clock
+        self._cache_dir = cache_dir
+        self._sha256: str | None = None
+        self._grammars: dict[str, Any] = {}  # schema sha256 -> LlamaGrammar, checked once
+        self._lock = threading.Lock()
+        started = clock()
+        try:
+            self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=self.n_threads,
+                                        n_threads_batch=self.n_threads, seed=0, verbose=False)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelFileError(f"llama.cpp could not load {path}: {exc}",
+                                 "the file may be truncated or use an architecture this llama.cpp build "
+                                 "does not know; try another .gguf or a newer llama-cpp-python.") from exc
+        self.load_seconds = clock() - started
+        self.llama_cpp_version = str(llama_cpp.__version__)
+
+    @property
+    def model_sha256(self) -> str:
+        """sha256 of the model file (computed once, cached on disk by path+size+mtime)."""
+        if self._sha256 is None:
+            self._sha256 = file_sha256(self.model_path, cache_dir=self._cache_dir)
+        return self._sha256
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.kind, "model": str(self.model_path), "model_sha256": self.model_sha256,
+                "embedded_model": self.embedded, "llama_cpp_python": self.llama_cpp_version,
+                "n_ctx": self.n_ctx, "n_threads": self.n_threads, "sampling": self.sampling(),
+                "prefix_cache": "reset before every call"}
+
+    def grammar_for(self, schema: dict[str, Any]) -> Any:
+        """The ``LlamaGrammar`` for ``schema``: converted and parse-checked once, then reused."""
+        import llama_cpp
+
+        compiled = compile_schema(schema)
+        grammar = self._grammars.get(compiled.sha256)
+        if grammar is None:
+            check_gbnf(compiled.gbnf, self._llm._model.vocab)
+            grammar = llama_cpp.LlamaGrammar.from_string(compiled.gbnf, verbose=False)
+            self._grammars[compiled.sha256] = grammar
+        return grammar
+
+    def _complete(self, request: Request) -> Completion:
+        grammar = self.grammar_for(request.schema) if request.schema is not None else None
+        s = request.sampling
+        with self._lock:
+            self._llm.reset()
+            started = self._clock()
+            try:
+                out = self._llm.create_completion(
+                    request.prompt, max_tokens=request.max_tokens, stop=list(request.stop) or None,
+                    temperature=request.temperature, seed=request.seed, top_k=s["top_k"], top_p=s["top_p"],
+                    min_p=s["min_p"], repeat_penalty=s["repeat_penalty"], grammar=grammar)
+            except ValueError as exc:  # e.g. "Requested tokens (…) exceed context window of …"
+                raise BackendError(f"llama.cpp refused the prompt: {exc}",
+                                   f"shorten the prompt or max_tokens, or load the model with a larger "
+                                   f"n_ctx (now {self.n_ctx}).") from exc
+            seconds = self._clock() - started
+        choice = out["choices"][0]  # type: ignore[index]
+        usage = out["usage"]  # type: ignore[index]
+        return Completion(text=choice["text"], prompt_tokens=int(usage["prompt_tokens"]),
+                          completion_tokens=int(usage["completion_tokens"]), seconds=seconds,
+                          grammar_used=grammar is not None, finish_reason=str(choice.get("finish_reason")))

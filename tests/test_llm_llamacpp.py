@@ -1,0 +1,104 @@
+"""The in-process backend on the real embedded model: determinism, seeds, grammars, bad model files."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel
+
+from labkit.llm import (
+    GrammarError,
+    LlamaCppBackend,
+    ModelFileError,
+    OutputTally,
+    RecordingBackend,
+    ReplayBackend,
+)
+from labkit.llm.modelfile import embedded_model_sha256
+
+pytestmark = pytest.mark.slow
+
+FEW_SHOT = "List three fruits:\n1. Apple\n2. Banana\n3. Cherry\n\nList three colours:\n1."
+RECORD_PROMPT = ('Record: I bought 3 apples.\nJSON: {"fruit": "apple", "count": 3}\n'
+                 "Record: She has 7 pears.\nJSON:")
+
+
+class Fruit(BaseModel):
+    fruit: Literal["apple", "pear"]
+    count: int
+
+
+@pytest.fixture(scope="module")
+def llm(tmp_path_factory):
+    return LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def test_describe_names_the_embedded_model_with_its_verified_sha256(llm):
+    info = llm.describe()
+    assert info["backend"] == "llama_cpp" and info["embedded_model"] is True
+    assert info["model_sha256"] == embedded_model_sha256()  # hashed from the file, not copied from the package
+    assert info["llama_cpp_python"].startswith("0.3.")
+    assert set(info["sampling"]) == {"top_k", "top_p", "min_p", "repeat_penalty"}
+
+
+def test_greedy_calls_are_identical_and_independent_of_the_call_before(llm):
+    first = llm.complete(FEW_SHOT, max_tokens=24)
+    llm.complete("List three fruits:\n1.", max_tokens=8)  # shares a prefix: would be reused without reset
+    again = llm.complete(FEW_SHOT, max_tokens=24)
+    assert first.text == again.text and first.text.strip()
+    assert first.prompt_tokens == again.prompt_tokens > 10
+    assert 0 < first.completion_tokens <= 24 and first.seconds > 0
+    assert not first.grammar_used
+
+
+def test_sampling_with_a_seed_reproduces_and_seeds_vary_it(llm):
+    texts = {seed: [llm.complete("List three fruits:\n1.", max_tokens=16, temperature=0.9, seed=seed).text
+                    for _ in range(2)] for seed in (1, 2, 3)}
+    for seed, (a, b) in texts.items():
+        assert a == b, f"seed {seed} gave two different samples"
+    assert len({pair[0] for pair in texts.values()}) >= 2  # different seeds do change the sample
+
+
+def test_schema_constrained_output_parses_into_the_callers_model(llm):
+    tally = OutputTally()
+    out = llm.complete(RECORD_PROMPT, max_tokens=30, schema=Fruit.model_json_schema())
+    obj = tally.parse(out.text, Fruit)
+    assert out.grammar_used and tally.invalid == 0, tally.errors
+    assert obj is not None and obj.fruit in ("apple", "pear")
+
+
+def test_stop_sequences_end_the_completion(llm):
+    out = llm.complete(FEW_SHOT, max_tokens=32, stop=["\n"])
+    assert "\n" not in out.text and out.finish_reason == "stop"
+
+
+def test_an_unconvertible_schema_is_an_error_before_decoding(llm):
+    with pytest.raises(GrammarError, match="cannot turn this JSON schema"):
+        llm.complete(RECORD_PROMPT, max_tokens=4, schema={"type": "object", "properties": {"a": {"not": {}}}})
+
+
+def test_a_prompt_longer_than_the_context_is_a_clear_error(llm):
+    with pytest.raises(Exception, match="n_ctx") as info:
+        llm.complete("word " * 3000, max_tokens=4)
+    assert type(info.value).__name__ == "BackendError"
+
+
+def test_recorded_real_calls_replay_exactly(llm, tmp_path):
+    path = tmp_path / "real.jsonl"
+    recorder = RecordingBackend(llm, path)
+    live = recorder.complete(RECORD_PROMPT, max_tokens=30, schema=Fruit.model_json_schema())
+    replay = ReplayBackend(path)
+    again = replay.complete(RECORD_PROMPT, max_tokens=30, schema=Fruit.model_json_schema())
+    assert again.text == live.text and again.completion_tokens == live.completion_tokens and again.replayed
+    assert replay.describe()["model_sha256"] == embedded_model_sha256()
+
+
+@pytest.mark.parametrize("content, message", [(None, "no model file"), (b"PK\x03\x04zipzip", "not a GGUF file"),
+                                              (b"GGUF\x03\x00\x00\x00" + b"\0" * 64, "llama.cpp could not load")])
+def test_bad_model_files_are_clear_errors(tmp_path, content, message):
+    path = tmp_path / "model.gguf"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ModelFileError, match=message):
+        LlamaCppBackend(path)
