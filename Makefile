@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.labkit-installed
-NBVAL  := --nbval --nbval-current-env --sanitize-with notebooks/sanitize.cfg
+NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
 .PHONY: test experiment lab bench notebooks lint clean
 
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/ruff check labkit tests scripts exercises
+	$(BIN)/ruff check labkit tests scripts exercises notebooks
 	$(BIN)/python -m pytest tests notebooks/*.ipynb $(NBVAL)
 
 experiment: $(STAMP)
@@ -37,7 +37,7 @@ notebooks: $(STAMP)
 	$(BIN)/python scripts/build_notebook.py notebooks/[0-9]*.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check labkit tests scripts exercises
+	$(BIN)/ruff check labkit tests scripts exercises notebooks
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -16,6 +16,7 @@ from labkit.events import (
     InvariantViolated,
     RunStarted,
     Transitioned,
+    describe,
     event_types,
     register_event,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "TableError",
     "TransitionTable",
     "Transitioned",
+    "describe",
     "event_types",
     "find_divergence",
     "load_events",

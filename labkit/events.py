@@ -116,6 +116,22 @@ class InvariantViolated(Event):
     dest: str
 
 
+def describe(event: Event) -> str:
+    """One readable line for an event: its seq, its type and the fields that are its own.
+
+    The chain fields (hashes, run id, time) are left out; they matter to the store, not the reader.
+    """
+    own = {k: v for k, v in event.__dict__.items() if k not in _CHAIN_FIELDS}
+    if isinstance(event, Transitioned):
+        payload = f" {event.payload}" if event.payload else ""
+        return f"#{event.seq} {event.source} --{event.trigger}--> {event.dest}{payload}"
+    details = ", ".join(f"{k}={v!r}" for k, v in own.items())
+    return f"#{event.seq} {event.type}: {details}"
+
+
+_CHAIN_FIELDS = frozenset({"hash", "type", "schema_version", "seq", "run_id", "at", "prev_hash"})
+
+
 def seal(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float) -> tuple[Event, str]:
     """Give an event its place in a chain; return the sealed event and its JSON line (no newline)."""
     if (event.seq, event.prev_hash, event.run_id, event.at, event.hash) == (seq, prev_hash, run_id, at, ""):

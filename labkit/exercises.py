@@ -41,6 +41,14 @@ def _import_file(path: Path, name: str) -> ModuleType:
     return module
 
 
+def _line_in(target: Path, exc: BaseException) -> int | str:
+    """The line of ``target`` where importing it failed (not a line inside importlib)."""
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        return exc.lineno
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == target.resolve()]
+    return frames[-1].lineno if frames and frames[-1].lineno else "?"
+
+
 @dataclass(frozen=True)
 class CheckReport:
     exercise: str
@@ -69,9 +77,8 @@ def run_check(number: str, file: str | Path | None = None, *, solution: bool = F
     try:
         module = _import_file(target, f"labkit_exercise_{folder.name}_{target.stem}")
     except Exception as exc:
-        last = traceback.extract_tb(exc.__traceback__)[-1]
         return CheckReport(folder.name, target, [
-            f"importing {target.name} failed at line {last.lineno}: {type(exc).__name__}: {exc}"])
+            f"importing {target.name} failed at line {_line_in(target, exc)}: {type(exc).__name__}: {exc}"])
     try:
         feedback = list(checker.check(module))
     except Exception as exc:

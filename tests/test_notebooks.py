@@ -1,0 +1,53 @@
+"""Notebooks are committed as a clean top-to-bottom run of their py:percent source.
+
+nbval (run by `make test`) compares saved outputs with a fresh run, but only if outputs were saved:
+a stripped or half-run notebook would be merely error-checked. These tests make sure that cannot
+slip through, and that the .ipynb and its .py source say the same thing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+SOURCES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from build_notebook import parse_percent  # noqa: E402
+
+
+def code_cells(path: Path) -> list[dict]:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_code_cell_was_executed_in_order(path):
+    counts = [c["execution_count"] for c in code_cells(path)]
+    assert None not in counts, f"{path.name} has code cells that were never executed"
+    assert counts == list(range(1, len(counts) + 1)), f"{path.name} was not run top to bottom in one go"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_cell_saved_an_error(path):
+    for cell in code_cells(path):
+        for output in cell.get("outputs", []):
+            assert output["output_type"] != "error", f"{path.name} saved an error: {output.get('ename')}"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
+def test_the_notebook_matches_its_source(source):
+    built = source.with_suffix(".ipynb")
+    assert built.exists(), f"{source.name} was never built: run scripts/build_notebook.py {source.name}"
+    expected = [c.source for c in parse_percent(source.read_text(encoding="utf-8")).cells]
+    actual = ["".join(c["source"]) for c in json.loads(built.read_text(encoding="utf-8"))["cells"]]
+    assert actual == expected, f"{built.name} differs from {source.name}: rebuild it"
