@@ -14,9 +14,11 @@ from labkit.llm.cassette import RecordingBackend, ReplayBackend, cassette_key
 from labkit.llm.errors import BackendError, CassetteError, CassetteMiss, GrammarError, ModelFileError, ServerError
 from labkit.llm.fake import ScriptedBackend
 from labkit.llm.grammar import CompiledSchema, compile_schema
+from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.llamacpp import LlamaCppBackend
 from labkit.llm.parse import OutputTally, parse_json_output
 
-__all__ = ["Backend", "BackendError", "CassetteError", "CassetteMiss", "Completion", "CompiledSchema",
-           "GrammarError", "LlamaCppBackend", "ModelFileError", "OutputTally", "RecordingBackend", "ReplayBackend",
-           "Request", "ScriptedBackend", "ServerError", "cassette_key", "compile_schema", "parse_json_output"]
+__all__ = ["Backend", "BackendError", "CassetteError", "CassetteMiss", "CompiledSchema", "Completion",
+           "GrammarError", "LlamaCppBackend", "ModelFileError", "OpenAICompatBackend", "OutputTally",
+           "RecordingBackend", "ReplayBackend", "Request", "ScriptedBackend", "ServerError", "cassette_key",
+           "compile_schema", "parse_json_output"]

@@ -1,0 +1,227 @@
+"""The OpenAI-compatible client against a real ``llama_cpp.server`` on loopback, plus stub servers
+on loopback for the failure paths (down, slow, flaky, rejecting)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel
+
+from labkit.llm import GrammarError, LlamaCppBackend, OpenAICompatBackend, ServerError, parse_json_output
+from labkit.llm.modelfile import embedded_model_path, embedded_model_sha256
+
+FEW_SHOT = "List three fruits:\n1. Apple\n2. Banana\n3. Cherry\n\nList three colours:\n1."
+RECORD_PROMPT = ('Record: I bought 3 apples.\nJSON: {"fruit": "apple", "count": 3}\n'
+                 "Record: She has 7 pears.\nJSON:")
+
+
+class Fruit(BaseModel):
+    fruit: Literal["apple", "pear"]
+    count: int
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory) -> Iterator[str]:
+    """A real ``python -m llama_cpp.server`` with the embedded model, started once, always stopped."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()),
+                                 "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2"],
+                                stdout=sink, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/v1/models", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"llama_cpp.server not ready after 90 s:\n{log.read_text()[-2000:]}")
+                time.sleep(0.25)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def client(server_url, tmp_path_factory) -> OpenAICompatBackend:
+    return OpenAICompatBackend(server_url, timeout_s=60, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+# --- the real server -----------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_describe_hashes_the_model_file_the_server_names(client, server_url):
+    info = client.describe()
+    assert info["server"] == server_url and info["model"] == str(embedded_model_path())
+    assert info["model_sha256"] == embedded_model_sha256()
+    assert info["model_sha256_source"].startswith("hashed")
+
+
+@pytest.mark.slow
+def test_isolated_calls_do_not_depend_on_the_request_before(client):
+    first = client.complete(FEW_SHOT, max_tokens=24)
+    client.complete("List three fruits:\n1.", max_tokens=8)  # shares a prefix the server would reuse
+    again = client.complete(FEW_SHOT, max_tokens=24)
+    assert first.text == again.text and first.text.strip()
+    assert first.prompt_tokens > 10 and 0 < first.completion_tokens <= 24 and first.seconds > 0
+    assert client.stats["barrier_requests"] >= 3 and first.retries == 0
+
+
+@pytest.mark.slow
+def test_server_answers_equal_the_in_process_backend(client):
+    local = LlamaCppBackend(n_threads=2)
+    for prompt in (FEW_SHOT, RECORD_PROMPT):
+        assert client.complete(prompt, max_tokens=20).text == local.complete(prompt, max_tokens=20).text
+
+
+@pytest.mark.slow
+def test_seeded_sampling_on_the_server_reproduces(client):
+    runs = [client.complete("List three fruits:\n1.", max_tokens=16, temperature=0.9, seed=s).text for s in (4, 4)]
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.slow
+def test_the_server_constrains_output_with_the_grammar(client):
+    out = client.complete(RECORD_PROMPT, max_tokens=30, schema=Fruit.model_json_schema())
+    obj, error = parse_json_output(out.text, Fruit)
+    assert out.grammar_used and error is None, (out.text, error)
+    assert obj is not None
+
+
+@pytest.mark.slow
+def test_a_bad_schema_is_refused_before_it_reaches_the_server(client):
+    with pytest.raises(GrammarError):
+        client.complete("x", max_tokens=2, schema={"type": "string", "pattern": "no anchors"})
+    assert client.complete("Hello", max_tokens=2).completion_tokens >= 1  # the server is still alive
+
+
+@pytest.mark.slow
+def test_schema_mode_none_refuses_schemas(server_url):
+    with pytest.raises(GrammarError, match="without constrained decoding"):
+        OpenAICompatBackend(server_url, schema_mode="none").complete("x", schema={"type": "integer"})
+
+
+# --- failure paths on loopback stubs -------------------------------------------------------------
+
+def stub_server(handler: Callable[[http.server.BaseHTTPRequestHandler, int], None]) -> tuple[str, Callable]:
+    """A loopback HTTP server whose POST answers are ``handler(request, call_number)``."""
+    calls = {"n": 0}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            calls["n"] += 1
+            handler(self, calls["n"])
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+    def stop() -> None:
+        srv.shutdown()
+        srv.server_close()
+
+    return f"http://127.0.0.1:{srv.server_address[1]}", stop
+
+
+def reply(req: http.server.BaseHTTPRequestHandler, code: int, body: dict) -> None:
+    data = json.dumps(body).encode()
+    req.send_response(code)
+    req.send_header("Content-Type", "application/json")
+    req.send_header("Content-Length", str(len(data)))
+    req.end_headers()
+    req.wfile.write(data)
+
+
+GOOD = {"choices": [{"text": " ok", "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+
+
+def test_a_server_that_is_down_is_a_clear_error_after_counted_retries():
+    sleeps: list[float] = []
+    backend = OpenAICompatBackend(f"http://127.0.0.1:{free_port()}", model="m", model_sha256="s", retries=2,
+                                  backoff_s=0.1, sleep=sleeps.append, isolate_calls=False)
+    with pytest.raises(ServerError, match="cannot connect") as info:
+        backend.complete("hi")
+    assert info.value.attempts == 3 and sleeps == [0.1, 0.2]
+    assert "llama_cpp.server" in str(info.value)  # says how to start one
+    assert backend.stats == {"requests": 3, "retries": 2, "failed_calls": 1, "barrier_requests": 0}
+
+
+def test_a_slow_server_times_out_with_a_clear_error():
+    url, stop = stub_server(lambda req, n: (time.sleep(1.0), reply(req, 200, GOOD)))
+    try:
+        backend = OpenAICompatBackend(url, model="m", model_sha256="s", timeout_s=0.2, retries=1,
+                                      sleep=lambda s: None, isolate_calls=False)
+        with pytest.raises(ServerError, match=r"no answer within 0.2 s") as info:
+            backend.complete("hi")
+        assert info.value.attempts == 2 and "raise timeout_s" in str(info.value)
+    finally:
+        stop()
+
+
+def test_a_flaky_server_succeeds_after_a_counted_retry():
+    url, stop = stub_server(lambda req, n: reply(req, 503, {"error": "busy"}) if n == 1 else reply(req, 200, GOOD))
+    try:
+        backend = OpenAICompatBackend(url, model="m", model_sha256="s", sleep=lambda s: None, isolate_calls=False)
+        out = backend.complete("hi")
+        assert (out.text, out.retries, out.prompt_tokens, out.completion_tokens) == (" ok", 1, 3, 1)
+        assert backend.stats["retries"] == 1 and backend.stats["failed_calls"] == 0
+    finally:
+        stop()
+
+
+def test_a_rejected_request_is_not_retried_and_shows_the_servers_message():
+    url, stop = stub_server(lambda req, n: reply(req, 400, {"error": "unknown model m"}))
+    try:
+        backend = OpenAICompatBackend(url, model="m", model_sha256="s", sleep=lambda s: None, isolate_calls=False)
+        with pytest.raises(ServerError, match=r"HTTP 400.*unknown model m") as info:
+            backend.complete("hi")
+        assert info.value.attempts == 1 and backend.stats["retries"] == 0
+    finally:
+        stop()
+
+
+def test_an_answer_without_usage_counts_is_an_error():
+    url, stop = stub_server(lambda req, n: reply(req, 200, {"choices": [{"text": "x"}]}))
+    try:
+        backend = OpenAICompatBackend(url, model="m", model_sha256="s", isolate_calls=False)
+        with pytest.raises(ServerError, match="usage"):
+            backend.complete("hi")
+    finally:
+        stop()
+
+
+def test_bad_urls_and_modes_are_refused():
+    with pytest.raises(Exception, match="http://"):
+        OpenAICompatBackend("localhost:8000")
+    with pytest.raises(Exception, match="schema_mode"):
+        OpenAICompatBackend("http://127.0.0.1:1", schema_mode="magic")
+    assert OpenAICompatBackend("http://127.0.0.1:8000/v1/").base_url == "http://127.0.0.1:8000"
