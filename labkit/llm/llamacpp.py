@@ -29,13 +29,15 @@ class LlamaCppBackend(Backend):
 
     ``n_threads`` defaults to every core (llama.cpp's own default is half of them). ``clock`` times
     each call (injectable so tests and traces need not depend on the machine's speed).
+    ``warmup`` runs one one-token completion at load time: llama.cpp maps the weights lazily, and
+    without it the first timed call of a run paid for reading them (seconds instead of 0.1 s here).
     """
 
     kind = "llama_cpp"
 
     def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 2048,
                  n_threads: int | None = None, clock: Callable[[], float] = time.perf_counter,
-                 cache_dir: Path | None = None) -> None:
+                 cache_dir: Path | None = None, warmup: bool = True) -> None:
         import llama_cpp
 
         path = check_gguf(model_path if model_path is not None else embedded_model_path())
@@ -56,6 +58,9 @@ class LlamaCppBackend(Backend):
             raise ModelFileError(f"llama.cpp could not load {path}: {exc}",
                                  "the file may be truncated or use an architecture this llama.cpp build "
                                  "does not know; try another .gguf or a newer llama-cpp-python.") from exc
+        if warmup:
+            self._llm.create_completion(" ", max_tokens=1, temperature=0.0)
+            self._llm.reset()
         self.load_seconds = clock() - started
         self.llama_cpp_version = str(llama_cpp.__version__)
 

@@ -1,0 +1,115 @@
+"""``labkit complete``: one completion from the command line, from any backend.
+
+Registered by ``labkit.cli`` through :func:`register`. Useful to try a prompt or a schema on the
+embedded model before putting it in a machine, to check that a server answers, and to record or
+replay a single call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from labkit.errors import LabkitError
+from labkit.llm.backend import Backend
+from labkit.llm.grammar import compile_schema
+
+
+def load_schema(path: str) -> dict[str, Any]:
+    """Read a JSON schema file, with errors that name the file."""
+    p = Path(path)
+    try:
+        schema = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise LabkitError(f"cannot read schema file {p}: {exc.strerror or exc}",
+                          "give the path of a .json file holding a JSON schema.") from exc
+    except ValueError as exc:
+        raise LabkitError(f"schema file {p} is not valid JSON: {exc}",
+                          "write the schema as JSON, e.g. the output of YourModel.model_json_schema().") from exc
+    if not isinstance(schema, dict):
+        raise LabkitError(f"schema file {p} holds a {type(schema).__name__}, not a JSON object",
+                          "a JSON schema is an object such as {\"type\": \"integer\"}.")
+    return schema
+
+
+def build_backend(args: argparse.Namespace) -> Backend:
+    """The backend the options ask for: --replay, --server, --model, or the embedded model."""
+    if args.replay:
+        if args.model or args.server or args.record:
+            raise LabkitError("--replay serves answers from a cassette; it cannot be combined with "
+                              "--model, --server or --record", "drop the other options.")
+        from labkit.llm.cassette import ReplayBackend
+
+        return ReplayBackend(args.replay)
+    backend: Backend
+    if args.server:
+        if args.model:
+            raise LabkitError("--model and --server both name a model", "use one of them.")
+        from labkit.llm.http import OpenAICompatBackend
+
+        backend = OpenAICompatBackend(args.server, model=args.server_model, timeout_s=args.timeout,
+                                      retries=args.retries, schema_mode=args.schema_mode)
+    else:
+        from labkit.llm.llamacpp import LlamaCppBackend
+
+        backend = LlamaCppBackend(args.model, n_ctx=args.n_ctx)
+    if args.record:
+        from labkit.llm.cassette import RecordingBackend
+
+        backend = RecordingBackend(backend, args.record)
+    return backend
+
+
+def _cmd_complete(args: argparse.Namespace) -> int:
+    schema = load_schema(args.schema) if args.schema else None
+    if schema is not None and args.show_grammar:
+        compiled = compile_schema(schema)
+        print(compiled.gbnf)
+        for item in compiled.unenforced:
+            print(f"# not enforced by the grammar: {item}")
+        return 0
+    backend = build_backend(args)
+    out = backend.complete(args.prompt, max_tokens=args.max_tokens, stop=args.stop, schema=schema,
+                           temperature=args.temperature, seed=args.seed)
+    if args.json:
+        print(json.dumps({"completion": out.to_dict(), "backend": backend.describe()}, indent=2, sort_keys=True))
+        return 0
+    print(out.text)
+    rate = f", {out.completion_tokens / out.seconds:.1f} tokens/s" if out.seconds > 0 else ""
+    source = "replayed" if out.replayed else "live"
+    print(f"-- {backend.kind} ({source}): {out.prompt_tokens} prompt + {out.completion_tokens} completion tokens "
+          f"in {out.seconds:.2f} s{rate}, finish {out.finish_reason}"
+          f"{', grammar' if out.grammar_used else ''}{f', {out.retries} retries' if out.retries else ''}")
+    if schema is not None:
+        for item in compile_schema(schema).unenforced:
+            print(f"-- not enforced by the grammar (validate it yourself): {item}")
+    return 0
+
+
+def register(commands: Any, bench: Any) -> None:
+    """Add ``labkit complete`` to the main parser (``bench`` is unused: see ``labkit bench inference``)."""
+    del bench
+    p = commands.add_parser("complete", help="complete a prompt with the embedded model, a GGUF file, a "
+                            "server, or a cassette")
+    p.add_argument("prompt", help="the prompt (plain completion: no chat template is applied)")
+    where = p.add_argument_group("backend (default: the embedded model in this process)")
+    where.add_argument("--model", metavar="PATH", help="a GGUF model file to load in this process")
+    where.add_argument("--n-ctx", type=int, default=2048, help="context size for --model (default 2048)")
+    where.add_argument("--server", metavar="URL", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000")
+    where.add_argument("--server-model", metavar="NAME", help="model name to request (default: the server's first)")
+    where.add_argument("--schema-mode", choices=["grammar", "json_schema", "none"], default="grammar",
+                       help="how --schema reaches the server (default grammar: GBNF in the 'grammar' field)")
+    where.add_argument("--timeout", type=float, default=60.0, help="seconds per HTTP request (default 60)")
+    where.add_argument("--retries", type=int, default=2, help="HTTP retries after failures (default 2)")
+    where.add_argument("--record", metavar="CASSETTE", help="append the call to this JSONL cassette")
+    where.add_argument("--replay", metavar="CASSETTE", help="answer from this cassette, never from a model")
+    p.add_argument("--schema", metavar="FILE", help="JSON schema file: constrain the output with its grammar")
+    p.add_argument("--show-grammar", action="store_true", help="print the grammar built from --schema and exit")
+    p.add_argument("--max-tokens", type=int, default=64, help="at most this many tokens (default 64)")
+    p.add_argument("--stop", action="append", help="stop sequence (repeatable), e.g. --stop $'\\n'")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print the completion and the backend's provenance as JSON")
+    p.set_defaults(func=_cmd_complete)
