@@ -1,0 +1,343 @@
+"""The trace viewer's pure half: what step *i* of a run looks like, as data and as text.
+
+A recorded run is a list of events; everything worth showing about step *i* can be rebuilt from
+that list alone: the event, the state just before and just after it (a fold of the reducer), which
+invariants hold after it, and where the run stands on the table's diagram. Computing this here, as
+plain values and strings, keeps the widget (:mod:`labkit.viewer_widget`) a thin piece of wiring and
+lets the same views be printed in a static notebook, compared by nbval and tested by pytest.
+
+Nothing here trusts a recorded state: the states shown are the ones the reducer rebuilds, so a
+viewer can never show something the log cannot justify.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from labkit import catalog
+from labkit.diagram import to_mermaid
+from labkit.errors import LabkitError
+from labkit.events import Event, RunStarted, describe
+from labkit.invariants import Invariant
+from labkit.reducer import MachineState, Reduce, reduce_machine
+from labkit.table import TransitionTable
+
+_WIDTH = 72  # values longer than this are shortened in the state tables
+
+
+@dataclass(frozen=True)
+class InvariantCheck:
+    """One invariant's verdict on the state after a step."""
+
+    name: str
+    holds: bool
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"✓ {self.name}" if self.holds else f"✗ {self.name}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class FieldRow:
+    """One line of the before/after table: a state field and its two values (already shortened)."""
+
+    name: str
+    before: str
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass(frozen=True)
+class StepView:
+    """Everything the viewer shows for one event of a trace; every field is plain data."""
+
+    index: int
+    total: int
+    event: Event
+    description: str
+    before: Any
+    after: Any
+    fields: tuple[FieldRow, ...]
+    checks: tuple[InvariantCheck, ...]
+    status_before: str | None
+    status_after: str | None
+    diagram: str
+
+    @property
+    def changed(self) -> tuple[str, ...]:
+        """Names of the state fields this event changed."""
+        return tuple(f.name for f in self.fields if f.changed)
+
+    @property
+    def broken(self) -> tuple[InvariantCheck, ...]:
+        return tuple(c for c in self.checks if not c.holds)
+
+
+def state_fields(state: Any) -> dict[str, Any]:
+    """The fields of a state as an ordered mapping, whatever kind of object holds them.
+
+    Reducers in labkit return frozen dataclasses; pydantic models and plain mappings are read too,
+    so a student's reducer can be viewed as well. Anything else is shown as one ``value`` field.
+    """
+    if state is None:
+        return {}
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
+    if isinstance(state, BaseModel):
+        return {name: getattr(state, name) for name in type(state).model_fields}
+    if isinstance(state, Mapping):
+        return dict(state)
+    return {"value": state}
+
+
+def format_value(value: Any, width: int = _WIDTH) -> str:
+    """A short one-line form of a field value; long values end in ``…`` and say how long they were."""
+    if isinstance(value, str):
+        text = repr(value)
+    elif isinstance(value, float) and value.is_integer():
+        text = str(int(value)) if abs(value) < 1e15 else repr(value)
+    elif isinstance(value, BaseModel):
+        text = repr(value.model_dump())
+    else:
+        text = repr(value)
+    text = text.replace("\n", " ")  # reprs of custom objects may span lines
+    if len(text) <= width:
+        return text
+    return text[: width - 12] + f"… ({len(text)} chars)"
+
+
+def compare_states(before: Any, after: Any, width: int = _WIDTH) -> tuple[FieldRow, ...]:
+    """The before/after table of two states, field by field, in the after state's field order."""
+    old, new = state_fields(before), state_fields(after)
+    names = list(dict.fromkeys([*new, *old]))
+    missing = "—"
+    return tuple(
+        FieldRow(name,
+                 format_value(old[name], width) if name in old else missing,
+                 format_value(new[name], width) if name in new else missing)
+        for name in names
+    )
+
+
+def _status(state: Any) -> str | None:
+    status = getattr(state, "status", None)
+    if status is None and isinstance(state, Mapping):
+        status = state.get("status")
+    return status if isinstance(status, str) and status else None
+
+
+class Trace:
+    """A recorded run ready to be viewed step by step.
+
+    The states are rebuilt once, by folding ``reduce`` over ``events`` from ``empty``; no replay
+    check is applied on purpose, so that a tampered or diverging log can still be looked at (the
+    replay and divergence tools say *whether* it is consistent; the viewer shows *what* it says).
+    """
+
+    def __init__(
+        self,
+        events: Sequence[Event],
+        table: TransitionTable,
+        reduce: Reduce[Any] = reduce_machine,
+        empty: Any = None,
+        invariants: Sequence[Invariant] = (),
+    ) -> None:
+        if not events:
+            raise LabkitError("the trace has no events", "load a log with at least its run_started event.")
+        self.events: tuple[Event, ...] = tuple(events)
+        self.table = table
+        self.reduce = reduce
+        self.empty = MachineState() if empty is None else empty
+        self.invariants = tuple(invariants)
+        states: list[Any] = []
+        state = self.empty
+        for event in self.events:
+            state = reduce(state, event)
+            states.append(state)
+        self.states: tuple[Any, ...] = tuple(states)
+
+    @classmethod
+    def from_catalog(cls, events: Sequence[Event], name: str | None = None) -> Trace:
+        """A trace viewed with the table, reducer and invariants the catalog registers for it.
+
+        ``name`` defaults to the table named by the log's ``run_started`` event.
+        """
+        if name is None:
+            first = events[0] if events else None
+            if not isinstance(first, RunStarted):
+                raise LabkitError("the trace does not start with a run_started event, so its table is unknown",
+                                  "pass the table name: Trace.from_catalog(events, 'ticket').")
+            name = first.table
+        entry = catalog.lookup(name)
+        if entry is None:
+            raise LabkitError(f"the catalog has no table named '{name}'",
+                              f"known tables: {', '.join(catalog.names())}; or build Trace(events, table, ...).")
+        return cls(events, entry.table(), entry.reduce, entry.empty(), entry.invariants())
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def state_before(self, index: int) -> Any:
+        return self.states[index - 1] if index > 0 else self.empty
+
+    def checks(self, index: int) -> tuple[InvariantCheck, ...]:
+        """Each invariant's verdict on the state after event ``index`` (with the history up to it)."""
+        state, history = self.states[index], self.events[: index + 1]
+        found = []
+        for invariant in self.invariants:
+            detail = invariant.violation(state, history)
+            found.append(InvariantCheck(invariant.name, detail is None, detail or ""))
+        return tuple(found)
+
+    def step(self, index: int) -> StepView:
+        """The view of event ``index`` (0-based position in the trace; negative counts from the end)."""
+        if not -len(self) <= index < len(self):
+            raise LabkitError(f"step {index} is outside the trace (it has {len(self)} events, 0..{len(self) - 1})",
+                              "pick a step between 0 and the last event.")
+        index %= len(self)
+        before, after = self.state_before(index), self.states[index]
+        status_after = _status(after)
+        current = status_after if status_after in self.table.states else None
+        return StepView(
+            index=index,
+            total=len(self),
+            event=self.events[index],
+            description=describe(self.events[index]),
+            before=before,
+            after=after,
+            fields=compare_states(before, after),
+            checks=self.checks(index),
+            status_before=_status(before),
+            status_after=status_after,
+            diagram=to_mermaid(self.table, current=current),
+        )
+
+    def statuses(self) -> list[str | None]:
+        """The machine state after every event."""
+        return [_status(s) for s in self.states]
+
+    def find(self, predicate: Callable[[Event], bool]) -> list[int]:
+        """Positions of the events for which ``predicate`` holds (to jump to the interesting steps)."""
+        return [i for i, e in enumerate(self.events) if predicate(e)]
+
+
+# ---------------------------------------------------------------------------------------- rendering
+def _field_lines(fields: Sequence[FieldRow], *, only_changed: bool = False) -> list[str]:
+    shown = [f for f in fields if f.changed or not only_changed]
+    if not shown:
+        return ["  (no field changed)"]
+    name_w = max(len(f.name) for f in shown)
+    before_w = max(len(f.before) for f in shown)
+    lines = []
+    for f in shown:
+        mark = "*" if f.changed else " "
+        after = f.after if f.changed else "(same)"
+        lines.append(f"{mark} {f.name:<{name_w}}  {f.before:<{before_w}}  →  {after}")
+    return lines
+
+
+def render_state(state: Any, width: int = _WIDTH) -> str:
+    """One state as aligned ``field  value`` lines."""
+    fields = state_fields(state)
+    if not fields:
+        return "  (empty)"
+    name_w = max(len(n) for n in fields)
+    return "\n".join(f"  {name:<{name_w}}  {format_value(v, width)}" for name, v in fields.items())
+
+
+def render_question(view: StepView) -> str:
+    """The state before a step and the event that arrives, without the answer: for "predict, then see"."""
+    return "\n".join([
+        f"step {view.index} of {view.total - 1} — state before (status {view.status_before or '(none)'}):",
+        render_state(view.before),
+        f"event: {view.description}",
+        "what will the state be after it?",
+    ])
+
+
+def render_answer(view: StepView) -> str:
+    """What the step changed and which invariants hold after it (the answer to :func:`render_question`)."""
+    lines = [f"after step {view.index}: status {view.status_before or '(none)'} → {view.status_after or '(none)'}"]
+    lines += _field_lines(view.fields, only_changed=True)
+    if view.checks:
+        lines.append("invariants: " + "; ".join(str(c) for c in view.checks))
+    return "\n".join(lines)
+
+
+def render_text(view: StepView, *, diagram: bool = False) -> str:
+    """The whole step as plain text (stable, so it can be printed in an nbval-checked notebook)."""
+    lines = [f"step {view.index} of {view.total - 1}: {view.description}",
+             f"status: {view.status_before or '(none)'} → {view.status_after or '(none)'}",
+             "state (* = changed by this event):", *_field_lines(view.fields)]
+    if view.checks:
+        lines.append("invariants after this step:")
+        lines += [f"  {c}" for c in view.checks]
+    if diagram:
+        lines += ["diagram:", view.diagram.rstrip("\n")]
+    return "\n".join(lines)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_markdown(view: StepView) -> str:
+    """The step as Markdown: the event, a before/after table, the invariants, and the Mermaid diagram.
+
+    JupyterLab renders the fenced ``mermaid`` block as a diagram with the current state marked.
+    """
+    lines = [f"**Step {view.index} of {view.total - 1}** — `{_md_cell(view.description)}`", "",
+             f"status: `{view.status_before or '(none)'}` → `{view.status_after or '(none)'}`", "",
+             "| field | before | after |", "|---|---|---|"]
+    for f in view.fields:
+        after = f"**{_md_cell(f.after)}**" if f.changed else _md_cell(f.after)
+        lines.append(f"| {f.name} | {_md_cell(f.before)} | {after} |")
+    if view.checks:
+        lines += ["", "invariants after this step:", ""]
+        lines += [f"- {'✓' if c.holds else '✗'} `{c.name}`" + ("" if c.holds else f": {c.detail}")
+                  for c in view.checks]
+    lines += ["", "```mermaid", view.diagram.rstrip("\n"), "```", ""]
+    return "\n".join(lines)
+
+
+def render_html(view: StepView) -> str:
+    """The step as an HTML fragment (event, state table, invariants; the diagram as Mermaid source).
+
+    HTML cannot draw Mermaid without a script, so the diagram text sits in a collapsed ``<details>``;
+    use :func:`render_markdown` where the diagram should be drawn.
+    """
+    esc = html.escape
+    highlight = ' style="background:#fff3c4"'
+    rows = "".join(
+        f"<tr{highlight if f.changed else ''}><td><code>{esc(f.name)}</code></td>"
+        f"<td>{esc(f.before)}</td><td>{esc(f.after)}</td></tr>"
+        for f in view.fields)
+    checks = "".join(
+        f"<li style=\"color:{'#1b5e20' if c.holds else '#b71c1c'}\">{esc(str(c))}</li>" for c in view.checks)
+    parts = [
+        f"<div class=\"labkit-step\"><p><b>Step {view.index} of {view.total - 1}</b> — "
+        f"<code>{esc(view.description)}</code></p>",
+        f"<p>status: <code>{esc(view.status_before or '(none)')}</code> → "
+        f"<code>{esc(view.status_after or '(none)')}</code></p>",
+        f"<table><tr><th>field</th><th>before</th><th>after</th></tr>{rows}</table>",
+    ]
+    if checks:
+        parts.append(f"<p>invariants after this step:</p><ul>{checks}</ul>")
+    parts.append(f"<details><summary>diagram (Mermaid)</summary><pre>{esc(view.diagram)}</pre></details></div>")
+    return "".join(parts)
+
+
+def render_timeline(trace: Trace) -> str:
+    """Every event of a trace on one line each, with the status after it: the run at a glance."""
+    statuses = trace.statuses()
+    width = max(len(s or "") for s in statuses)
+    return "\n".join(f"{(s or '(none)'):<{width}}  {describe(e)}" for e, s in zip(trace.events, statuses, strict=True))

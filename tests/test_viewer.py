@@ -1,0 +1,211 @@
+"""The trace viewer: pure step views and renderers, and the widget that wires them up."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from pydantic import BaseModel
+
+from labkit import EventLog, Invariant, LabkitError, LabMachine, MachineState, Row, replay
+from labkit.examples import ticket_guards, ticket_invariants, ticket_table
+from labkit.viewer import (
+    Trace,
+    compare_states,
+    format_value,
+    render_answer,
+    render_html,
+    render_markdown,
+    render_question,
+    render_text,
+    render_timeline,
+    state_fields,
+)
+
+
+@pytest.fixture
+def run() -> LabMachine:
+    m = LabMachine(ticket_table(), guards=ticket_guards(), invariants=ticket_invariants(), clock=lambda: 0.0)
+    m.fire("triage")
+    m.fire("start")
+    m.fire("resolve", fix_note="replaced the toner")
+    return m
+
+
+def test_the_states_are_the_replayed_ones(run):
+    trace = Trace.from_catalog(run.events)
+    assert list(trace.states) == list(replay(run.events).states) == run.states
+    assert trace.statuses() == ["NEW", "TRIAGED", "IN_PROGRESS", "RESOLVED"]
+    assert trace.state_before(0) == MachineState()
+
+
+def test_a_step_shows_the_event_the_states_around_it_and_what_changed(run):
+    view = Trace.from_catalog(run.events).step(3)
+    assert view.description == "#3 IN_PROGRESS --resolve--> RESOLVED {'fix_note': 'replaced the toner'}"
+    assert view.before == run.states[2] and view.after == run.states[3]
+    assert (view.status_before, view.status_after) == ("IN_PROGRESS", "RESOLVED")
+    assert view.changed == ("status", "seq", "transitions")
+    first = view.fields[0]
+    assert (first.name, first.before, first.after) == ("status", "'IN_PROGRESS'", "'RESOLVED'")
+    assert [str(c) for c in view.checks] == ["✓ closed_only_after_resolved"]
+    assert view.diagram.endswith("    class RESOLVED current\n")
+
+
+def test_the_first_step_starts_from_the_empty_state(run):
+    view = Trace.from_catalog(run.events).step(0)
+    assert view.status_before is None and view.status_after == "NEW"
+    assert "class NEW current" in view.diagram
+    assert Trace.from_catalog(run.events).step(-1).index == 3
+
+
+def test_a_broken_invariant_is_shown_with_its_detail():
+    # hand-built: a log that jumps from TRIAGED to CLOSED through a shortcut row
+    table = ticket_table()
+    shortcut = dataclasses.replace(table, rows=(*table.rows, Row("TRIAGED", "close", "CLOSED")))
+    m = LabMachine(shortcut, guards=ticket_guards(), clock=lambda: 0.0)  # no live invariants
+    m.fire("triage")
+    m.fire("close")
+    view = Trace(m.events, shortcut, invariants=ticket_invariants()).step(2)
+    assert view.broken and view.broken[0].name == "closed_only_after_resolved"
+    assert "✗ closed_only_after_resolved: the ticket was closed without passing through RESOLVED" in render_text(view)
+    assert "- ✗ `closed_only_after_resolved`: the ticket was closed" in render_markdown(view)
+
+
+def test_a_check_that_crashes_counts_as_broken(run):
+    def crashes(state, events):
+        raise KeyError("missing")
+
+    view = Trace(run.events, ticket_table(), invariants=[Invariant("crashes", crashes)]).step(1)
+    assert not view.checks[0].holds and "raised KeyError" in view.checks[0].detail
+
+
+def test_the_question_does_not_give_the_answer_away(run):
+    view = Trace.from_catalog(run.events).step(2)
+    question, answer = render_question(view), render_answer(view)
+    assert "event: #2 TRIAGED --start--> IN_PROGRESS" in question
+    assert "'TRIAGED'" in question and "'IN_PROGRESS'" not in question.split("event:")[0]
+    assert answer.splitlines()[0] == "after step 2: status TRIAGED → IN_PROGRESS"
+    assert answer.splitlines()[1] == "* status       'TRIAGED'  →  'IN_PROGRESS'"
+    assert "table" not in answer  # unchanged fields are left out of the answer
+
+
+def test_markdown_holds_the_table_and_a_mermaid_block(run):
+    md = render_markdown(Trace.from_catalog(run.events).step(2))
+    assert "| status | 'TRIAGED' | **'IN_PROGRESS'** |" in md
+    assert "| table | 'ticket' | 'ticket' |" in md
+    assert "```mermaid\nstateDiagram-v2\n" in md and "class IN_PROGRESS current\n```" in md
+
+
+def test_html_escapes_what_it_shows(run):
+    page = render_html(Trace.from_catalog(run.events).step(3))
+    assert "--resolve--&gt; RESOLVED {&#x27;fix_note&#x27;" in page
+    assert "<tr style=\"background:#fff3c4\"><td><code>status</code></td>" in page
+    assert "<script" not in page
+
+
+def test_the_timeline_lists_every_event_with_its_status(run):
+    lines = render_timeline(Trace.from_catalog(run.events)).splitlines()
+    assert len(lines) == 4
+    assert lines[2] == "IN_PROGRESS  #2 TRIAGED --start--> IN_PROGRESS"
+
+
+def test_a_tampered_log_can_still_be_looked_at(run):
+    # replay() refuses this log (the reordered transition does not leave the replayed state);
+    # the viewer shows what it says, so the learner can see why.
+    events = [run.events[0], run.events[2], run.events[1]]
+    trace = Trace.from_catalog(events)
+    assert trace.statuses() == ["NEW", "IN_PROGRESS", "TRIAGED"]
+
+
+def test_values_are_shortened_and_say_how_long_they_were():
+    assert format_value("abc") == "'abc'"
+    assert format_value(3.0) == "3"
+    long = format_value({"text": "x" * 200}, width=40)
+    assert len(long) <= 40 + len(" (212 chars)") and long.endswith("… (212 chars)")
+    assert format_value("a\n  b") == "'a\\n  b'"
+
+
+def test_states_of_several_kinds_are_read_field_by_field():
+    class Model(BaseModel):
+        status: str = "A"
+        count: int = 2
+
+    assert state_fields(Model()) == {"status": "A", "count": 2}
+    assert state_fields({"status": "B"}) == {"status": "B"}
+    assert state_fields(7) == {"value": 7}
+    rows = compare_states({"status": "A"}, {"status": "B", "extra": 1})
+    assert [(r.name, r.before, r.after, r.changed) for r in rows] == [
+        ("status", "'A'", "'B'", True), ("extra", "—", "1", True)]
+
+
+def test_bad_requests_get_clear_errors(run):
+    trace = Trace.from_catalog(run.events)
+    with pytest.raises(LabkitError, match="step 9 is outside the trace"):
+        trace.step(9)
+    with pytest.raises(LabkitError, match="no table named 'nope'"):
+        Trace.from_catalog(run.events, "nope")
+    with pytest.raises(LabkitError, match="does not start with a run_started"):
+        Trace.from_catalog(run.events[1:])
+    with pytest.raises(LabkitError, match="no events"):
+        Trace([], ticket_table())
+
+
+# ------------------------------------------------------------------------------------------ the widget
+def test_the_widget_redraws_when_the_slider_moves(run):
+    from labkit.viewer_widget import view_trace
+
+    widget = view_trace(run.events)
+    assert widget.slider.max == widget.play.max == 3
+    assert widget.view.index == 0
+    widget.slider.value = 2
+    assert widget.view.index == 2
+    shown = widget.output.outputs[0]["data"]
+    assert shown["text/markdown"] == render_markdown(widget.trace.step(2))
+    assert shown["text/plain"].startswith("step 2 of 3: #2 TRIAGED --start--> IN_PROGRESS")
+    assert widget.decision_bar.layout.display == "none"
+
+
+def _waiting_table():
+    from labkit import TransitionTable
+
+    return TransitionTable.build("approval", ["WORKING", "WAITING_HUMAN", "DONE", "STOPPED"],
+                                 [("WORKING", "ask", "WAITING_HUMAN"), ("WAITING_HUMAN", "approved", "DONE"),
+                                  ("WAITING_HUMAN", "denied", "STOPPED")],
+                                 initial="WORKING", terminal=["DONE", "STOPPED"])
+
+
+def test_a_run_waiting_for_a_person_gets_approve_and_deny_buttons():
+    from labkit.viewer_widget import TraceWidget
+
+    table = _waiting_table()
+    machine = LabMachine(table, log=EventLog("r"), clock=lambda: 0.0)
+    machine.fire("ask")
+    asked: list[bool] = []
+
+    def decide(approved: bool):
+        asked.append(approved)
+        machine.fire("approved" if approved else "denied")
+        return list(machine.events)
+
+    widget = TraceWidget(Trace(machine.events, table), decide=decide)
+    assert widget.decision_bar.layout.display == "none"  # step 0 is not the waiting step
+    widget.slider.value = 1
+    assert widget.waiting and widget.decision_bar.layout.display is None and not widget.approve.disabled
+    widget.deny.click()
+    assert asked == [False]
+    assert widget.slider.max == 2 and widget.view.index == 2 and widget.view.status_after == "STOPPED"
+    assert widget.decision_bar.layout.display == "none"
+    assert widget.message.value == "denied: the run went on to step 2"
+    widget.approve.click()  # no longer waiting: nothing happens
+    assert asked == [False]
+
+
+def test_without_a_decision_api_the_buttons_stay_hidden():
+    from labkit.viewer_widget import TraceWidget
+
+    table = _waiting_table()
+    machine = LabMachine(table, clock=lambda: 0.0)
+    machine.fire("ask")
+    widget = TraceWidget(Trace(machine.events, table), start=1)
+    assert widget.waiting and widget.decision_bar.layout.display == "none"
+
