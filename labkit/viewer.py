@@ -71,6 +71,7 @@ class StepView:
     status_before: str | None
     status_after: str | None
     diagram: str
+    focus: tuple[str, ...] | None = None
 
     @property
     def changed(self) -> tuple[str, ...]:
@@ -99,26 +100,48 @@ def state_fields(state: Any) -> dict[str, Any]:
     return {"value": state}
 
 
+def _compact(value: Any) -> str:
+    """``repr`` without the noise: nested dataclasses show only the fields that differ from their defaults."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        shown = []
+        for f in dataclasses.fields(value):
+            current = getattr(value, f.name)
+            default: Any = dataclasses.MISSING
+            if f.default is not dataclasses.MISSING:
+                default = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                default = f.default_factory()
+            if current != default:
+                shown.append(f"{f.name}={_compact(current)}")
+        return f"{type(value).__name__}({', '.join(shown)})"
+    if isinstance(value, BaseModel):
+        return repr(value.model_dump())
+    if isinstance(value, Mapping) and not isinstance(value, dict):
+        return repr(dict(value))
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
 def format_value(value: Any, width: int = _WIDTH) -> str:
     """A short one-line form of a field value; long values end in ``…`` and say how long they were."""
-    if isinstance(value, str):
-        text = repr(value)
-    elif isinstance(value, float) and value.is_integer():
-        text = str(int(value)) if abs(value) < 1e15 else repr(value)
-    elif isinstance(value, BaseModel):
-        text = repr(value.model_dump())
-    else:
-        text = repr(value)
+    text = _compact(value)
     text = text.replace("\n", " ")  # reprs of custom objects may span lines
     if len(text) <= width:
         return text
     return text[: width - 12] + f"… ({len(text)} chars)"
 
 
-def compare_states(before: Any, after: Any, width: int = _WIDTH) -> tuple[FieldRow, ...]:
-    """The before/after table of two states, field by field, in the after state's field order."""
+def compare_states(before: Any, after: Any, width: int = _WIDTH,
+                   focus: Sequence[str] | None = None) -> tuple[FieldRow, ...]:
+    """The before/after table of two states, field by field, in the after state's field order.
+
+    ``focus`` keeps only the named fields (rich states have dozens; a lesson looks at a few).
+    """
     old, new = state_fields(before), state_fields(after)
     names = list(dict.fromkeys([*new, *old]))
+    if focus is not None:
+        names = [n for n in focus if n in old or n in new]
     missing = "—"
     return tuple(
         FieldRow(name,
@@ -150,6 +173,7 @@ class Trace:
         reduce: Reduce[Any] = reduce_machine,
         empty: Any = None,
         invariants: Sequence[Invariant] = (),
+        focus: Sequence[str] | None = None,
     ) -> None:
         if not events:
             raise LabkitError("the trace has no events", "load a log with at least its run_started event.")
@@ -158,6 +182,7 @@ class Trace:
         self.reduce = reduce
         self.empty = MachineState() if empty is None else empty
         self.invariants = tuple(invariants)
+        self.focus = tuple(focus) if focus is not None else None
         states: list[Any] = []
         state = self.empty
         for event in self.events:
@@ -166,10 +191,12 @@ class Trace:
         self.states: tuple[Any, ...] = tuple(states)
 
     @classmethod
-    def from_catalog(cls, events: Sequence[Event], name: str | None = None) -> Trace:
+    def from_catalog(cls, events: Sequence[Event], name: str | None = None,
+                     focus: Sequence[str] | None = None) -> Trace:
         """A trace viewed with the table, reducer and invariants the catalog registers for it.
 
-        ``name`` defaults to the table named by the log's ``run_started`` event.
+        ``name`` defaults to the table named by the log's ``run_started`` event; ``focus`` names
+        the state fields to show (all by default).
         """
         if name is None:
             first = events[0] if events else None
@@ -181,7 +208,7 @@ class Trace:
         if entry is None:
             raise LabkitError(f"the catalog has no table named '{name}'",
                               f"known tables: {', '.join(catalog.names())}; or build Trace(events, table, ...).")
-        return cls(events, entry.table(), entry.reduce, entry.empty(), entry.invariants())
+        return cls(events, entry.table(), entry.reduce, entry.empty(), entry.invariants(), focus)
 
     def __len__(self) -> int:
         return len(self.events)
@@ -214,11 +241,12 @@ class Trace:
             description=describe(self.events[index]),
             before=before,
             after=after,
-            fields=compare_states(before, after),
+            fields=compare_states(before, after, focus=self.focus),
             checks=self.checks(index),
             status_before=_status(before),
             status_after=status_after,
             diagram=to_mermaid(self.table, current=current),
+            focus=self.focus,
         )
 
     def statuses(self) -> list[str | None]:
@@ -245,9 +273,11 @@ def _field_lines(fields: Sequence[FieldRow], *, only_changed: bool = False) -> l
     return lines
 
 
-def render_state(state: Any, width: int = _WIDTH) -> str:
-    """One state as aligned ``field  value`` lines."""
+def render_state(state: Any, width: int = _WIDTH, focus: Sequence[str] | None = None) -> str:
+    """One state as aligned ``field  value`` lines (only the ``focus`` fields, when given)."""
     fields = state_fields(state)
+    if focus is not None:
+        fields = {n: fields[n] for n in focus if n in fields}
     if not fields:
         return "  (empty)"
     name_w = max(len(n) for n in fields)
@@ -258,7 +288,7 @@ def render_question(view: StepView) -> str:
     """The state before a step and the event that arrives, without the answer: for "predict, then see"."""
     return "\n".join([
         f"step {view.index} of {view.total - 1} — state before (status {view.status_before or '(none)'}):",
-        render_state(view.before),
+        render_state(view.before, focus=view.focus),
         f"event: {view.description}",
         "what will the state be after it?",
     ])

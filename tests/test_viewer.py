@@ -209,3 +209,23 @@ def test_without_a_decision_api_the_buttons_stay_hidden():
     widget = TraceWidget(Trace(machine.events, table), start=1)
     assert widget.waiting and widget.decision_bar.layout.display == "none"
 
+
+
+def test_a_focus_shows_only_the_named_fields(run):
+    trace = Trace.from_catalog(run.events, focus=["status", "transitions"])
+    view = trace.step(1)
+    assert [f.name for f in view.fields] == ["status", "transitions"]
+    assert view.changed == ("status", "transitions")
+    question = render_question(view)
+    assert "seq" not in question and "  transitions  0" in question
+
+
+def test_nested_dataclasses_show_only_what_differs_from_their_defaults():
+    @dataclasses.dataclass(frozen=True)
+    class Inner:
+        tool: str = ""
+        attempts: int = 0
+        open: bool = False
+
+    assert format_value(Inner(tool="read_record", attempts=2)) == "Inner(tool='read_record', attempts=2)"
+    assert format_value(Inner()) == "Inner()"
