@@ -1,0 +1,133 @@
+"""The planner–executor runtime: a small model proposes, an explicit state machine decides.
+
+Modules (one concept each):
+
+- :mod:`~labkit.runtime.table` — the transition table, the declared faults, the catalog entry
+- :mod:`~labkit.runtime.events` — the typed facts a run records
+- :mod:`~labkit.runtime.state` — the run state and its reducer (``reduce_run``)
+- :mod:`~labkit.runtime.invariants` — the three invariants
+- :mod:`~labkit.runtime.records`, :mod:`~labkit.runtime.redact` — synthetic data and redaction
+- :mod:`~labkit.runtime.tools` — the tools, the draft area (SQLite) and the :class:`World`
+- :mod:`~labkit.runtime.policy` — permissions and budgets
+- :mod:`~labkit.runtime.validator`, :mod:`~labkit.runtime.executor` — allow with a token; run only with one
+- :mod:`~labkit.runtime.faults` — seeded fault schedules and the coverage matrix
+- :mod:`~labkit.runtime.planner` — the planner interface and scripted planners
+- :mod:`~labkit.runtime.task` — tasks as data, the goal predicate and the verifier
+- :mod:`~labkit.runtime.loop` — the runtime that drives one step at a time
+- :mod:`~labkit.runtime.free_loop` — the free agent loop it is compared with
+- :mod:`~labkit.runtime.report` — text tables and readable traces
+"""
+
+from labkit.runtime.clock import TickClock
+from labkit.runtime.events import (
+    CandidateRecord,
+    DuplicateDelivery,
+    FaultInjected,
+    Finding,
+    HumanDecision,
+    Interpreted,
+    Observation,
+    Proposed,
+    StatusChecked,
+    ToolCalled,
+    ToolResult,
+    Usage,
+    Validation,
+)
+from labkit.runtime.executor import Delivery, Executor, UnauthorizedAction
+from labkit.runtime.faults import Fault, FaultPlan, coverage_matrix, fault_states
+from labkit.runtime.invariants import runtime_invariants, side_effect_count
+from labkit.runtime.loop import PendingDecision, RunResult, Runtime, run_task
+from labkit.runtime.planner import (
+    Candidate,
+    DiffPlanner,
+    Planner,
+    PlannerContext,
+    PlannerError,
+    Proposal,
+    ScriptPlanner,
+    make_planner,
+    register_planner,
+)
+from labkit.runtime.policy import Budget, Policy
+from labkit.runtime.records import differences, differences_text, generate_records, load_records
+from labkit.runtime.redact import redact, scrub_text
+from labkit.runtime.report import TextTable, describe_event, render_trace
+from labkit.runtime.state import ActionState, RunState, empty_run_state, outcome_view, reduce_run
+from labkit.runtime.table import EVENT_SOURCES, FAULTS, STATES, TABLE_NAME, planner_executor_table
+from labkit.runtime.task import TASKS, Goal, Task, Verdict, goal_met, resolve_task, verify
+from labkit.runtime.tools import TOOLS, DraftStore, World
+from labkit.runtime.validator import Signer, Validator, args_sha256
+
+__all__ = [
+    "EVENT_SOURCES",
+    "FAULTS",
+    "STATES",
+    "TABLE_NAME",
+    "TASKS",
+    "TOOLS",
+    "ActionState",
+    "Budget",
+    "Candidate",
+    "CandidateRecord",
+    "Delivery",
+    "DiffPlanner",
+    "DraftStore",
+    "DuplicateDelivery",
+    "Executor",
+    "Fault",
+    "FaultInjected",
+    "FaultPlan",
+    "Finding",
+    "Goal",
+    "HumanDecision",
+    "Interpreted",
+    "Observation",
+    "PendingDecision",
+    "Planner",
+    "PlannerContext",
+    "PlannerError",
+    "Policy",
+    "Proposal",
+    "Proposed",
+    "RunResult",
+    "RunState",
+    "Runtime",
+    "ScriptPlanner",
+    "Signer",
+    "StatusChecked",
+    "Task",
+    "TextTable",
+    "TickClock",
+    "ToolCalled",
+    "ToolResult",
+    "UnauthorizedAction",
+    "Usage",
+    "Validation",
+    "Validator",
+    "Verdict",
+    "World",
+    "args_sha256",
+    "coverage_matrix",
+    "describe_event",
+    "differences",
+    "differences_text",
+    "empty_run_state",
+    "fault_states",
+    "generate_records",
+    "goal_met",
+    "load_records",
+    "make_planner",
+    "outcome_view",
+    "planner_executor_table",
+    "redact",
+    "reduce_run",
+    "register_planner",
+    "render_trace",
+    "resolve_task",
+    "run_task",
+    "runtime_invariants",
+    "scrub_text",
+    "side_effect_count",
+    "verify",
+]

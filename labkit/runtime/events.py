@@ -1,0 +1,210 @@
+"""The facts a planner–executor run records, besides the core's transitions.
+
+Each step of a run writes one or more *facts* and then one transition. Keeping them apart is
+the point of the lesson: ``Proposed`` is what the planner suggested (with a short rationale, never
+hidden reasoning), ``Interpreted`` is what the planner made of the last observation, ``Validation``
+is the validator's verdict, ``ToolCalled``/``ToolResult`` are what the executor did and what the
+tool answered, ``Observation`` is the typed fact taken from a successful answer. A reader (or an
+auditor) can always tell a fact from somebody's reading of it.
+
+Every fact that decides the next transition names it (see ``RunState.owed`` in
+:mod:`labkit.runtime.state`): if a process dies between writing the fact and firing the
+transition, a resumed runtime fires the owed transition instead of asking the planner or the
+tool again.
+
+Nothing here is stored unredacted: tool data and proposed arguments pass through
+:mod:`labkit.runtime.redact` before they are recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from labkit.events import Event, register_event
+
+
+class Usage(BaseModel):
+    """What one planner call cost. Scripted planners report zeros; LLM planners report real counts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class CandidateRecord(BaseModel):
+    """One proposed action as it is stored (arguments redacted)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    rationale_summary: str = ""
+
+
+@register_event
+class Proposed(Event):
+    """The planner proposed up to K candidates (or none: ``claims_done`` says whether it said "done")."""
+
+    type: Literal["proposed"] = "proposed"
+    step: int
+    planner: str
+    candidates: list[CandidateRecord] = Field(default_factory=list)
+    dropped: int = 0  # candidates beyond K that were cut off
+    claims_done: bool = False
+    problem: str = ""  # why the planner's answer could not be read (then there are no candidates)
+    policy_version: str = ""
+    usage: Usage = Field(default_factory=Usage)
+
+
+@register_event
+class Interpreted(Event):
+    """The planner's own reading of the latest observation: a derived record, not a fact."""
+
+    type: Literal["interpreted"] = "interpreted"
+    step: int
+    planner: str
+    about_seq: int  # the observation it refers to (-1: none yet)
+    note: str
+
+
+class Finding(BaseModel):
+    """The validator's verdict on one candidate."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    action: str
+    verdict: Literal["allowed", "rejected", "denied", "over_budget"]
+    reason: str = ""
+
+
+@register_event
+class Validation(Event):
+    """The validator's decision on a proposal; ``verdict`` is the transition it owes.
+
+    When allowed, ``action_id`` is the logical action id, ``args`` the exact arguments (they passed
+    the schema and the privacy check, so nothing is redacted), ``args_sha256`` their digest and
+    ``token`` the HMAC that binds action, arguments, policy version and action id. The token is
+    what the executor checks; the key that made it is never stored.
+    """
+
+    type: Literal["validation"] = "validation"
+    verdict: Literal["allowed", "rejected", "denied", "over_budget"]
+    findings: list[Finding] = Field(default_factory=list)
+    action_id: str = ""
+    tool: str = ""
+    args: dict[str, Any] = Field(default_factory=dict)
+    args_sha256: str = ""
+    side_effect: bool = False
+    policy_version: str = ""
+    token: str = ""
+    human_grant: bool = False
+    reason: str = ""
+
+
+@register_event
+class ToolCalled(Event):
+    """Written *before* a tool runs (write-ahead): if no ``ToolResult`` follows, the outcome is unknown."""
+
+    type: Literal["tool_called"] = "tool_called"
+    action_id: str
+    attempt: int
+    tool: str
+    args_sha256: str
+    policy_version: str
+    side_effect: bool
+
+
+@register_event
+class ToolResult(Event):
+    """What the tool answered (the observation as a raw fact, redacted).
+
+    ``outcome`` is typed: ``ok`` (done), ``error`` (definitely not done), ``denied`` (not allowed,
+    not done), ``timeout`` (no answer: for a write the effect may or may not have happened) and
+    ``interrupted`` (the runner stopped before the answer was recorded; treated like a timeout).
+    ``args_sha256`` is the digest of the arguments the tool actually ran with.
+    """
+
+    type: Literal["tool_result"] = "tool_result"
+    action_id: str
+    attempt: int
+    tool: str
+    args_sha256: str
+    outcome: Literal["ok", "error", "denied", "timeout", "interrupted"]
+    side_effect: bool
+    data: dict[str, Any] = Field(default_factory=dict)
+    detail: str = ""
+
+
+@register_event
+class DuplicateDelivery(Event):
+    """The same tool answer arrived a second time; it is recorded and ignored."""
+
+    type: Literal["duplicate_delivery"] = "duplicate_delivery"
+    action_id: str
+    attempt: int
+    tool: str
+
+
+@register_event
+class Observation(Event):
+    """A typed success fact taken from a tool's ``ok`` answer or from a status query.
+
+    ``kind`` is ``record_read`` (facts: the redacted record) or ``draft_saved`` (facts: key, sha256,
+    and the draft text). ``via`` says where it came from: ``tool_result`` or ``status_query``.
+    """
+
+    type: Literal["observation"] = "observation"
+    action_id: str
+    tool: str
+    kind: Literal["record_read", "draft_saved"]
+    via: Literal["tool_result", "status_query"] = "tool_result"
+    facts: dict[str, Any] = Field(default_factory=dict)
+
+
+@register_event
+class StatusChecked(Event):
+    """The answer of the draft status query used to settle an UNKNOWN write."""
+
+    type: Literal["status_checked"] = "status_checked"
+    action_id: str
+    key: str
+    outcome: Literal["present", "absent", "unavailable"]
+    sha256: str = ""
+    detail: str = ""
+
+
+@register_event
+class HumanDecision(Event):
+    """A person approved or refused the action the run was waiting on."""
+
+    type: Literal["human_decision"] = "human_decision"
+    action_id: str
+    decision: Literal["approve", "refuse"]
+    by: str = "human"
+    note: str = ""
+
+
+@register_event
+class FaultInjected(Event):
+    """An experiment annotation: a declared fault was injected here. The runtime never reads it."""
+
+    type: Literal["fault_injected"] = "fault_injected"
+    fault: str
+    state: str
+    target: str = ""
+    detail: str = ""
+
+
+RUNTIME_EVENTS: tuple[type[Event], ...] = (
+    Proposed, Interpreted, Validation, ToolCalled, ToolResult, DuplicateDelivery, Observation,
+    StatusChecked, HumanDecision, FaultInjected,
+)

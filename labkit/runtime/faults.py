@@ -1,0 +1,125 @@
+"""Seeded fault schedules, and the fault × state coverage matrix of a batch of runs.
+
+A ``Fault`` strikes the ``nth`` call of its target (a tool, the status query, or the planner),
+counted from the run's own log, so the same schedule strikes the same calls on every run of the
+same task. The fault kinds and the state each strikes in are declared beside the table
+(:data:`labkit.runtime.table.FAULTS`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from labkit.errors import LabkitError
+from labkit.events import Event, Transitioned
+from labkit.runtime.events import FaultInjected
+from labkit.runtime.report import TextTable
+from labkit.runtime.table import FAULTS, STATES, TERMINAL
+
+FaultKind = Literal["read_timeout", "write_timeout", "status_timeout", "denied", "bad_args", "unknown_tool",
+                    "duplicate_result", "premature_done"]
+
+
+class Fault(BaseModel):
+    """One injected fault: ``kind`` strikes the ``nth`` call of its target."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: FaultKind
+    nth: int = Field(1, ge=1)
+    tool: str | None = Field(None, description="for denied / duplicate_result: the tool (default read_record)")
+    landed: bool = Field(True, description="write_timeout: the write happened before the reply was lost")
+
+    @property
+    def target(self) -> str:
+        spec = FAULTS[self.kind]
+        if self.kind in ("denied", "duplicate_result"):
+            return self.tool or "read_record"
+        return spec.target
+
+    def label(self) -> str:
+        extra = "" if self.kind != "write_timeout" else (":landed" if self.landed else ":lost")
+        tool = f"/{self.tool}" if self.tool else ""
+        return f"{self.kind}{tool}@{self.nth}{extra}"
+
+
+class FaultPlan(BaseModel):
+    """A fault schedule: which faults strike which calls."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    faults: tuple[Fault, ...] = ()
+    seed: int | None = None
+
+    def at(self, target: str, n: int) -> list[Fault]:
+        """The faults that strike the ``n``-th call (1-based) of ``target``."""
+        return [f for f in self.faults if f.target == target and f.nth == n]
+
+    def labels(self) -> str:
+        return ",".join(f.label() for f in self.faults) or "none"
+
+    @classmethod
+    def parse(cls, text: str) -> FaultPlan:
+        """Read ``kind[/tool][@n][:landed|:lost]`` items separated by commas, e.g.
+        ``read_timeout@2,write_timeout@1:lost,denied/read_record@1``."""
+        faults = []
+        for item in (t.strip() for t in text.split(",")):
+            if not item or item == "none":
+                continue
+            head, _, flag = item.partition(":")
+            head, _, nth = head.partition("@")
+            kind, _, tool = head.partition("/")
+            if kind not in FAULTS:
+                raise LabkitError(f"unknown fault '{kind}' in {text!r}",
+                                  f"use one of: {', '.join(FAULTS)} (written kind[/tool][@n][:landed|:lost]).")
+            if flag not in ("", "landed", "lost"):
+                raise LabkitError(f"unknown fault flag ':{flag}' in {item!r}", "use :landed or :lost.")
+            try:
+                number = int(nth) if nth else 1
+            except ValueError:
+                raise LabkitError(f"'{nth}' in {item!r} is not a call number", "write e.g. read_timeout@2.") from None
+            faults.append(Fault(kind=kind, nth=number, tool=tool or None, landed=flag != "lost"))  # type: ignore[arg-type]
+        return cls(faults=tuple(faults))
+
+    @classmethod
+    def random(cls, seed: int, kinds: Sequence[str] = tuple(FAULTS), count: int = 2, max_nth: int = 3) -> FaultPlan:
+        """``count`` faults drawn with ``random.Random(seed)``: same seed, same schedule."""
+        rng = random.Random(seed)
+        faults = []
+        for _ in range(count):
+            kind = rng.choice(list(kinds))
+            nth = 1 if kind == "write_timeout" else rng.randint(1, max_nth)
+            faults.append(Fault(kind=kind, nth=nth, landed=rng.random() < 0.5))  # type: ignore[arg-type]
+        return cls(faults=tuple(faults), seed=seed)
+
+
+def fault_states(events: Sequence[Event]) -> list[tuple[str, str]]:
+    """(fault, state) pairs a run exercised: the state a fault struck in, and every state the run
+    passed through recovering from it (until the next commit or the end of the run)."""
+    pairs: list[tuple[str, str]] = []
+    active: list[str] = []
+    for event in events:
+        if isinstance(event, FaultInjected):
+            pairs.append((event.fault, event.state))
+            active.append(event.fault)
+        elif isinstance(event, Transitioned) and active:
+            pairs.extend((fault, event.dest) for fault in active)
+            if event.trigger == "committed" or event.dest in TERMINAL:
+                active = []
+    return pairs
+
+
+def coverage_matrix(runs: Iterable[Sequence[Event]]) -> TextTable:
+    """Fault × state counts over a batch of runs: which fault was exercised in which state."""
+    counts: dict[tuple[str, str], int] = {}
+    for events in runs:
+        for pair in dict.fromkeys(fault_states(events)):  # once per run
+            counts[pair] = counts.get(pair, 0) + 1
+    states = [s for s in STATES if s != "INIT"]
+    rows = [[kind, *[counts.get((kind, s), 0) or "." for s in states]] for kind in FAULTS]
+    return TextTable(["fault \\ state", *states], rows,
+                     title="runs in which each fault was exercised in each state (struck or recovering)")

@@ -1,0 +1,89 @@
+"""The three invariants of the planner–executor machine, checked after every event.
+
+1. ``executed_implies_validated``: every tool execution (``ToolCalled``, and the ``ToolResult`` that
+   says what actually ran) matches an allowed ``Validation`` of the same logical action: same tool,
+   same argument digest, same policy version.
+2. ``committed_implies_observed``: a step is committed only after a typed success was observed for
+   its action (an ``Observation`` or a status query that found the draft).
+3. ``single_side_effect``: a logical action has at most one side effect (successful write answers
+   plus status queries that found it).
+
+Each check looks at the newest event and searches the history before it for what it requires, so
+a violation is reported at the event that broke the rule, live and on replay alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from labkit.events import Event, Transitioned
+from labkit.invariants import Invariant
+from labkit.runtime.events import Observation, StatusChecked, ToolCalled, ToolResult, Validation
+
+
+def _executed_implies_validated(state: Any, events: Sequence[Event]) -> str | None:
+    last = events[-1] if events else None
+    if not isinstance(last, ToolCalled | ToolResult):
+        return None
+    what = "ran" if isinstance(last, ToolResult) else "was about to run"
+    allowed = [e for e in events[:-1] if isinstance(e, Validation) and e.verdict == "allowed"
+               and e.action_id == last.action_id]
+    if not allowed:
+        return f"{last.tool} {what} for action {last.action_id!r}, which was never validated"
+    match = [v for v in allowed if v.tool == last.tool and v.args_sha256 == last.args_sha256]
+    if not match:
+        return (f"{last.tool} {what} with arguments {last.args_sha256[:12]}, but action "
+                f"{last.action_id} was validated for {allowed[-1].tool} with {allowed[-1].args_sha256[:12]}")
+    if isinstance(last, ToolCalled) and all(v.policy_version != last.policy_version for v in match):
+        return (f"action {last.action_id} ran under policy {last.policy_version!r}, "
+                f"but was validated under {match[-1].policy_version!r}")
+    return None
+
+
+def _observed_success(events: Sequence[Event], action_id: str) -> bool:
+    return any((isinstance(e, Observation) and e.action_id == action_id)
+               or (isinstance(e, StatusChecked) and e.action_id == action_id and e.outcome == "present")
+               for e in events)
+
+
+def _committed_implies_observed(state: Any, events: Sequence[Event]) -> str | None:
+    last = events[-1] if events else None
+    if not (isinstance(last, Transitioned) and last.trigger == "committed"):
+        return None
+    action_id = str(last.payload.get("action_id", ""))
+    if not _observed_success(events[:-1], action_id):
+        return f"action {action_id!r} was committed, but no typed success was observed for it"
+    return None
+
+
+def side_effect_count(events: Sequence[Event], action_id: str) -> int:
+    """Side effects of one logical action that the log knows about."""
+    return sum(1 for e in events
+               if (isinstance(e, ToolResult) and e.action_id == action_id and e.side_effect and e.outcome == "ok")
+               or (isinstance(e, StatusChecked) and e.action_id == action_id and e.outcome == "present"))
+
+
+def _single_side_effect(state: Any, events: Sequence[Event]) -> str | None:
+    last = events[-1] if events else None
+    if not (isinstance(last, ToolResult) and last.side_effect and last.outcome == "ok") and not (
+            isinstance(last, StatusChecked) and last.outcome == "present"):
+        return None
+    count = side_effect_count(events, last.action_id)
+    if count > 1:
+        return f"action {last.action_id!r} has taken effect {count} times (at most once is allowed)"
+    return None
+
+
+EXECUTED_IMPLIES_VALIDATED = Invariant(
+    "executed_implies_validated", _executed_implies_validated,
+    "executed(action) => validated(action, policy_version)")
+COMMITTED_IMPLIES_OBSERVED = Invariant(
+    "committed_implies_observed", _committed_implies_observed,
+    "committed(success) => observed(typed success)")
+SINGLE_SIDE_EFFECT = Invariant(
+    "single_side_effect", _single_side_effect, "side_effect_count(logical_action_id) <= 1")
+
+
+def runtime_invariants() -> list[Invariant]:
+    return [EXECUTED_IMPLIES_VALIDATED, COMMITTED_IMPLIES_OBSERVED, SINGLE_SIDE_EFFECT]

@@ -1,0 +1,158 @@
+"""The planner interface: given a short context, propose at most K candidate actions.
+
+A planner owns no permission. It sees a small, redacted slice of the run (the goal, the tools it
+may name, what has been read and saved, the last piece of feedback, the remaining budget) and
+returns a :class:`Proposal`: candidates ``{action, args, rationale_summary}``, optionally a short
+``note`` (its reading of the latest observation, recorded apart from the facts) and its ``usage``.
+Everything else — validation, execution, retries, stopping — belongs to the machine.
+
+To plug in a language model, implement ``name`` and ``propose(context) -> Proposal`` (raise
+:class:`PlannerError` when the model's answer cannot be read; the run records it and asks again),
+and register a factory with :func:`register_planner` so that ``labkit run --planner NAME`` and
+resumed runs can rebuild it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from labkit.errors import LabkitError
+from labkit.runtime.events import Usage
+from labkit.runtime.records import differences_text
+
+if TYPE_CHECKING:
+    from labkit.runtime.task import Task
+
+RATIONALE_MAX = 200
+
+
+class Candidate(BaseModel):
+    """One proposed action. ``rationale_summary`` is a short public summary, never hidden reasoning."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    rationale_summary: str = Field("", max_length=RATIONALE_MAX)
+
+
+class Proposal(BaseModel):
+    """A planner's answer. No candidates (with ``claims_done``) is how a planner says "done"; the
+    machine believes it only if the goal predicate holds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    candidates: tuple[Candidate, ...] = ()
+    note: str = Field("", max_length=RATIONALE_MAX)
+    claims_done: bool = False
+    usage: Usage = Field(default_factory=Usage)
+
+
+class PlannerContext(BaseModel):
+    """The slice of the run a planner sees (built from the log, so redacted)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: str
+    goal: str
+    state: str
+    step: int  # planner calls so far in this run (0 for the first)
+    k: int
+    tools: tuple[Mapping[str, Any], ...]
+    records: Mapping[str, Mapping[str, Any]]  # committed reads, redacted
+    drafts: tuple[str, ...]  # keys of committed drafts
+    feedback: str = ""
+    remaining: Mapping[str, Any] = Field(default_factory=dict)
+    policy_version: str = ""
+
+
+class PlannerError(LabkitError):
+    """The planner's answer could not be read (for example a language model's invalid JSON)."""
+
+
+@runtime_checkable
+class Planner(Protocol):
+    """Anything with a ``name`` and ``propose(context) -> Proposal``."""
+
+    name: str
+
+    def propose(self, context: PlannerContext) -> Proposal: ...
+
+
+class DiffPlanner:
+    """A scripted planner for "read these records, then save their differences under this key".
+
+    It decides from the context alone (what has been read and saved), so it proposes the same
+    thing whenever the run is in the same situation — also after a crash and resume.
+    """
+
+    def __init__(self, reads: Sequence[str], key: str, name: str = "scripted-diff") -> None:
+        self.reads = list(reads)
+        self.key = key
+        self.name = name
+        self.calls = 0
+
+    def propose(self, context: PlannerContext) -> Proposal:
+        self.calls += 1
+        note = f"{len([r for r in self.reads if r in context.records])} of {len(self.reads)} records read"
+        for rid in self.reads:
+            if rid not in context.records:
+                return Proposal(candidates=(Candidate(action="read_record", args={"id": rid},
+                                                      rationale_summary=f"{rid} is needed for the comparison"),),
+                                note=note)
+        if self.key not in context.drafts:
+            text = differences_text(context.records[r] for r in self.reads)
+            return Proposal(candidates=(Candidate(action="save_draft", args={"text": text, "key": self.key},
+                                                  rationale_summary="all records read; save the differences"),),
+                            note=note)
+        return Proposal(note="the draft is saved", claims_done=True)
+
+
+class ScriptPlanner:
+    """Replays a fixed list of proposals, one per planner call (``context.step``), then says done."""
+
+    def __init__(self, steps: Sequence[Proposal], name: str = "scripted-list") -> None:
+        self.steps = list(steps)
+        self.name = name
+        self.calls = 0
+
+    def propose(self, context: PlannerContext) -> Proposal:
+        self.calls += 1
+        if context.step < len(self.steps):
+            return self.steps[context.step]
+        return Proposal(claims_done=True)
+
+
+PlannerFactory = Callable[["Task"], Planner]
+_PLANNERS: dict[str, PlannerFactory] = {}
+
+
+def register_planner(name: str, factory: PlannerFactory) -> None:
+    """Make ``name`` usable in task files, ``labkit run --planner`` and resumed runs."""
+    _PLANNERS[name] = factory
+
+
+def planner_names() -> list[str]:
+    return sorted(_PLANNERS)
+
+
+def make_planner(name: str, task: Task) -> Planner:
+    """The planner registered as ``name``, built for ``task``."""
+    factory = _PLANNERS.get(name)
+    if factory is None:
+        raise LabkitError(f"unknown planner '{name}'", f"use one of: {', '.join(planner_names())}, or "
+                          "register yours with labkit.runtime.planner.register_planner.")
+    return factory(task)
+
+
+def _diff_factory(task: Task) -> Planner:
+    if not task.goal.draft_key:
+        raise LabkitError(f"task {task.id!r} has no draft_key; the scripted-diff planner needs one",
+                          "set goal.draft_key in the task.")
+    return DiffPlanner(task.goal.reads, task.goal.draft_key)
+
+
+register_planner("scripted-diff", _diff_factory)

@@ -1,0 +1,143 @@
+"""The planner–executor machine as a checked transition table, with the faults it must survive.
+
+The table answers, for every state, what each event means there. Events come from one component
+each (planner, validator, executor, status query, human, budget check), and each component runs
+only in some states; ``EVENT_SOURCES`` writes that contract down, and every pair outside it is
+declared impossible, so ``table.unhandled()`` is empty only when every reachable situation has a
+row. Faults are declared next to the table (``FAULTS``): which state each one strikes in and
+which event it turns into, so the fault × state coverage matrix has a fixed vocabulary.
+
+Guards (resolved by :mod:`labkit.runtime.loop`):
+
+- ``goal_met``: the task's goal predicate holds over the state *after* the pending commit;
+- ``escalate``: the policy sends denials to a human instead of failing the run;
+- ``side_effect_possible``: the action in flight is a write (a timeout may have changed the world).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from labkit import catalog
+from labkit.table import Row, TransitionTable
+
+TABLE_NAME = "planner_executor"
+
+STATES = ("INIT", "PLANNING", "VALIDATING", "EXECUTING", "OBSERVING", "COMMITTING", "WAITING_HUMAN",
+          "SUCCEEDED", "FAILED", "UNKNOWN")
+TERMINAL = ("SUCCEEDED", "FAILED")
+
+ROWS = (
+    Row("INIT", "start", "PLANNING"),
+    # the planner proposes; it never decides that the run is over
+    Row("PLANNING", "proposed", "VALIDATING"),
+    Row("PLANNING", "no_proposal", "SUCCEEDED", "goal_met"),
+    Row("PLANNING", "no_proposal", "PLANNING", "not goal_met"),
+    Row("PLANNING", "budget_exhausted", "FAILED"),
+    # the validator owns permission
+    Row("VALIDATING", "allowed", "EXECUTING"),
+    Row("VALIDATING", "rejected", "PLANNING"),
+    Row("VALIDATING", "denied", "WAITING_HUMAN", "escalate"),
+    Row("VALIDATING", "denied", "FAILED", "not escalate"),
+    Row("VALIDATING", "budget_exhausted", "FAILED"),
+    # the executor returns typed results; a write that timed out is UNKNOWN, never a success
+    Row("EXECUTING", "ok", "OBSERVING"),
+    Row("EXECUTING", "error", "PLANNING"),
+    Row("EXECUTING", "denied", "WAITING_HUMAN", "escalate"),
+    Row("EXECUTING", "denied", "FAILED", "not escalate"),
+    Row("EXECUTING", "timeout", "UNKNOWN", "side_effect_possible"),
+    Row("EXECUTING", "timeout", "EXECUTING", "not side_effect_possible"),
+    Row("EXECUTING", "budget_exhausted", "FAILED"),
+    Row("OBSERVING", "observed", "COMMITTING"),
+    Row("OBSERVING", "duplicate_result", "OBSERVING"),
+    # the goal is checked on the state, after each commit
+    Row("COMMITTING", "committed", "SUCCEEDED", "goal_met"),
+    Row("COMMITTING", "committed", "PLANNING", "not goal_met"),
+    # an unknown write is settled by asking the world, not by guessing
+    Row("UNKNOWN", "confirmed_present", "COMMITTING"),
+    Row("UNKNOWN", "confirmed_absent", "EXECUTING"),
+    Row("UNKNOWN", "status_unavailable", "UNKNOWN"),
+    Row("UNKNOWN", "budget_exhausted", "FAILED"),
+    Row("WAITING_HUMAN", "approved", "VALIDATING"),
+    Row("WAITING_HUMAN", "refused", "FAILED"),
+    Row("WAITING_HUMAN", "budget_exhausted", "FAILED"),
+)
+
+# Who sends each event, and so in which states it can arrive at all.
+EVENT_SOURCES: dict[str, tuple[str, ...]] = {
+    "start": ("INIT",),  # the runtime, once
+    "proposed": ("PLANNING",),  # the planner (only asked in PLANNING)
+    "no_proposal": ("PLANNING",),
+    "allowed": ("VALIDATING",),  # the validator (only runs in VALIDATING)
+    "rejected": ("VALIDATING",),
+    "denied": ("VALIDATING", "EXECUTING"),  # the validator's policy, or the tool's permission check
+    "ok": ("EXECUTING",),  # the executor (only runs in EXECUTING)
+    "error": ("EXECUTING",),
+    "timeout": ("EXECUTING",),
+    "observed": ("OBSERVING",),  # the observation step
+    "duplicate_result": ("OBSERVING",),  # a second copy of the answer that moved us to OBSERVING
+    "committed": ("COMMITTING",),
+    "confirmed_present": ("UNKNOWN",),  # the status query (only asked in UNKNOWN)
+    "confirmed_absent": ("UNKNOWN",),
+    "status_unavailable": ("UNKNOWN",),
+    "approved": ("WAITING_HUMAN",),  # a person (only asked in WAITING_HUMAN)
+    "refused": ("WAITING_HUMAN",),
+    # budgets are checked before anything that costs: asking the planner, validating (the action's
+    # cost), retrying a tool or a status query, and when a paused run is resumed. Finishing an
+    # observed step (OBSERVING, COMMITTING) costs nothing and is never cut short.
+    "budget_exhausted": ("PLANNING", "VALIDATING", "EXECUTING", "UNKNOWN", "WAITING_HUMAN"),
+}
+
+
+def _impossible() -> list[tuple[str, str]]:
+    events = dict.fromkeys(r.event for r in ROWS)
+    return [(state, event) for state in STATES if state not in TERMINAL
+            for event in events if state not in EVENT_SOURCES.get(event, ())]
+
+
+def planner_executor_table() -> TransitionTable:
+    """The checked planner–executor table (every (state, event) pair handled or declared impossible)."""
+    return TransitionTable.build(TABLE_NAME, STATES, ROWS, initial="INIT", terminal=TERMINAL,
+                                 impossible=_impossible())
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """A fault kind: where it strikes, what it turns into, and how the machine recovers."""
+
+    name: str
+    target: str  # "planner" or a tool name
+    state: str  # the machine state it strikes in
+    event: str  # the event it produces there
+    recovery: str
+
+
+FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
+    FaultSpec("read_timeout", "read_record", "EXECUTING", "timeout",
+              "safe retry: a read has no side effect (EXECUTING -> EXECUTING)"),
+    FaultSpec("write_timeout", "save_draft", "EXECUTING", "timeout",
+              "query to confirm: UNKNOWN -> status query -> COMMITTING or EXECUTING again"),
+    FaultSpec("status_timeout", "draft_status", "UNKNOWN", "status_unavailable",
+              "ask again (UNKNOWN -> UNKNOWN) until the retry budget ends as needs_review"),
+    FaultSpec("denied", "read_record", "EXECUTING", "denied",
+              "by policy: WAITING_HUMAN (approve / refuse) or FAILED"),
+    FaultSpec("bad_args", "planner", "VALIDATING", "rejected",
+              "the argument schema rejects it; the planner is asked again"),
+    FaultSpec("unknown_tool", "planner", "VALIDATING", "rejected",
+              "the allowlist rejects it; the planner is asked again"),
+    FaultSpec("duplicate_result", "any", "OBSERVING", "duplicate_result",
+              "the second copy is recorded and ignored (counted once)"),
+    FaultSpec("premature_done", "planner", "PLANNING", "no_proposal",
+              "the claim is ignored unless the goal predicate holds; the planner is asked again"),
+)}
+
+
+def _register() -> None:
+    from labkit.runtime.invariants import runtime_invariants
+    from labkit.runtime.state import empty_run_state, reduce_run
+
+    catalog.register(TABLE_NAME, catalog.Entry(table=planner_executor_table, reduce=reduce_run,
+                                               empty=empty_run_state, invariants=runtime_invariants))
+
+
+_register()

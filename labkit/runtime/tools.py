@@ -1,0 +1,254 @@
+"""The tools a run may use, over synthetic data: one read, one write, one status query.
+
+- ``read_record(id)`` reads a record (read-only). Restricted records answer ``denied`` unless a
+  human approved this very action.
+- ``save_draft(text, key)`` writes a draft into the draft area, a real SQLite table. It is
+  idempotent by key: saving the same text under the same key again changes nothing.
+- ``draft_status(key)`` says whether a draft exists and its digest. It is not offered to the
+  planner; the runtime uses it to settle an UNKNOWN write.
+
+Every call that reaches the draft area is written to its ``calls`` table in the same transaction
+as the draft itself, so "was this side effect repeated?" is answered by the world, not by the
+log that is being checked.
+
+Keys name drafts and become file names on :meth:`DraftStore.export`, so a key must be a plain name:
+no folder separators, no ``..``, no absolute path. Both the argument schema (before validation)
+and the store (before writing) refuse anything else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from labkit.errors import LabkitError
+from labkit.runtime.records import load_records
+
+KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+RECORD_ID_PATTERN = r"^R\d{2,4}$"
+
+
+def check_key(key: str) -> str:
+    """Return ``key`` if it names a draft inside the draft area, else raise ``ValueError``."""
+    if not isinstance(key, str) or not KEY_PATTERN.match(key) or ".." in key:
+        raise ValueError(f"draft key {key!r} is not a plain name (letters, digits, '_', '-', '.'; "
+                         "no '/', no '..', no absolute path; at most 64 characters)")
+    return key
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class ReadRecordArgs(BaseModel):
+    """Arguments of ``read_record``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    id: str = Field(pattern=RECORD_ID_PATTERN, description="a record id such as R07")
+
+
+class SaveDraftArgs(BaseModel):
+    """Arguments of ``save_draft``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    text: str = Field(min_length=1, max_length=4000)
+    key: str = Field(description="a plain draft name such as diff-R03-R05-R11")
+
+    @field_validator("key")
+    @classmethod
+    def _plain_key(cls, key: str) -> str:
+        return check_key(key)
+
+
+class DraftStatusArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    key: str
+
+    @field_validator("key")
+    @classmethod
+    def _plain_key(cls, key: str) -> str:
+        return check_key(key)
+
+
+@dataclass(frozen=True)
+class ToolAnswer:
+    """What a tool returned: a typed outcome plus data (unredacted: the executor redacts it)."""
+
+    outcome: Literal["ok", "error", "denied", "timeout"]
+    data: Mapping[str, Any] = field(default_factory=dict)
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What the executor tells a tool beyond the arguments."""
+
+    action_id: str = ""
+    human_grant: bool = False
+
+
+_DRAFT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS drafts (
+    area TEXT NOT NULL, key TEXT NOT NULL, text TEXT NOT NULL, sha256 TEXT NOT NULL,
+    PRIMARY KEY (area, key));
+CREATE TABLE IF NOT EXISTS calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, area TEXT NOT NULL, key TEXT NOT NULL,
+    sha256 TEXT NOT NULL, changed INTEGER NOT NULL, request TEXT NOT NULL);
+"""
+
+
+class DraftStore:
+    """The draft area: a SQLite file with one namespace (``area``) per run."""
+
+    def __init__(self, path: str | Path, area: str = "default") -> None:
+        self.path = Path(path)
+        self.area = area
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.executescript(_DRAFT_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise LabkitError(f"{self.path} is not a draft store ({exc})",
+                              "give a new file name or a draft store written by labkit.") from None
+
+    def save(self, key: str, text: str, request: str = "") -> bool:
+        """Save ``text`` under ``key``; return whether anything changed. One transaction."""
+        check_key(key)
+        digest = text_sha256(text)
+        with self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            row = self._conn.execute("SELECT sha256 FROM drafts WHERE area = ? AND key = ?",
+                                     (self.area, key)).fetchone()
+            changed = row is None or row[0] != digest
+            if changed:
+                self._conn.execute("INSERT OR REPLACE INTO drafts (area, key, text, sha256) VALUES (?, ?, ?, ?)",
+                                   (self.area, key, text, digest))
+            self._conn.execute("INSERT INTO calls (area, key, sha256, changed, request) VALUES (?, ?, ?, ?, ?)",
+                               (self.area, key, digest, int(changed), request))
+        return changed
+
+    def status(self, key: str) -> str | None:
+        """The digest of the draft under ``key``, or None when there is none."""
+        check_key(key)
+        row = self._conn.execute("SELECT sha256 FROM drafts WHERE area = ? AND key = ?",
+                                 (self.area, key)).fetchone()
+        return None if row is None else str(row[0])
+
+    def drafts(self) -> dict[str, str]:
+        """Every draft of this area: key -> text."""
+        rows = self._conn.execute("SELECT key, text FROM drafts WHERE area = ? ORDER BY key", (self.area,))
+        return {k: t for k, t in rows}
+
+    def calls(self) -> list[tuple[str, str, bool, str]]:
+        """Every save that reached the store: (key, sha256, changed, request), in order."""
+        rows = self._conn.execute("SELECT key, sha256, changed, request FROM calls WHERE area = ? ORDER BY id",
+                                  (self.area,))
+        return [(k, s, bool(c), r) for k, s, c, r in rows]
+
+    def repeated_keys(self) -> dict[str, int]:
+        """Keys that were saved more than once (each extra call is a repeated side effect)."""
+        counts: dict[str, int] = {}
+        for key, *_ in self.calls():
+            counts[key] = counts.get(key, 0) + 1
+        return {k: n for k, n in counts.items() if n > 1}
+
+    def export(self, folder: str | Path) -> list[Path]:
+        """Write each draft to ``folder/<key>.txt``, refusing any path that would leave ``folder``."""
+        root = Path(folder).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        written = []
+        for key, text in self.drafts().items():
+            target = (root / f"{check_key(key)}.txt").resolve()
+            if root not in target.parents:
+                raise LabkitError(f"draft key {key!r} would be written outside {root}", "use a plain key.")
+            target.write_text(text, encoding="utf-8")
+            written.append(target)
+        return written
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class World:
+    """The synthetic world a run acts on: the records (read-only) and a draft area.
+
+    ``latency`` makes every tool call take that many seconds (split around the write), which the
+    crash tests use so that a kill can land inside a call.
+    """
+
+    def __init__(self, drafts: DraftStore, records: Mapping[str, Mapping[str, Any]] | None = None,
+                 *, latency: float = 0.0, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.records = dict(records) if records is not None else load_records()
+        self.drafts = drafts
+        self.latency = latency
+        self._sleep = sleep
+
+    @classmethod
+    def open(cls, drafts_path: str | Path, area: str = "default", *, records_path: str | Path | None = None,
+             latency: float = 0.0) -> World:
+        return cls(DraftStore(drafts_path, area), load_records(records_path), latency=latency)
+
+    def _wait(self) -> None:
+        if self.latency:
+            self._sleep(self.latency / 2)
+
+    # ------------------------------------------------------------- the tools
+    def read_record(self, args: ReadRecordArgs, ctx: CallContext) -> ToolAnswer:
+        self._wait()
+        record = self.records.get(args.id)
+        self._wait()
+        if record is None:
+            return ToolAnswer("error", detail=f"there is no record {args.id}")
+        if record.get("restricted") and not ctx.human_grant:
+            return ToolAnswer("denied", detail=f"record {args.id} is restricted; a supervisor must approve")
+        return ToolAnswer("ok", data=dict(record))
+
+    def save_draft(self, args: SaveDraftArgs, ctx: CallContext, *, lose_reply: bool = False) -> ToolAnswer:
+        self._wait()
+        changed = self.drafts.save(args.key, args.text, request=ctx.action_id)
+        self._wait()
+        if lose_reply:
+            return ToolAnswer("timeout", detail="no answer from the draft area (the save may have happened)")
+        return ToolAnswer("ok", data={"key": args.key, "sha256": text_sha256(args.text), "changed": changed})
+
+    def draft_status(self, args: DraftStatusArgs, ctx: CallContext) -> ToolAnswer:
+        self._wait()
+        digest = self.drafts.status(args.key)
+        return ToolAnswer("ok", data={"key": args.key, "exists": digest is not None, "sha256": digest or ""})
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the validator and the planner see it."""
+
+    name: str
+    args: type[BaseModel]
+    side_effect: bool
+    summary: str
+    planner_visible: bool = True
+
+    def describe(self) -> dict[str, Any]:
+        """A short description for a planner's context (name, argument names and types, side effect)."""
+        props = self.args.model_json_schema().get("properties", {})
+        return {"name": self.name, "args": {k: v.get("type", "any") for k, v in props.items()},
+                "writes": self.side_effect, "summary": self.summary}
+
+
+TOOLS: dict[str, ToolSpec] = {t.name: t for t in (
+    ToolSpec("read_record", ReadRecordArgs, False, "read one customer record by id (read-only)"),
+    ToolSpec("save_draft", SaveDraftArgs, True, "save a text draft under a plain key (idempotent by key)"),
+    ToolSpec("draft_status", DraftStatusArgs, False, "whether a draft exists (used by the runtime)",
+             planner_visible=False),
+)}
