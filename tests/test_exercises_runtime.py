@@ -11,12 +11,44 @@ from pathlib import Path
 from labkit.exercises import exercises_root, run_check
 
 
-def _mutated(folder: str, old: str, new: str, tmp_path: Path) -> Path:
-    solution = (exercises_root() / folder / "solution.py").read_text(encoding="utf-8")
-    assert old in solution, f"the mutation target is gone from {folder}/solution.py: {old!r}"
+def _mutated(folder: str, old: str, new: str, tmp_path: Path, *more: tuple[str, str]) -> Path:
+    """The solution of ``folder`` with ``old`` replaced by ``new`` (and any further pairs), as a file."""
+    text = (exercises_root() / folder / "solution.py").read_text(encoding="utf-8")
+    for before, after in ((old, new), *more):
+        assert before in text, f"the mutation target is gone from {folder}/solution.py: {before!r}"
+        text = text.replace(before, after)
     target = tmp_path / "mine.py"
-    target.write_text(solution.replace(old, new), encoding="utf-8")
+    target.write_text(text, encoding="utf-8")
     return target
+
+
+def test_02_an_executor_that_trusts_the_token_s_own_fields_opens_other_calls(tmp_path: Path):
+    # the classic mistake: checking that the token is genuine, but not that it is *for this call*
+    mine = _mutated("02_validator",
+                    "    if (token.action, token.args_sha256, token.policy_version) != "
+                    "(action, digest, policy_version):\n        return False\n", "", tmp_path,
+                    ("expected = sign(secret, token.action_id, action, digest, policy_version)",
+                     "expected = sign(secret, token.action_id, token.action, token.args_sha256, token.policy_version)"))
+    report = run_check("02", mine)
+    assert report.feedback == [
+        "executor_accepts, a token for R03 used to read R04: returned True, expected False",
+        "executor_accepts, a read token used for a write: returned True, expected False",
+        "executor_accepts, a token used after the policy changed: returned True, expected False",
+    ]
+
+
+def test_02_checking_the_budget_before_the_schema_is_named(tmp_path: Path):
+    mine = _mutated("02_validator", "    try:\n        SCHEMAS[action].model_validate(args)",
+                    "    if tool_calls_left < 1:\n"
+                    "        return Denial(\"over_budget\", f\"no tool calls left for {action}\")\n"
+                    "    try:\n        SCHEMAS[action].model_validate(args)", tmp_path)
+    report = run_check("02", mine)
+    assert report.feedback == [
+        "validate, bad arguments under an old policy (schema before policy): denied as 'over_budget', "
+        "expected 'bad_args'",
+        "validate, an old policy with no budget (policy before budget): denied as 'over_budget', "
+        "expected 'stale_policy'",
+    ]
 
 
 def test_04_a_chain_check_that_only_looks_at_seq_misses_a_swapped_in_event(tmp_path: Path):
