@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from labkit import catalog
 from labkit.diagram import to_mermaid
 from labkit.errors import LabkitError
-from labkit.events import Event, RunStarted, describe
+from labkit.events import Event, RunStarted, Transitioned, describe
 from labkit.invariants import Invariant
 from labkit.reducer import MachineState, Reduce, reduce_machine
 from labkit.table import TransitionTable
@@ -164,6 +164,10 @@ class Trace:
     The states are rebuilt once, by folding ``reduce`` over ``events`` from ``empty``; no replay
     check is applied on purpose, so that a tampered or diverging log can still be looked at (the
     replay and divergence tools say *whether* it is consistent; the viewer shows *what* it says).
+
+    Rich states have many fields; ``focus`` keeps some of them, and ``project`` maps a state to the
+    fields worth reading (e.g. :func:`run_view` for planner–executor runs). ``describe`` writes the
+    one-line form of an event (``labkit.describe`` by default).
     """
 
     def __init__(
@@ -174,6 +178,9 @@ class Trace:
         empty: Any = None,
         invariants: Sequence[Invariant] = (),
         focus: Sequence[str] | None = None,
+        *,
+        project: Callable[[Any], Any] | None = None,
+        describe: Callable[[Event], str] = describe,
     ) -> None:
         if not events:
             raise LabkitError("the trace has no events", "load a log with at least its run_started event.")
@@ -183,6 +190,8 @@ class Trace:
         self.empty = MachineState() if empty is None else empty
         self.invariants = tuple(invariants)
         self.focus = tuple(focus) if focus is not None else None
+        self.project = project
+        self.describe = describe
         states: list[Any] = []
         state = self.empty
         for event in self.events:
@@ -192,7 +201,8 @@ class Trace:
 
     @classmethod
     def from_catalog(cls, events: Sequence[Event], name: str | None = None,
-                     focus: Sequence[str] | None = None) -> Trace:
+                     focus: Sequence[str] | None = None, *, project: Callable[[Any], Any] | None = None,
+                     describe: Callable[[Event], str] = describe) -> Trace:
         """A trace viewed with the table, reducer and invariants the catalog registers for it.
 
         ``name`` defaults to the table named by the log's ``run_started`` event; ``focus`` names
@@ -208,7 +218,8 @@ class Trace:
         if entry is None:
             raise LabkitError(f"the catalog has no table named '{name}'",
                               f"known tables: {', '.join(catalog.names())}; or build Trace(events, table, ...).")
-        return cls(events, entry.table(), entry.reduce, entry.empty(), entry.invariants(), focus)
+        return cls(events, entry.table(), entry.reduce, entry.empty(), entry.invariants(), focus,
+                   project=project, describe=describe)
 
     def __len__(self) -> int:
         return len(self.events)
@@ -238,16 +249,20 @@ class Trace:
             index=index,
             total=len(self),
             event=self.events[index],
-            description=describe(self.events[index]),
+            description=self.describe(self.events[index]),
             before=before,
             after=after,
-            fields=compare_states(before, after, focus=self.focus),
+            fields=compare_states(self.shown(before), self.shown(after), focus=self.focus),
             checks=self.checks(index),
             status_before=_status(before),
             status_after=status_after,
             diagram=to_mermaid(self.table, current=current),
             focus=self.focus,
         )
+
+    def shown(self, state: Any) -> Any:
+        """What the viewer shows of a state: its projection, if the trace has one."""
+        return self.project(state) if self.project is not None else state
 
     def statuses(self) -> list[str | None]:
         """The machine state after every event."""
@@ -284,14 +299,24 @@ def render_state(state: Any, width: int = _WIDTH, focus: Sequence[str] | None = 
     return "\n".join(f"  {name:<{name_w}}  {format_value(v, width)}" for name, v in fields.items())
 
 
+def event_question(view: StepView) -> str:
+    """The event of a step without its outcome: a transition's destination is the answer, so it is hidden."""
+    event = view.event
+    if isinstance(event, Transitioned):
+        return f"#{event.seq} '{event.trigger}' arrives in {event.source} (where does it lead?)"
+    return view.description
+
+
 def render_question(view: StepView) -> str:
     """The state before a step and the event that arrives, without the answer: for "predict, then see"."""
-    return "\n".join([
-        f"step {view.index} of {view.total - 1} — state before (status {view.status_before or '(none)'}):",
-        render_state(view.before, focus=view.focus),
-        f"event: {view.description}",
-        "what will the state be after it?",
-    ])
+    lines = [f"step {view.index} of {view.total - 1} — state before (status {view.status_before or '(none)'}):"]
+    if view.fields:
+        width = max(len(f.name) for f in view.fields)
+        lines += [f"  {f.name:<{width}}  {f.before}" for f in view.fields]
+    else:
+        lines.append("  (empty)")
+    lines += [f"event: {event_question(view)}", "what will the state be after it?"]
+    return "\n".join(lines)
 
 
 def render_answer(view: StepView) -> str:
@@ -370,4 +395,39 @@ def render_timeline(trace: Trace) -> str:
     """Every event of a trace on one line each, with the status after it: the run at a glance."""
     statuses = trace.statuses()
     width = max(len(s or "") for s in statuses)
-    return "\n".join(f"{(s or '(none)'):<{width}}  {describe(e)}" for e, s in zip(trace.events, statuses, strict=True))
+    return "\n".join(f"{(s or '(none)'):<{width}}  {trace.describe(e)}"
+                     for e, s in zip(trace.events, statuses, strict=True))
+
+
+def run_view(state: Any) -> dict[str, Any]:
+    """The fields of a planner–executor run state worth reading step by step, in a compact form.
+
+    Duck-typed on the runtime's ``RunState`` (``status``, ``action``, ``owed``, ``reads``, ...), so
+    the viewer needs no import of the runtime. The action in flight is reduced to what decides the
+    next move: which tool, which attempt, whether a call is open and how it last ended.
+    """
+    action = getattr(state, "action", None)
+    if action is None:
+        shown_action = "-"
+    else:
+        parts = [f"{action.action_id} {action.tool}{'(write)' if action.side_effect else ''}",
+                 f"attempts={action.attempts}"]
+        if action.call_open:
+            parts.append("call open")
+        if action.last_outcome:
+            parts.append(f"last={action.last_outcome}")
+        if action.status_checks:
+            parts.append(f"status checks={action.status_checks}")
+        if not action.token:
+            parts.append("no token")
+        shown_action = ", ".join(parts)
+    owed = getattr(state, "owed", None)
+    return {
+        "status": getattr(state, "status", "") or "-",
+        "action": shown_action,
+        "owed": owed[0] if owed else "-",
+        "reads": ",".join(getattr(state, "reads", {})) or "-",
+        "drafts": ",".join(getattr(state, "drafts", {})) or "-",
+        "tool_calls": getattr(state, "tool_calls", 0),
+        "outcome": getattr(state, "outcome", "") or "-",
+    }

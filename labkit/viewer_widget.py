@@ -10,7 +10,7 @@ that callback (the runtime's human-decision API) and the viewer continues with t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import ipywidgets as widgets
 
@@ -84,7 +84,8 @@ class TraceWidget:
             self.message.value = f"<span style='color:#b71c1c'>{exc.message}</span>"
             return
         old = self.trace
-        self.trace = Trace(events, old.table, old.reduce, old.empty, old.invariants)
+        self.trace = Trace(events, old.table, old.reduce, old.empty, old.invariants, old.focus,
+                           project=old.project, describe=old.describe)
         last = len(self.trace) - 1
         self.message.value = f"{'approved' if approved else 'denied'}: the run went on to step {last}"
         for control in (self.play, self.slider):
@@ -99,7 +100,33 @@ class TraceWidget:
         display(self.box)
 
 
+class _Decider(Protocol):
+    """What :func:`decide_with` needs of a runtime: ``decide(approve)`` and its ``events``."""
+
+    def decide(self, approve: bool) -> Any: ...
+
+    @property
+    def events(self) -> Sequence[Event]: ...
+
+
+def decide_with(runtime: _Decider) -> Decide:
+    """A ``decide`` callback for a paused planner–executor run (``labkit.runtime.Runtime``).
+
+    The runtime records the person's decision as an event, continues the run, and the widget
+    then shows every event the run wrote after it.
+    """
+
+    def decide(approved: bool) -> Sequence[Event]:
+        runtime.decide(approved)
+        return list(runtime.events)
+
+    return decide
+
+
 def view_trace(events: Sequence[Event], name: str | None = None, *, decide: Decide | None = None,
-               start: int = 0) -> TraceWidget:
-    """A widget over a logged run, with the table, reducer and invariants from the catalog."""
-    return TraceWidget(Trace.from_catalog(events, name), decide=decide, start=start)
+               start: int = 0, **options: Any) -> TraceWidget:
+    """A widget over a logged run, with the table, reducer and invariants from the catalog.
+
+    ``options`` go to :meth:`Trace.from_catalog` (``focus``, ``project``, ``describe``).
+    """
+    return TraceWidget(Trace.from_catalog(events, name, **options), decide=decide, start=start)

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
-from labkit import EventLog, Invariant, LabkitError, LabMachine, MachineState, Row, replay
+from labkit import (
+    EventLog,
+    Invariant,
+    LabkitError,
+    LabMachine,
+    MachineState,
+    Row,
+    Transitioned,
+    load_events,
+    replay,
+)
 from labkit.examples import ticket_guards, ticket_invariants, ticket_table
 from labkit.viewer import (
     Trace,
@@ -19,6 +30,7 @@ from labkit.viewer import (
     render_question,
     render_text,
     render_timeline,
+    run_view,
     state_fields,
 )
 
@@ -82,8 +94,8 @@ def test_a_check_that_crashes_counts_as_broken(run):
 def test_the_question_does_not_give_the_answer_away(run):
     view = Trace.from_catalog(run.events).step(2)
     question, answer = render_question(view), render_answer(view)
-    assert "event: #2 TRIAGED --start--> IN_PROGRESS" in question
-    assert "'TRIAGED'" in question and "'IN_PROGRESS'" not in question.split("event:")[0]
+    assert "event: #2 'start' arrives in TRIAGED (where does it lead?)" in question
+    assert "'TRIAGED'" in question and "IN_PROGRESS" not in question
     assert answer.splitlines()[0] == "after step 2: status TRIAGED → IN_PROGRESS"
     assert answer.splitlines()[1] == "* status       'TRIAGED'  →  'IN_PROGRESS'"
     assert "table" not in answer  # unchanged fields are left out of the answer
@@ -229,3 +241,77 @@ def test_nested_dataclasses_show_only_what_differs_from_their_defaults():
 
     assert format_value(Inner(tool="read_record", attempts=2)) == "Inner(tool='read_record', attempts=2)"
     assert format_value(Inner()) == "Inner()"
+
+
+# ------------------------------------------------------------------------- the planner–executor traces
+TRACES = Path(__file__).resolve().parent.parent / "data" / "traces"
+
+
+def _runtime_trace(name: str) -> Trace:
+    from labkit.runtime import describe_event
+
+    return Trace.from_catalog(load_events(TRACES / f"{name}.jsonl"), project=run_view,
+                              describe=lambda e: f"#{e.seq} {describe_event(e)}")
+
+
+def test_a_shipped_trace_is_viewed_with_the_runtime_s_table_reducer_and_invariants():
+    trace = _runtime_trace("write_timeout_unknown")
+    assert trace.table.name == "planner_executor"
+    assert [c.name for c in trace.step(0).checks] == [
+        "executed_implies_validated", "committed_implies_observed", "single_side_effect"]
+    assert list(trace.states) == list(replay(trace.events, trace.reduce, trace.empty).states)
+    assert all(c.holds for i in range(len(trace)) for c in trace.step(i).checks)
+
+
+def test_the_write_timeout_goes_to_unknown_and_the_question_hides_it():
+    trace = _runtime_trace("write_timeout_unknown")
+    [timeout] = trace.find(lambda e: isinstance(e, Transitioned) and e.trigger == "timeout")
+    view = trace.step(timeout)
+    assert (view.status_before, view.status_after) == ("EXECUTING", "UNKNOWN")
+    question = render_question(view)
+    assert "'timeout' arrives in EXECUTING (where does it lead?)" in question and "UNKNOWN" not in question
+    assert "save_draft(write)" in question and "last=timeout" in question
+    assert "class UNKNOWN current" in view.diagram
+
+
+def test_a_read_timeout_stays_in_executing_and_is_retried():
+    trace = _runtime_trace("read_timeout")
+    [timeout] = trace.find(lambda e: isinstance(e, Transitioned) and e.trigger == "timeout")
+    view = trace.step(timeout)
+    assert (view.status_before, view.status_after) == ("EXECUTING", "EXECUTING")
+    retry = trace.step(timeout + 1)
+    assert retry.description.startswith(f"#{timeout + 1} executor calls read_record for a2 (attempt 2)")
+    action = {f.name: f.after for f in retry.fields}["action"]
+    assert action == "'a2 read_record, attempts=2, call open, last=timeout'"
+
+
+def test_a_violated_runtime_invariant_shows_up_in_the_view():
+    # a ToolCalled whose arguments were never validated, appended by hand to the normal trace's prefix
+    from labkit.runtime import ToolCalled
+
+    events = list(load_events(TRACES / "normal_success.jsonl"))[:7]  # up to VALIDATING --allowed--> EXECUTING
+    log = EventLog(events[0].run_id)
+    for event in events:
+        log.append(event.model_copy(update={"hash": "", "seq": -1, "prev_hash": ""}), at=event.at)
+    log.append(ToolCalled(action_id="a1", attempt=1, tool="read_record", args_sha256="0" * 64,
+                          policy_version="policy-1", side_effect=False))
+    view = Trace.from_catalog(list(log.events), project=run_view).step(-1)
+    assert [c.name for c in view.broken] == ["executed_implies_validated"]
+    assert "read_record was about to run with arguments 000000000000" in view.broken[0].detail
+
+
+def test_the_widget_approves_a_paused_run_through_the_runtime(tmp_path):
+    from labkit.runtime import TASKS, DraftStore, Runtime, TickClock, World
+    from labkit.viewer_widget import decide_with, view_trace
+
+    world = World(DraftStore(tmp_path / "drafts.sqlite"))
+    runtime = Runtime(TASKS["diff3-restricted"], None, world, log=EventLog("paused"), clock=TickClock(0.0))
+    assert runtime.run().outcome == "paused"
+    widget = view_trace(list(runtime.events), decide=decide_with(runtime), project=run_view,
+                        start=len(runtime.events) - 1)
+    assert widget.waiting and not widget.approve.disabled
+    widget.approve.click()
+    assert runtime.result().outcome == "succeeded"
+    assert widget.view.index == len(runtime.events) - 1 and widget.view.status_after == "SUCCEEDED"
+    assert widget.decision_bar.layout.display == "none"
+    world.drafts.close()
