@@ -5,8 +5,8 @@
    same argument digest, same policy version.
 2. ``committed_implies_observed``: a step is committed only after a typed success was observed for
    its action (an ``Observation`` or a status query that found the draft).
-3. ``single_side_effect``: a logical action has at most one side effect (successful write answers
-   plus status queries that found it).
+3. ``single_side_effect``: a logical action has at most one side effect, counting the effects an
+   unanswered or timed-out write may have had until a status query settles them.
 
 Each check looks at the newest event and searches the history before it for what it requires, so
 a violation is reported at the event that broke the rule, live and on replay alike.
@@ -58,20 +58,39 @@ def _committed_implies_observed(state: Any, events: Sequence[Event]) -> str | No
 
 
 def side_effect_count(events: Sequence[Event], action_id: str) -> int:
-    """Side effects of one logical action that the log knows about."""
-    return sum(1 for e in events
-               if (isinstance(e, ToolResult) and e.action_id == action_id and e.side_effect and e.outcome == "ok")
-               or (isinstance(e, StatusChecked) and e.action_id == action_id and e.outcome == "present"))
+    """Side effects of one logical write that have happened *or may have happened*.
+
+    A successful answer is one effect. A call without an answer yet, or one that timed out or was
+    interrupted, may have taken effect, so it counts until a status query settles it (present:
+    one effect; absent: none). Counting the possible effects is what makes a blind retry of an
+    unknown write a violation *before* the second write runs.
+    """
+    done = pending = unsettled = 0
+    for e in events:
+        if isinstance(e, ToolCalled) and e.action_id == action_id and e.side_effect:
+            pending += 1
+        elif isinstance(e, ToolResult) and e.action_id == action_id and e.side_effect:
+            pending = max(0, pending - 1)
+            if e.outcome == "ok":
+                done += 1
+            elif e.outcome in ("timeout", "interrupted"):
+                unsettled += 1
+        elif isinstance(e, StatusChecked) and e.action_id == action_id and e.outcome != "unavailable":
+            done += 1 if e.outcome == "present" else 0
+            unsettled = 0
+    return done + pending + unsettled
 
 
 def _single_side_effect(state: Any, events: Sequence[Event]) -> str | None:
     last = events[-1] if events else None
-    if not (isinstance(last, ToolResult) and last.side_effect and last.outcome == "ok") and not (
-            isinstance(last, StatusChecked) and last.outcome == "present"):
+    if not isinstance(last, ToolCalled | ToolResult | StatusChecked):
+        return None
+    if isinstance(last, ToolCalled | ToolResult) and not last.side_effect:
         return None
     count = side_effect_count(events, last.action_id)
     if count > 1:
-        return f"action {last.action_id!r} has taken effect {count} times (at most once is allowed)"
+        return (f"action {last.action_id!r} has taken effect, or may have, {count} times "
+                "(at most once is allowed; settle an unknown write with a status query before retrying)")
     return None
 
 

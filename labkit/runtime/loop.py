@@ -304,6 +304,8 @@ class Runtime:
         self._record(ToolCalled(action_id=action.action_id, attempt=action.attempts + 1, tool=action.tool,
                                 args_sha256=action.args_sha256, policy_version=self.policy.version,
                                 side_effect=action.side_effect))
+        if self.machine.finished:  # an invariant stopped the run: the tool must not run
+            return True
         try:
             delivery = self.executor.execute(self.run_id, action, fault)
         except UnauthorizedAction as exc:
