@@ -85,24 +85,24 @@ def test_describe_hashes_the_model_file_the_server_names(client, server_url):
 
 @pytest.mark.slow
 def test_isolated_calls_do_not_depend_on_the_request_before(client):
-    first = client.complete(FEW_SHOT, max_tokens=24)
-    client.complete("List three fruits:\n1.", max_tokens=8)  # shares a prefix the server would reuse
-    again = client.complete(FEW_SHOT, max_tokens=24)
+    first = client.complete(FEW_SHOT, max_tokens=12)
+    client.complete("List three fruits:\n1.", max_tokens=2)  # shares a prefix the server would reuse
+    again = client.complete(FEW_SHOT, max_tokens=12)
     assert first.text == again.text and first.text.strip()
-    assert first.prompt_tokens > 10 and 0 < first.completion_tokens <= 24 and first.seconds > 0
+    assert first.prompt_tokens > 10 and 0 < first.completion_tokens <= 12 and first.seconds > 0
     assert client.stats["barrier_requests"] >= 3 and first.retries == 0
 
 
 @pytest.mark.slow
 def test_server_answers_equal_the_in_process_backend(client):
     local = LlamaCppBackend(n_threads=2)
-    for prompt in (FEW_SHOT, RECORD_PROMPT):
-        assert client.complete(prompt, max_tokens=20).text == local.complete(prompt, max_tokens=20).text
+    client.complete("List three fruits:\n1.", max_tokens=2)  # a request sharing a prefix comes first
+    assert client.complete(FEW_SHOT, max_tokens=12).text == local.complete(FEW_SHOT, max_tokens=12).text
 
 
 @pytest.mark.slow
 def test_seeded_sampling_on_the_server_reproduces(client):
-    runs = [client.complete("List three fruits:\n1.", max_tokens=16, temperature=0.9, seed=s).text for s in (4, 4)]
+    runs = [client.complete("List three fruits:\n1.", max_tokens=10, temperature=0.9, seed=s).text for s in (4, 4)]
     assert runs[0] == runs[1]
 
 

@@ -144,7 +144,7 @@ class OpenAICompatBackend(Backend):
         return {"backend": self.kind, "server": self.base_url, "model": model, "model_sha256": self._sha256,
                 "model_sha256_source": self._sha256_source, "schema_mode": self.schema_mode,
                 "isolate_calls": self.isolate_calls, "timeout_s": self.timeout_s, "retries": self.retries,
-                "sampling": self.sampling(), "stats": dict(self.stats)}
+                "sampling": self.sampling()}  # counters live in .stats: they are not provenance
 
     def model_id(self) -> str:
         model = self._resolve_model()
