@@ -29,6 +29,7 @@ from labkit.reducer import MachineState, Reduce, reduce_machine
 from labkit.table import TransitionTable
 
 _WIDTH = 72  # values longer than this are shortened in the state tables
+_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -272,6 +273,19 @@ class Trace:
         """Positions of the events for which ``predicate`` holds (to jump to the interesting steps)."""
         return [i for i, e in enumerate(self.events) if predicate(e)]
 
+    def first(self, type: str, **fields: Any) -> int:
+        """Position of the first event of ``type`` whose fields equal ``fields``.
+
+        ``trace.first("transitioned", trigger="timeout")`` finds a step by what happened rather than
+        by a number, so a lesson keeps pointing at the right step if a trace is recorded again.
+        """
+        for i, event in enumerate(self.events):
+            if event.type == type and all(getattr(event, k, _MISSING) == v for k, v in fields.items()):
+                return i
+        wanted = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+        raise LabkitError(f"the trace has no '{type}' event{' with ' + wanted if wanted else ''}",
+                          "list its events with render_timeline(trace) and look for the step you meant.")
+
 
 # ---------------------------------------------------------------------------------------- rendering
 def _field_lines(fields: Sequence[FieldRow], *, only_changed: bool = False) -> list[str]:
@@ -391,12 +405,12 @@ def render_html(view: StepView) -> str:
     return "".join(parts)
 
 
-def render_timeline(trace: Trace) -> str:
-    """Every event of a trace on one line each, with the status after it: the run at a glance."""
+def render_timeline(trace: Trace, start: int = 0, stop: int | None = None) -> str:
+    """Events ``start`` to ``stop`` (all by default), one line each, with the status after each."""
     statuses = trace.statuses()
-    width = max(len(s or "") for s in statuses)
-    return "\n".join(f"{(s or '(none)'):<{width}}  {trace.describe(e)}"
-                     for e, s in zip(trace.events, statuses, strict=True))
+    width = max(len(s or "(none)") for s in statuses)
+    pairs = list(zip(trace.events, statuses, strict=True))[start:stop]
+    return "\n".join(f"{(s or '(none)'):<{width}}  {trace.describe(e)}" for e, s in pairs)
 
 
 def run_view(state: Any) -> dict[str, Any]:

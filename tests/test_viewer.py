@@ -315,3 +315,12 @@ def test_the_widget_approves_a_paused_run_through_the_runtime(tmp_path):
     assert widget.view.index == len(runtime.events) - 1 and widget.view.status_after == "SUCCEEDED"
     assert widget.decision_bar.layout.display == "none"
     world.drafts.close()
+
+
+def test_steps_are_found_by_what_happened():
+    trace = _runtime_trace("argument_error")
+    rejected = trace.first("validation", verdict="rejected")
+    assert trace.first("transitioned", trigger="rejected") == rejected + 1
+    assert render_timeline(trace, rejected, rejected + 2).splitlines()[1].startswith("PLANNING    #18 VALIDATING")
+    with pytest.raises(LabkitError, match="no 'transitioned' event with trigger='timeout'"):
+        trace.first("transitioned", trigger="timeout")
