@@ -57,9 +57,11 @@ def test_scripted_backend_truncates_at_max_tokens():
     assert (out.text, out.completion_tokens, out.finish_reason) == ("a b", 2, "length")
 
 
-def test_max_tokens_below_one_is_refused():
+def test_max_tokens_below_one_and_negative_temperature_are_refused():
     with pytest.raises(BackendError, match="max_tokens"):
         ScriptedBackend(["x"]).complete("p", max_tokens=0)
+    with pytest.raises(BackendError, match="temperature"):
+        ScriptedBackend(["x"]).complete("p", temperature=-1.0)
 
 
 def test_completion_round_trips_through_a_dict():

@@ -87,6 +87,9 @@ class Backend(abc.ABC):
         if max_tokens < 1:
             raise BackendError(f"max_tokens must be at least 1, got {max_tokens}",
                                "ask for at least one token.")
+        if temperature < 0:
+            raise BackendError(f"temperature must be 0 (greedy) or more, got {temperature}",
+                               "use 0 for greedy decoding, or a positive temperature with a seed.")
         request = Request(prompt=prompt, max_tokens=max_tokens, stop=tuple(stop or ()), schema=schema,
                           temperature=float(temperature), seed=int(seed), sampling=self.sampling())
         return self._complete(request)

@@ -27,6 +27,7 @@ in-process call). This holds only when no other client uses the server at the sa
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
@@ -111,7 +112,7 @@ class OpenAICompatBackend(Backend):
                     last = f"no answer within {self.timeout_s:g} s"
                 else:
                     last = f"cannot connect ({exc.reason})"
-            except (ConnectionError, ValueError) as exc:  # reset mid-answer, or an answer that is not JSON
+            except (ConnectionError, http.client.HTTPException, ValueError) as exc:  # cut off, or not JSON
                 last = f"{type(exc).__name__}: {exc}"
         self.stats["failed_calls"] += 1
         slow = last.startswith("no answer within")
