@@ -87,19 +87,25 @@ class FaultPlan(BaseModel):
 
     @classmethod
     def random(cls, seed: int, kinds: Sequence[str] = tuple(FAULTS), count: int = 2, max_nth: int = 3) -> FaultPlan:
-        """``count`` faults drawn with ``random.Random(seed)``: same seed, same schedule."""
+        """``count`` faults drawn with ``random.Random(seed)``: same seed, same schedule.
+
+        A status timeout only means something after a write timeout, so drawing one adds a write
+        timeout to the schedule when it has none.
+        """
         rng = random.Random(seed)
-        faults = []
+        faults: list[Fault] = []
         for _ in range(count):
             kind = rng.choice(list(kinds))
-            nth = 1 if kind == "write_timeout" else rng.randint(1, max_nth)
+            nth = 1 if kind in ("write_timeout", "status_timeout") else rng.randint(1, max_nth)
             faults.append(Fault(kind=kind, nth=nth, landed=rng.random() < 0.5))  # type: ignore[arg-type]
+        if any(f.kind == "status_timeout" for f in faults) and not any(f.kind == "write_timeout" for f in faults):
+            faults.append(Fault(kind="write_timeout", nth=1, landed=rng.random() < 0.5))
         return cls(faults=tuple(faults), seed=seed)
 
 
 def fault_states(events: Sequence[Event]) -> list[tuple[str, str]]:
     """(fault, state) pairs a run exercised: the state a fault struck in, and every state the run
-    passed through recovering from it (until the next commit or the end of the run)."""
+    entered while recovering from it (up to the commit of that step, or the end of the run)."""
     pairs: list[tuple[str, str]] = []
     active: list[str] = []
     for event in events:
@@ -107,8 +113,11 @@ def fault_states(events: Sequence[Event]) -> list[tuple[str, str]]:
             pairs.append((event.fault, event.state))
             active.append(event.fault)
         elif isinstance(event, Transitioned) and active:
+            if event.trigger == "committed" and event.dest not in TERMINAL:
+                active = []  # recovered: the step is committed; what follows is the next step
+                continue
             pairs.extend((fault, event.dest) for fault in active)
-            if event.trigger == "committed" or event.dest in TERMINAL:
+            if event.dest in TERMINAL:
                 active = []
     return pairs
 

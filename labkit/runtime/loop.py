@@ -85,7 +85,7 @@ class Runtime:
 
     def __init__(
         self,
-        task: Task,
+        task: Task | None,
         planner: Planner | None,
         world: World,
         *,
@@ -100,6 +100,8 @@ class Runtime:
         existing = list(self.log.events)
         if existing:
             task, faults = _from_run_started(existing[0], task)
+        if task is None:
+            raise LabkitError("a new run needs a task", "pass a Task (or resume an existing log).")
         self.task = task
         self.faults = faults if faults is not None else task.faults
         self.policy: Policy = task.policy()
