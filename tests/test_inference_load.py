@@ -19,7 +19,7 @@ from labkit.inference.loadlog import capture_llama_log, check_against_load
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize(("n_ctx", "swa_full"), [(4096, True), (8192, False)])
+@pytest.mark.parametrize(("n_ctx", "swa_full"), [(300, True), (4096, True), (8192, False)])
 def test_estimate_matches_llama_cpp_buffer_report(n_ctx: int, swa_full: bool) -> None:
     check = check_against_load(default_model_path(), n_ctx, swa_full=swa_full)
     rows = {name: (est, logged, err) for name, est, logged, err in check.rows()}

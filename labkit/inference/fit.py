@@ -14,8 +14,10 @@ against the buffer sizes it logs, see ``labkit.inference.loadlog``):
   (llama.cpp's and llama-cpp-python's default), otherwise ``min(cells, pad256(n_swa x n_seq + n_ubatch))``.
   KV of offloaded layers lives on the GPU (llama.cpp's default ``offload_kqv``).
 * compute (scratch) buffer: a rule of thumb, ``4 bytes x n_ubatch x max(n_vocab, n_head x cells)``: the
-  logits of one micro-batch, or without flash attention the attention score matrix, whichever is larger.
-  It sits on the GPU as soon as one layer is offloaded.
+  logits of one micro-batch (``n_ubatch`` = 512, capped at ``n_ctx`` as llama.cpp does), or without
+  flash attention the attention score matrix, whichever is larger. It sits on the GPU as soon as one
+  layer is offloaded (not checked on a GPU yet: with the output head left on the CPU the GPU's share
+  is probably smaller, so partial offload is estimated on the safe side).
 * the host-side output buffer (logits of one token, ``4 x n_vocab`` bytes per sequence).
 
 What is *not* modelled: the CUDA/Metal context and library workspaces (driver-dependent, commonly a
@@ -153,6 +155,7 @@ def estimate_memory(arch: ArchSpec, n_ctx: int, n_gpu_layers: int = 0, *, type_k
     gpu_layers = arch.n_layer if all_layers else n_gpu_layers
     first_gpu = arch.n_layer - gpu_layers
     cells = _pad(n_ctx)
+    n_ubatch = min(n_ubatch, n_ctx)  # llama.cpp caps the batch (so the micro-batch) at the requested context
     swa_cells = cells if swa_full else min(cells, _pad(arch.n_swa * n_seq + n_ubatch))
     bk, bv = kv_type_bytes(type_k), kv_type_bytes(type_v)
 

@@ -38,7 +38,6 @@ class LlamaLog:
 def capture_llama_log() -> Iterator[LlamaLog]:
     """Collect llama.cpp's log output (all levels) into a :class:`LlamaLog` while the block runs."""
     import llama_cpp
-    from llama_cpp import _logger
 
     log = LlamaLog()
 
@@ -46,11 +45,15 @@ def capture_llama_log() -> Iterator[LlamaLog]:
     def _collect(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
         log.lines.append(text.decode("utf-8", errors="replace"))
 
+    # Remember whoever was listening (llama-cpp-python's own callback, or another part of the kit's),
+    # so that the capture nests and leaves the process as it found it.
+    previous, previous_data = llama_cpp.llama_log_callback(), ctypes.c_void_p()
+    llama_cpp.llama_log_get(ctypes.byref(previous), ctypes.byref(previous_data))
     llama_cpp.llama_log_set(_collect, ctypes.c_void_p(0))
     try:
         yield log
-    finally:  # restore llama-cpp-python's callback; ours must not be called after it is freed
-        llama_cpp.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
+    finally:  # ours must not be called once this frame (and the ctypes thunk) is gone
+        llama_cpp.llama_log_set(previous, previous_data)
 
 
 @dataclass(frozen=True)
