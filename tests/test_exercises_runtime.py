@@ -67,3 +67,17 @@ def test_04_a_reducer_that_counts_a_record_twice_is_stopped_at_the_second_read(t
     assert report.feedback == [
         "reduce, run 'a record read twice': first wrong after #4 READING --read_ok--> READING "
         "{'record_id': 'r1', 'more': True}: records_read is ('r1', 'r2', 'r1'), expected ('r1', 'r2')"]
+
+
+def test_03_a_write_timeout_predicted_as_failure_is_stopped_at_the_timeout(tmp_path: Path):
+    mine = _mutated("03_predict_states",
+                    '"lost_write": ["UNKNOWN", "EXECUTING", "OBSERVING", "COMMITTING", "SUCCEEDED"]',
+                    '"lost_write": ["FAILED"]', tmp_path,
+                    ('    "lost_write": "succeeded",', '    "lost_write": "failed",'))
+    report = run_check("03", mine)
+    assert report.feedback == [
+        "lost_write: transition 1 of 5 (#43 'timeout' arriving in EXECUTING): you predicted FAILED, the replay "
+        "says UNKNOWN; the rows for it: (EXECUTING, timeout -> UNKNOWN [side_effect_possible]), "
+        "(EXECUTING, timeout -> EXECUTING [not side_effect_possible])",
+        "lost_write: you predicted the outcome 'failed', the run ended 'succeeded'",
+    ]
