@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -141,3 +142,21 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--runs", type=int, default=30, help="seeds")
     p.add_argument("--seed", type=int, default=0, help="first seed")
     p.set_defaults(func=_cmd_compare)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The runtime's commands alone (``python -m labkit.runtime.cli run ...``): used by the crash
+    tests, which start and kill real runner processes, so that nothing else loads on start-up."""
+    parser = argparse.ArgumentParser(prog="python -m labkit.runtime.cli")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    register(commands, None)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except LabkitError as exc:
+        print(f"labkit: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
