@@ -1,0 +1,106 @@
+"""Tasks as data files, the goal predicate, the verifier, and the planner contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from labkit.errors import LabkitError
+from labkit.runtime import (
+    TASKS,
+    Candidate,
+    DraftStore,
+    Goal,
+    PlannerContext,
+    Proposal,
+    Runtime,
+    Task,
+    TickClock,
+    World,
+    goal_met,
+    make_planner,
+    register_planner,
+    resolve_task,
+    verify,
+)
+from labkit.runtime.planner import PlannerError
+from labkit.runtime.state import RunState
+
+
+def test_a_task_file_loads_and_runs(tmp_path: Path) -> None:
+    data = {"id": "diff-2", "description": "compare R02 and R04 under key d24",
+            "goal": {"reads": ["R02", "R04"], "draft_key": "d24", "draft_covers_differences": True},
+            "forbidden_records": ["R08"], "faults": {"faults": [{"kind": "write_timeout", "landed": False}]},
+            "budget": {"max_steps": 10}}
+    path = tmp_path / "diff-2.json"
+    path.write_text(json.dumps(data))
+    task = resolve_task(str(path))
+    assert task.budget.max_steps == 10 and task.faults.faults[0].kind == "write_timeout"
+    world = World(DraftStore(tmp_path / "d.sqlite"))
+    rt = Runtime(task, None, world, clock=TickClock())
+    assert rt.run().outcome == "succeeded"
+    assert verify(task, world, rt.events).passed
+    assert "status_checked" in [e.type for e in rt.events]
+
+
+def test_task_files_with_mistakes_get_clear_errors(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"id": "x", "description": "d", "goal": {"reads": "R01", "oops": 1}}))
+    with pytest.raises(LabkitError, match="goal"):
+        Task.load(path)
+    with pytest.raises(LabkitError, match="no task file"):
+        Task.load(tmp_path / "missing.json")
+
+
+def test_goal_predicate_is_over_state_only() -> None:
+    goal = Goal(reads=("A", "B"), draft_key="k", draft_covers_differences=True)
+    a = {"id": "A", "plan": "pro"}
+    b = {"id": "B", "plan": "basic"}
+    assert not goal_met(goal, RunState(reads={"A": a}))
+    assert not goal_met(goal, RunState(reads={"A": a, "B": b}, drafts={"k": {"text": "nothing useful"}}))
+    assert goal_met(goal, RunState(reads={"A": a, "B": b}, drafts={"k": {"text": "plan: A=pro, B=basic"}}))
+
+
+def test_verifier_grades_the_world_not_the_claim(tmp_path: Path) -> None:
+    task = TASKS["diff3"]
+    world = World(DraftStore(tmp_path / "d.sqlite"))
+    assert not verify(task, world, claimed="succeeded").passed
+    world.drafts.save("diff-R03-R05-R11", "wrong text")
+    verdict = verify(task, world, claimed="succeeded")
+    assert [c.name for c in verdict.failed()] == ["draft_covers_differences"]
+
+
+def test_proposals_carry_no_hidden_reasoning() -> None:
+    with pytest.raises(ValidationError):
+        Proposal(candidates=(), reasoning="step by step ...")  # type: ignore[call-arg]
+    with pytest.raises(ValidationError):
+        Candidate(action="read_record", args={}, rationale_summary="x" * 201)
+
+
+class BrokenModel:
+    name = "broken-model"
+
+    def propose(self, context: PlannerContext) -> Proposal:
+        if context.step == 0:
+            raise PlannerError("the model's answer was not JSON")
+        return Proposal(candidates=(Candidate(action="read_record", args={"id": "R03"}),) * 5)
+
+
+def test_planner_errors_are_recorded_and_k_is_enforced(tmp_path: Path) -> None:
+    task = TASKS["diff3"].model_copy(update={"k": 2})
+    rt = Runtime(task, BrokenModel(), World(DraftStore(tmp_path / "d.sqlite")), clock=TickClock())
+    rt.run()
+    proposals = [e for e in rt.events if e.type == "proposed"]
+    assert "not JSON" in proposals[0].problem and proposals[0].candidates == []  # type: ignore[attr-defined]
+    assert len(proposals[1].candidates) == 2 and proposals[1].dropped == 3  # type: ignore[attr-defined]
+
+
+def test_planners_are_registered_by_name(tmp_path: Path) -> None:
+    register_planner("broken-model", lambda task: BrokenModel())
+    task = TASKS["diff3"].model_copy(update={"planner": "broken-model"})
+    assert make_planner("broken-model", task).name == "broken-model"
+    with pytest.raises(LabkitError, match="unknown planner"):
+        make_planner("nope", task)
