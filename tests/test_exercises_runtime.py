@@ -81,3 +81,12 @@ def test_03_a_write_timeout_predicted_as_failure_is_stopped_at_the_timeout(tmp_p
         "(EXECUTING, timeout -> EXECUTING [not side_effect_possible])",
         "lost_write: you predicted the outcome 'failed', the run ended 'succeeded'",
     ]
+
+
+def test_05_a_machine_count_assumed_to_be_zero_is_caught_by_a_doctored_log(tmp_path: Path):
+    mine = _mutated("05_free_loop_vs_machine", "    if run.arm == \"machine\":\n        count = 0\n",
+                    "    if run.arm == \"machine\":\n        return 0  # the machine never does that... does it?\n"
+                    "        count = 0\n", tmp_path)
+    report = run_check("05", mine)
+    assert report.feedback == [
+        "unknown_writes_as_success(doctored: write committed unobserved): returned 0, the reference count is 1"]
