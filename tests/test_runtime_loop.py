@@ -213,3 +213,24 @@ def test_run_into_sqlite_and_resume_the_paused_run_in_a_new_runtime(tmp_path: Pa
         assert again.state.status == "WAITING_HUMAN"
         r = again.decide(True)
     assert r.outcome == "succeeded"
+
+
+def test_time_spent_waiting_for_a_person_is_not_work_time(tmp_path: Path) -> None:
+    task = TASKS["diff3-restricted"].model_copy(update={"budget": Budget(max_seconds=30.0)})
+    clock = TickClock()
+    rt = Runtime(task, None, world(tmp_path), clock=clock)
+    assert rt.run().outcome == "paused"
+    clock.now += 3600  # the supervisor answers an hour later
+    assert rt.decide(True).outcome == "succeeded"
+    assert rt.state.waited >= 3600
+
+
+def test_a_pause_can_have_its_own_deadline(tmp_path: Path) -> None:
+    task = TASKS["diff3-restricted"].model_copy(update={"budget": Budget(max_wait_seconds=60.0)})
+    clock = TickClock()
+    rt = Runtime(task, None, world(tmp_path), clock=clock)
+    assert rt.run().outcome == "paused"
+    assert rt.run().outcome == "paused"  # asking again before the deadline changes nothing
+    clock.now += 61
+    r = rt.run()
+    assert (r.status, r.outcome) == ("FAILED", "incomplete") and "no decision from a person" in r.reason

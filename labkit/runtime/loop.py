@@ -160,7 +160,7 @@ class Runtime:
         remaining: dict[str, Any] = {"steps": self.budget.max_steps - s.planner_calls,
                                      "tool_calls": self.budget.max_tool_calls - s.tool_calls}
         if self.budget.max_seconds is not None:
-            remaining["seconds"] = round(self.budget.max_seconds - (now - s.started_at), 3)
+            remaining["seconds"] = round(self.budget.max_seconds - self.budget.elapsed(s, now), 3)
         if self.budget.max_tokens is not None:
             remaining["tokens"] = self.budget.max_tokens - s.tokens
         return PlannerContext(
@@ -381,9 +381,9 @@ class Runtime:
         return True
 
     def _in_waiting_human(self, s: RunState) -> bool:
-        late = self.budget.out_of_time(s, self.clock())
+        late = self.budget.waited_too_long(s, self.clock())
         if late:
-            return self._stop("incomplete", f"{late} while waiting for a human")
+            return self._stop("incomplete", late)
         return False
 
 

@@ -31,9 +31,11 @@ class Budget(BaseModel):
     max_steps: int = Field(20, ge=1, description="planner calls")
     max_tokens: int | None = Field(None, ge=0, description="prompt + completion tokens over all planner calls")
     max_cost: float | None = Field(None, ge=0)
-    max_seconds: float | None = Field(600.0, gt=0, description="wall-clock seconds since the run started")
+    max_seconds: float | None = Field(600.0, gt=0, description="wall-clock seconds of work (waits for people "
+                                      "are not counted)")
     max_retries: int = Field(3, ge=0, description="retries per state: replans, tool retries, status queries")
     max_tool_calls: int = Field(30, ge=1)
+    max_wait_seconds: float | None = Field(None, gt=0, description="how long a paused run waits for a person")
 
     def exhausted(self, state: RunState, now: float) -> str | None:
         """Why the run may not spend more (steps, tokens, cost or time), or None."""
@@ -45,7 +47,21 @@ class Budget(BaseModel):
             return f"cost: {state.cost:g} used of {self.max_cost:g}"
         return self.out_of_time(state, now)
 
+    @staticmethod
+    def elapsed(state: RunState, now: float) -> float:
+        """Seconds the run has been working: since its start, less the time it waited for people."""
+        waiting = now - state.waiting_since if state.waiting_since >= 0 else 0.0
+        return now - state.started_at - state.waited - waiting
+
     def out_of_time(self, state: RunState, now: float) -> str | None:
-        if self.max_seconds is not None and now - state.started_at >= self.max_seconds:
-            return f"time: {now - state.started_at:.1f} s elapsed of {self.max_seconds:g}"
+        used = self.elapsed(state, now)
+        if self.max_seconds is not None and used >= self.max_seconds:
+            return f"time: {used:.1f} s of work used of {self.max_seconds:g}"
+        return None
+
+    def waited_too_long(self, state: RunState, now: float) -> str | None:
+        if self.max_wait_seconds is not None and state.waiting_since >= 0:
+            waited = now - state.waiting_since
+            if waited >= self.max_wait_seconds:
+                return f"no decision from a person within {self.max_wait_seconds:g} s (waited {waited:.1f} s)"
         return None

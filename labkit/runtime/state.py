@@ -66,6 +66,8 @@ class RunState:
     params: Mapping[str, Any] = field(default_factory=dict)
     started_at: float = 0.0
     last_at: float = 0.0
+    waiting_since: float = -1.0  # when the run entered WAITING_HUMAN (-1: not waiting)
+    waited: float = 0.0  # seconds spent waiting for people, which the time budget does not count
     # budget use
     planner_calls: int = 0
     tokens: int = 0
@@ -128,6 +130,10 @@ def _owe(state: RunState, trigger: str, **payload: Any) -> RunState:
 
 def _on_transition(state: RunState, event: Transitioned) -> RunState:
     s = dataclasses.replace(state, status=event.dest, transitions=state.transitions + 1, owed=None)
+    if event.dest == "WAITING_HUMAN" and event.source != "WAITING_HUMAN":
+        s = dataclasses.replace(s, waiting_since=event.at)
+    elif event.source == "WAITING_HUMAN" and event.dest != "WAITING_HUMAN" and s.waiting_since >= 0:
+        s = dataclasses.replace(s, waited=s.waited + event.at - s.waiting_since, waiting_since=-1.0)
     trigger = event.trigger
     if trigger in ("proposed", "allowed"):
         s = dataclasses.replace(s, candidates=() if trigger == "allowed" else s.candidates)

@@ -83,8 +83,8 @@ EVENT_SOURCES: dict[str, tuple[str, ...]] = {
     "approved": ("WAITING_HUMAN",),  # a person (only asked in WAITING_HUMAN)
     "refused": ("WAITING_HUMAN",),
     # budgets are checked before anything that costs: asking the planner, validating (the action's
-    # cost), retrying a tool or a status query, and when a paused run is resumed. Finishing an
-    # observed step (OBSERVING, COMMITTING) costs nothing and is never cut short.
+    # cost), retrying a tool or a status query, and while a paused run waits (max_wait_seconds).
+    # Finishing an observed step (OBSERVING, COMMITTING) costs nothing and is never cut short.
     "budget_exhausted": ("PLANNING", "VALIDATING", "EXECUTING", "UNKNOWN", "WAITING_HUMAN"),
 }
 
