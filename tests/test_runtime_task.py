@@ -104,3 +104,30 @@ def test_planners_are_registered_by_name(tmp_path: Path) -> None:
     assert make_planner("broken-model", task).name == "broken-model"
     with pytest.raises(LabkitError, match="unknown planner"):
         make_planner("nope", task)
+
+
+def test_proposal_schema_and_parser_for_model_planners(tmp_path: Path) -> None:
+    from labkit.runtime import parse_proposal, proposal_schema
+
+    rt = Runtime(TASKS["diff3"], None, World(DraftStore(tmp_path / "d.sqlite")), clock=TickClock())
+    schema = proposal_schema(rt.context())
+    options = schema["properties"]["candidates"]["items"]["anyOf"]
+    assert [o["properties"]["action"]["const"] for o in options] == ["read_record", "save_draft"]
+    assert schema["properties"]["candidates"]["maxItems"] == 3
+    good = parse_proposal('{"candidates": [{"action": "read_record", "args": {"id": "R01"}, '
+                          '"rationale_summary": "first"}], "note": "start"}')
+    assert good.candidates[0].args == {"id": "R01"}
+    for bad, why in [("not json", "not JSON"), ("[1]", "not an object"), ('{"candidates": [{"act": 1}]}', "fit"),
+                     ('{"candidates": [], "thoughts": "hidden"}', "fit")]:
+        with pytest.raises(PlannerError, match=why):
+            parse_proposal(bad)
+
+
+def test_a_proposal_made_under_another_policy_is_stale() -> None:
+    from labkit.runtime import Budget, Policy, Signer, Validator
+
+    validator = Validator(Policy(version="policy-2"), Budget(), Signer())
+    cands = [{"action": "read_record", "args": {"id": "R01"}}]
+    stale = validator.validate(RunState(), cands, now=0.0, proposed_under="policy-1")
+    assert stale.verdict == "rejected" and "policy-2" in stale.reason
+    assert validator.validate(RunState(), cands, now=0.0, proposed_under="policy-2").verdict == "allowed"

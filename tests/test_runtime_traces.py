@@ -61,3 +61,14 @@ def test_labkit_replay_reads_a_trace(capsys: pytest.CaptureFixture[str]) -> None
     assert labkit_main(["replay", str(TRACES_DIR / "write_timeout_unknown.jsonl")]) == 0
     out = capsys.readouterr().out
     assert "status: SUCCEEDED" in out and "hash chain verified" in out and "fails after" not in out
+
+
+def test_metrics_read_from_a_trace() -> None:
+    from labkit.runtime import run_metrics
+
+    m = run_metrics(read_jsonl(TRACES_DIR / "argument_error.jsonl").events)
+    assert (m["outcome"], m["planner_calls"], m["schema_invalid"], m["replans"]) == ("succeeded", 5, 1, 1)
+    m = run_metrics(read_jsonl(TRACES_DIR / "write_timeout_unknown.jsonl").events)
+    assert (m["unknown_outcomes"], m["replans"], m["faults_injected"]) == (1, 0, 1)
+    m = run_metrics(read_jsonl(TRACES_DIR / "read_timeout.jsonl").events)
+    assert m["retries"] == 1 and m["seconds"] > 0

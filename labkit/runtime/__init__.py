@@ -16,6 +16,10 @@ Modules (one concept each):
 - :mod:`~labkit.runtime.loop` — the runtime that drives one step at a time
 - :mod:`~labkit.runtime.free_loop` — the free agent loop it is compared with
 - :mod:`~labkit.runtime.report` — text tables and readable traces
+- :mod:`~labkit.runtime.metrics` — per-run numbers read from a log
+- :mod:`~labkit.runtime.batch` — batches of seeded runs (coverage matrix)
+- :mod:`~labkit.runtime.traces` — the five lesson traces in ``data/traces``
+- :mod:`~labkit.runtime.clock` — a deterministic clock
 """
 
 from labkit.runtime.clock import TickClock
@@ -38,6 +42,7 @@ from labkit.runtime.executor import Delivery, Executor, UnauthorizedAction
 from labkit.runtime.faults import Fault, FaultPlan, coverage_matrix, fault_states
 from labkit.runtime.invariants import runtime_invariants, side_effect_count
 from labkit.runtime.loop import PendingDecision, RunResult, Runtime, run_task
+from labkit.runtime.metrics import run_metrics
 from labkit.runtime.planner import (
     Candidate,
     DiffPlanner,
@@ -47,6 +52,8 @@ from labkit.runtime.planner import (
     Proposal,
     ScriptPlanner,
     make_planner,
+    parse_proposal,
+    proposal_schema,
     register_planner,
 )
 from labkit.runtime.policy import Budget, Policy
@@ -119,12 +126,15 @@ __all__ = [
     "load_records",
     "make_planner",
     "outcome_view",
+    "parse_proposal",
     "planner_executor_table",
+    "proposal_schema",
     "redact",
     "reduce_run",
     "register_planner",
     "render_trace",
     "resolve_task",
+    "run_metrics",
     "run_task",
     "runtime_invariants",
     "scrub_text",

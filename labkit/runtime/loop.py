@@ -275,7 +275,8 @@ class Runtime:
             # (redacted) candidates exist, and those are checked instead
             real = self._candidates
             candidates = real if real is not None and len(real) == len(s.candidates) else list(s.candidates)
-            verdict = self.validator.validate(s, candidates, now=now)
+            proposal = next(e for e in reversed(self.log.events) if isinstance(e, Proposed))
+            verdict = self.validator.validate(s, candidates, now=now, proposed_under=proposal.policy_version)
         elif s.action is not None:  # a human approved the action in flight: validate it again, with the grant
             verdict = self.validator.validate(
                 s, [{"action": s.action.tool, "args": dict(s.action.args)}], now=now,

@@ -73,6 +73,54 @@ class PlannerError(LabkitError):
     """The planner's answer could not be read (for example a language model's invalid JSON)."""
 
 
+def proposal_schema(context: PlannerContext) -> dict[str, Any]:
+    """A JSON schema for a model's answer in this context: at most ``k`` candidates, each naming one
+    of the offered tools with that tool's argument schema. Use it for grammar-constrained generation;
+    the validator still checks everything (schema-valid is not the same as correct)."""
+    from labkit.runtime.tools import TOOLS
+
+    options = []
+    for tool in context.tools:
+        spec = TOOLS.get(str(tool.get("name")))
+        if spec is None:
+            continue
+        options.append({
+            "type": "object",
+            "properties": {"action": {"const": spec.name}, "args": spec.args.model_json_schema(),
+                           "rationale_summary": {"type": "string", "maxLength": RATIONALE_MAX}},
+            "required": ["action", "args", "rationale_summary"], "additionalProperties": False})
+    return {
+        "type": "object",
+        "properties": {
+            "candidates": {"type": "array", "maxItems": context.k, "items": {"anyOf": options}},
+            "note": {"type": "string", "maxLength": RATIONALE_MAX},
+            "claims_done": {"type": "boolean"}},
+        "required": ["candidates"], "additionalProperties": False}
+
+
+def parse_proposal(text: str, usage: Usage | None = None) -> Proposal:
+    """Read a model's JSON answer into a :class:`Proposal`, or raise :class:`PlannerError` saying why."""
+    import json
+
+    from pydantic import ValidationError
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PlannerError(f"the answer is not JSON ({exc.msg} at column {exc.colno})",
+                           "constrain the model with proposal_schema(context).") from None
+    if not isinstance(data, dict):
+        raise PlannerError(f"the answer is a JSON {type(data).__name__}, not an object", "answer with an object.")
+    try:
+        return Proposal.model_validate({**data, "usage": usage or Usage()})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(answer)"
+        raise PlannerError(f"the answer does not fit a proposal: {where}: {first['msg']}",
+                           "answer with {candidates: [{action, args, rationale_summary}], note, "
+                           "claims_done}.") from None
+
+
 @runtime_checkable
 class Planner(Protocol):
     """Anything with a ``name`` and ``propose(context) -> Proposal``."""

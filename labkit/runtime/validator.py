@@ -98,8 +98,16 @@ class Validator:
         return finding("allowed")
 
     def validate(self, state: RunState, candidates: Sequence[Mapping[str, Any]], *, now: float,
-                 action_id: str | None = None, grant: bool = False) -> Validation:
-        """The verdict on a proposal. ``action_id``/``grant`` re-validate an action a human approved."""
+                 action_id: str | None = None, grant: bool = False, proposed_under: str | None = None) -> Validation:
+        """The verdict on a proposal. ``action_id``/``grant`` re-validate an action a human approved;
+        ``proposed_under`` is the policy version the planner was shown (a proposal made under another
+        policy is stale and rejected as a whole)."""
+        if proposed_under is not None and proposed_under != self.policy.version:
+            reason = (f"the proposal was made under policy {proposed_under!r}, but policy "
+                      f"{self.policy.version!r} is in force; plan again")
+            return Validation(verdict="rejected", reason=reason, findings=[
+                Finding(index=i, action=str(c.get("action", "")), verdict="rejected", reason=reason)
+                for i, c in enumerate(candidates)])
         findings: list[Finding] = []
         chosen: tuple[Finding, dict[str, Any]] | None = None
         for index, cand in enumerate(candidates):
