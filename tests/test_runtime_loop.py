@@ -234,3 +234,14 @@ def test_a_pause_can_have_its_own_deadline(tmp_path: Path) -> None:
     clock.now += 61
     r = rt.run()
     assert (r.status, r.outcome) == ("FAILED", "incomplete") and "no decision from a person" in r.reason
+
+
+def test_a_policy_denial_approved_by_a_person_is_validated_again_with_the_grant(tmp_path: Path) -> None:
+    task = TASKS["diff3"].model_copy(update={"forbidden_records": ("R05",)})
+    rt = run(tmp_path, task=task)
+    assert rt.result().outcome == "paused" and "VALIDATING>denied>WAITING_HUMAN" in triggers(rt)
+    r = rt.decide(True, by="supervisor")
+    assert r.outcome == "succeeded", r
+    grants = [e for e in rt.events if e.type == "validation" and e.human_grant]  # type: ignore[attr-defined]
+    assert len(grants) == 1 and grants[0].action_id == "a2"  # type: ignore[attr-defined]
+    assert not verify(task, rt.world, rt.events).passed  # the verifier still reports the forbidden read

@@ -135,8 +135,8 @@ def _on_transition(state: RunState, event: Transitioned) -> RunState:
     elif event.source == "WAITING_HUMAN" and event.dest != "WAITING_HUMAN" and s.waiting_since >= 0:
         s = dataclasses.replace(s, waited=s.waited + event.at - s.waiting_since, waiting_since=-1.0)
     trigger = event.trigger
-    if trigger in ("proposed", "allowed"):
-        s = dataclasses.replace(s, candidates=() if trigger == "allowed" else s.candidates)
+    if trigger in ("allowed", "denied"):  # the proposal is settled; a denied action waits in `action`
+        s = dataclasses.replace(s, candidates=())
     elif trigger == "no_proposal":
         s = dataclasses.replace(s, candidates=(), plan_retries=s.plan_retries + 1,
                                 feedback="you proposed nothing, but the goal is not verified yet")
