@@ -308,9 +308,9 @@ view_trace(list(paused.events), decide=decide_with(paused), project=run_view,
            describe=lambda e: f"#{e.seq} {describe_event(e)}", start=len(paused.events) - 1)
 
 # %%
-for runtime in (strict, lost, blind, paused):
+# the paused run stays open for the buttons above; its scratch folder goes when the kernel stops
+for runtime in (strict, lost, blind):
     runtime.world.drafts.close()
-scratch.cleanup()
 
 # %% [markdown]
 # ## Your turn
