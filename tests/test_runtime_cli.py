@@ -1,4 +1,8 @@
-"""``labkit run / show / decide / faults / compare`` on real SQLite files."""
+"""``labkit run / show / decide / faults / compare`` on real SQLite files.
+
+Most tests call the runtime's own command table (``labkit.runtime.cli.main``); the last one goes
+through the full ``labkit`` command line, to check the commands are registered there.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from labkit.cli import main
+from labkit.cli import main as labkit_main
+from labkit.runtime.cli import main
 from labkit.runtime.traces import TRACES_DIR
 
 
@@ -19,8 +24,6 @@ def test_run_show_and_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["show", str(db), "--run", "r1"]) == 0
     out = capsys.readouterr().out
     assert "EXECUTING --timeout--> UNKNOWN" in out and "status query for draft" in out
-    assert main(["replay", str(db), "--run", "r1"]) == 0
-    assert "status: SUCCEEDED" in capsys.readouterr().out
 
 
 def test_pause_then_decide_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -56,3 +59,12 @@ def test_faults_and_compare_print_tables(capsys: pytest.CaptureFixture[str]) -> 
     assert "fault \\ state" in capsys.readouterr().out
     assert main(["compare", "--runs", "4"]) == 0
     assert "free loop (retry)" in capsys.readouterr().out
+
+
+def test_the_commands_are_registered_in_the_labkit_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "runs.sqlite"
+    assert labkit_main(["run", "diff3", "--db", str(db), "--run-id", "r1", "--faults", "read_timeout@1"]) == 0
+    assert labkit_main(["show", str(db)]) == 0
+    assert "EXECUTING --timeout--> EXECUTING" in capsys.readouterr().out
+    assert labkit_main(["replay", str(db), "--run", "r1"]) == 0
+    assert "status: SUCCEEDED" in capsys.readouterr().out
