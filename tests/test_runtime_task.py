@@ -19,6 +19,7 @@ from labkit.runtime import (
     Runtime,
     Task,
     TickClock,
+    Usage,
     World,
     goal_met,
     make_planner,
@@ -85,7 +86,7 @@ class BrokenModel:
 
     def propose(self, context: PlannerContext) -> Proposal:
         if context.step == 0:
-            raise PlannerError("the model's answer was not JSON")
+            raise PlannerError("the model's answer was not JSON", usage=Usage(prompt_tokens=40, completion_tokens=9))
         return Proposal(candidates=(Candidate(action="read_record", args={"id": "R03"}),) * 5)
 
 
@@ -96,6 +97,7 @@ def test_planner_errors_are_recorded_and_k_is_enforced(tmp_path: Path) -> None:
     proposals = [e for e in rt.events if e.type == "proposed"]
     assert "not JSON" in proposals[0].problem and proposals[0].candidates == []  # type: ignore[attr-defined]
     assert len(proposals[1].candidates) == 2 and proposals[1].dropped == 3  # type: ignore[attr-defined]
+    assert proposals[0].usage.tokens == 49 and rt.state.tokens >= 49  # type: ignore[attr-defined]
 
 
 def test_planners_are_registered_by_name(tmp_path: Path) -> None:

@@ -235,7 +235,7 @@ class Runtime:
             if not isinstance(proposal, Proposal):
                 raise PlannerError(f"planner returned {type(proposal).__name__}, not a Proposal")
         except PlannerError as exc:
-            proposal, problem = Proposal(), exc.message
+            proposal, problem = Proposal(usage=exc.usage), exc.message
         fault = self._fault("planner", s.planner_calls + 1)
         if fault is not None:
             proposal = self._disturb(proposal, fault)

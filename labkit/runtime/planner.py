@@ -70,7 +70,14 @@ class PlannerContext(BaseModel):
 
 
 class PlannerError(LabkitError):
-    """The planner's answer could not be read (for example a language model's invalid JSON)."""
+    """The planner's answer could not be read (for example a language model's invalid JSON).
+
+    Pass ``usage`` when the failed call still cost tokens: the run records it against its budget.
+    """
+
+    def __init__(self, message: str, hint: str | None = None, *, usage: Usage | None = None) -> None:
+        super().__init__(message, hint)
+        self.usage = usage or Usage()
 
 
 def proposal_schema(context: PlannerContext) -> dict[str, Any]:
@@ -99,7 +106,8 @@ def proposal_schema(context: PlannerContext) -> dict[str, Any]:
 
 
 def parse_proposal(text: str, usage: Usage | None = None) -> Proposal:
-    """Read a model's JSON answer into a :class:`Proposal`, or raise :class:`PlannerError` saying why."""
+    """Read a model's JSON answer into a :class:`Proposal`, or raise :class:`PlannerError` saying why
+    (carrying ``usage``, so that the tokens of an unreadable answer still count)."""
     import json
 
     from pydantic import ValidationError
@@ -108,9 +116,10 @@ def parse_proposal(text: str, usage: Usage | None = None) -> Proposal:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise PlannerError(f"the answer is not JSON ({exc.msg} at column {exc.colno})",
-                           "constrain the model with proposal_schema(context).") from None
+                           "constrain the model with proposal_schema(context).", usage=usage) from None
     if not isinstance(data, dict):
-        raise PlannerError(f"the answer is a JSON {type(data).__name__}, not an object", "answer with an object.")
+        raise PlannerError(f"the answer is a JSON {type(data).__name__}, not an object", "answer with an object.",
+                           usage=usage)
     try:
         return Proposal.model_validate({**data, "usage": usage or Usage()})
     except ValidationError as exc:
@@ -118,7 +127,7 @@ def parse_proposal(text: str, usage: Usage | None = None) -> Proposal:
         where = ".".join(str(p) for p in first["loc"]) or "(answer)"
         raise PlannerError(f"the answer does not fit a proposal: {where}: {first['msg']}",
                            "answer with {candidates: [{action, args, rationale_summary}], note, "
-                           "claims_done}.") from None
+                           "claims_done}.", usage=usage) from None
 
 
 @runtime_checkable
