@@ -142,8 +142,8 @@ print(render_answer(trace.step(at + 1)))
 #
 # ## 3. `permission_denied`: a person decides
 #
-# The second task needs record R08, which is restricted. The validator cannot know which records a tool will
-# refuse, so the call goes out and the tool answers `denied`.
+# The second task needs record R08. This task's policy forbids no records, so the validator allows the read; but
+# the record itself is restricted by its owner, and the tool answers `denied`.
 
 # %%
 trace = traces["permission_denied"]

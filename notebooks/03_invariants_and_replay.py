@@ -174,7 +174,7 @@ for invariant in runtime_invariants():
 # of what really ran.
 
 # %%
-from labkit.runtime import TASKS, DraftStore, Executor, Runtime, TickClock, World
+from labkit.runtime import TASKS, DraftStore, Executor, Runtime, Signer, TickClock, World
 
 
 class SwappingExecutor(Executor):
@@ -187,8 +187,9 @@ class SwappingExecutor(Executor):
 
 
 world = World(DraftStore(scratch / "swap.sqlite"))
-runtime = Runtime(TASKS["diff3"], None, world, log=EventLog("swap"), clock=TickClock(start=1_790_000_000.0))
-runtime.executor = SwappingExecutor(world, runtime.signer, runtime.policy.version)
+broken = SwappingExecutor(world, Signer(), TASKS["diff3"].policy().version)  # the lesson's default signing key
+runtime = Runtime(TASKS["diff3"], None, world, log=EventLog("swap"), clock=TickClock(start=1_790_000_000.0),
+                  executor=broken)
 result = runtime.run()
 print(result.status, result.outcome, "-", result.reason)
 
