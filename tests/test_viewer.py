@@ -28,6 +28,7 @@ from labkit.viewer import (
     render_html,
     render_markdown,
     render_question,
+    render_state,
     render_text,
     render_timeline,
     run_view,
@@ -324,3 +325,8 @@ def test_steps_are_found_by_what_happened():
     assert render_timeline(trace, rejected, rejected + 2).splitlines()[1].startswith("PLANNING    #18 VALIDATING")
     with pytest.raises(LabkitError, match="no 'transitioned' event with trigger='timeout'"):
         trace.first("transitioned", trigger="timeout")
+
+
+def test_a_state_alone_is_rendered_as_aligned_lines(run):
+    assert render_state(run.state, focus=["status", "transitions"]) == "  status       'RESOLVED'\n  transitions  3"
+    assert render_state(None) == "  (empty)"
