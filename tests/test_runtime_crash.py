@@ -29,7 +29,7 @@ from labkit.store import SqliteLog
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANS = ("none", "read_timeout@2", "write_timeout@1:landed", "write_timeout@1:lost")
-TRIALS = 24
+TRIALS = 28
 LATENCY = 0.01
 
 
