@@ -245,3 +245,22 @@ def test_a_policy_denial_approved_by_a_person_is_validated_again_with_the_grant(
     grants = [e for e in rt.events if e.type == "validation" and e.human_grant]  # type: ignore[attr-defined]
     assert len(grants) == 1 and grants[0].action_id == "a2"  # type: ignore[attr-defined]
     assert not verify(task, rt.world, rt.events).passed  # the verifier still reports the forbidden read
+
+
+def test_a_wrong_draft_can_be_revised_but_not_saved_twice(tmp_path: Path) -> None:
+    from labkit.runtime.records import differences_text, load_records
+
+    ids = ("R03", "R05", "R11")
+    right = differences_text(load_records()[r] for r in ids)
+    reads = [Proposal(candidates=(Candidate(action="read_record", args={"id": r}),)) for r in ids]
+
+    def save(text: str) -> Proposal:
+        return Proposal(candidates=(Candidate(action="save_draft", args={"text": text, "key": "diff-R03-R05-R11"}),))
+
+    rt = Runtime(TASKS["diff3"], ScriptPlanner([*reads, save("first try"), save("first try"), save(right)]),
+                 world(tmp_path), clock=TickClock())
+    assert rt.run().outcome == "succeeded"
+    verdicts = [e.verdict for e in rt.events if e.type == "validation"]  # type: ignore[attr-defined]
+    assert verdicts == ["allowed"] * 4 + ["rejected", "allowed"]  # the identical second save is refused
+    assert len(rt.world.drafts.calls()) == 2 and rt.world.drafts.repeated_keys() == {}
+    assert verify(rt.task, rt.world, rt.events).passed

@@ -158,11 +158,19 @@ class DraftStore:
         return [(k, s, bool(c), r) for k, s, c, r in rows]
 
     def repeated_keys(self) -> dict[str, int]:
-        """Keys that were saved more than once (each extra call is a repeated side effect)."""
-        counts: dict[str, int] = {}
-        for key, *_ in self.calls():
-            counts[key] = counts.get(key, 0) + 1
-        return {k: n for k, n in counts.items() if n > 1}
+        """Keys whose *same* save (same key, same text) reached the store more than once.
+
+        The value is 1 + the number of repeated calls, so ``n - 1`` counts the repeated side
+        effects. Saving a revised text under a key is a new write, not a repeat.
+        """
+        counts: dict[tuple[str, str], int] = {}
+        for key, digest, *_ in self.calls():
+            counts[(key, digest)] = counts.get((key, digest), 0) + 1
+        repeated: dict[str, int] = {}
+        for (key, _), n in counts.items():
+            if n > 1:
+                repeated[key] = repeated.get(key, 1) + n - 1
+        return repeated
 
     def export(self, folder: str | Path) -> list[Path]:
         """Write each draft to ``folder/<key>.txt``, refusing any path that would leave ``folder``."""

@@ -20,7 +20,7 @@ from labkit.runtime.events import Finding, Validation
 from labkit.runtime.policy import Budget, Policy
 from labkit.runtime.redact import looks_sensitive, redact
 from labkit.runtime.state import ActionState, RunState
-from labkit.runtime.tools import TOOLS, ToolSpec
+from labkit.runtime.tools import TOOLS, ToolSpec, text_sha256
 
 DEFAULT_SECRET = b"labkit-teaching-key: replace with secrets.token_bytes(32) outside the lesson"
 
@@ -86,8 +86,9 @@ class Validator:
             return finding("rejected", f"arguments of {action} do not fit its schema: {_first_error(exc)}")
         if looks_sensitive(args):
             return finding("rejected", f"arguments of {action} contain personal data (an id or phone number)")
-        if spec.side_effect and args.get("key") in state.drafts:
-            return finding("rejected", f"draft {args['key']!r} is already saved in this run")
+        saved = state.drafts.get(str(args.get("key")))
+        if spec.side_effect and saved is not None and saved.get("sha256") == text_sha256(str(args.get("text"))):
+            return finding("rejected", f"draft {args['key']!r} is already saved with this text in this run")
         if action == "read_record" and args.get("id") in self.policy.forbidden_records and not grant:
             return finding("denied", f"record {args['id']} is forbidden by policy {self.policy.version}")
         if state.tool_calls + 1 > self.budget.max_tool_calls:
