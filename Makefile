@@ -31,6 +31,7 @@ lab: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/labkit bench core
+	$(BIN)/labkit bench inference
 
 # Rebuild every executed notebook from its py:percent source (run after changing a notebook).
 notebooks: $(STAMP)

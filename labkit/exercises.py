@@ -10,6 +10,7 @@ and against the untouched student file (must fail), so neither can rot unnoticed
 from __future__ import annotations
 
 import importlib.util
+import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,14 @@ def _import_file(path: Path, name: str) -> ModuleType:
     if spec is None or spec.loader is None:
         raise LabkitError(f"cannot import {path}", "give a Python file.")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # dataclasses (and pydantic) resolve string annotations through sys.modules, so the module must
+    # be registered while it runs; a re-check replaces the previous copy under the same name.
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
     return module
 
 

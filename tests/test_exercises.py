@@ -65,3 +65,10 @@ def test_a_file_that_does_not_import_gets_the_line_and_error(tmp_path: Path):
     report = run_check("01", tmp_path / "mine.py")
     assert len(report.feedback) == 1
     assert report.feedback[0].startswith("importing mine.py failed at line 3: SyntaxError")
+
+
+def test_an_exercise_file_may_use_postponed_annotations_in_dataclasses(tmp_path: Path):
+    solution = (exercises_root() / "01_transition_table" / "solution.py").read_text()
+    extra = "\n\nfrom dataclasses import dataclass\n\n\n@dataclass\nclass Note:\n    text: 'str'\n"
+    (tmp_path / "mine.py").write_text("from __future__ import annotations\n" + solution + extra)
+    assert run_check("01", tmp_path / "mine.py").passed
