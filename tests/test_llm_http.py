@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import http.server
 import json
-import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Literal
 
 import pytest
@@ -28,44 +24,6 @@ RECORD_PROMPT = ('Record: I bought 3 apples.\nJSON: {"fruit": "apple", "count": 
 class Fruit(BaseModel):
     fruit: Literal["apple", "pear"]
     count: int
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="session")
-def server_url(tmp_path_factory) -> Iterator[str]:
-    """A real ``python -m llama_cpp.server`` with the embedded model, started once, always stopped."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()),
-                                 "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2"],
-                                stdout=sink, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/v1/models", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"llama_cpp.server not ready after 90 s:\n{log.read_text()[-2000:]}")
-                time.sleep(0.25)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
 
 
 @pytest.fixture(scope="module")
@@ -164,9 +122,9 @@ def reply(req: http.server.BaseHTTPRequestHandler, code: int, body: dict) -> Non
 GOOD = {"choices": [{"text": " ok", "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
 
 
-def test_a_server_that_is_down_is_a_clear_error_after_counted_retries():
+def test_a_server_that_is_down_is_a_clear_error_after_counted_retries(unused_port):
     sleeps: list[float] = []
-    backend = OpenAICompatBackend(f"http://127.0.0.1:{free_port()}", model="m", model_sha256="s", retries=2,
+    backend = OpenAICompatBackend(f"http://127.0.0.1:{unused_port}", model="m", model_sha256="s", retries=2,
                                   backoff_s=0.1, sleep=sleeps.append, isolate_calls=False)
     with pytest.raises(ServerError, match="cannot connect") as info:
         backend.complete("hi")
