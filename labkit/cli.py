@@ -115,17 +115,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def dispatch(args: argparse.Namespace) -> int:
+    """Run a parsed command; a LabkitError becomes its message on stderr and exit status 2."""
+    try:
+        return int(args.func(args) or 0)
+    except LabkitError as exc:
+        print(f"labkit: {exc}", file=sys.stderr)
+        return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    try:
-        return int(args.func(args) or 0)
-    except LabkitError as exc:
-        print(f"labkit: {exc}", file=sys.stderr)
-        return 2
+    return dispatch(args)
 
 
 if __name__ == "__main__":

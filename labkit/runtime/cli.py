@@ -150,12 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labkit.runtime.cli")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     register(commands, None)
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except LabkitError as exc:
-        print(f"labkit: {exc}", file=sys.stderr)
-        return 2
+    from labkit.cli import dispatch
+
+    return dispatch(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
