@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -122,6 +123,9 @@ def dispatch(args: argparse.Namespace) -> int:
     except LabkitError as exc:
         print(f"labkit: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `labkit show ... | head` closed the pipe early: not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
