@@ -1,0 +1,114 @@
+"""``labkit experiment``: the small-model comparison, live (embedded model, a GGUF file, a server) or replayed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from labkit.errors import LabkitError
+
+
+def _backend(args: argparse.Namespace) -> Any:
+    if args.server and args.model:
+        raise LabkitError("give either --model or --server, not both", "one model per experiment.")
+    if args.concurrency > 1 and not args.server:
+        raise LabkitError("--concurrency needs --server",
+                          "in-process llama.cpp runs one call at a time; serve the model and pass --server URL.")
+    if args.server:
+        from labkit.experiment.runner import SerialCalls
+        from labkit.llm.http import OpenAICompatBackend
+
+        server = OpenAICompatBackend(args.server, timeout_s=args.timeout, retries=args.retries)
+        server.describe()  # fails early, with a clear error, when the server is down
+        return SerialCalls(server) if args.concurrency > 1 else server
+    from labkit.llm.llamacpp import LlamaCppBackend
+
+    return LlamaCppBackend(args.model, n_threads=args.threads)
+
+
+def _cmd_experiment(args: argparse.Namespace) -> int:
+    from labkit.experiment.metrics import summarize
+    from labkit.experiment.planners import Decoding
+    from labkit.experiment.report import provenance, text_table, write_outputs
+    from labkit.experiment.runner import (
+        BackendSource,
+        ExperimentConfig,
+        load_runs,
+        prepare_replay,
+        reset_cassettes,
+        run_experiment,
+        select_tasks,
+    )
+    from labkit.experiment.tasks import load_tasks
+
+    out = Path(args.out)
+    if args.replay:
+        folder = Path(args.replay)
+        config, tasks = prepare_replay(folder)
+        if folder.resolve() == out.resolve():
+            raise LabkitError(f"--out {out} is the folder being replayed", "write the replay elsewhere (--out).")
+        source = BackendSource(replay_dir=folder)
+        recorded = json.loads((folder / "provenance.json").read_text(encoding="utf-8")) \
+            if (folder / "provenance.json").exists() else {}
+        prov = {**recorded, "mode": "replay", "replayed_from": str(folder),
+                "recorded_mode": recorded.get("mode")}
+    else:
+        tasks = select_tasks(load_tasks(args.tasks), args.task_ids.split(",") if args.task_ids else None)
+        arms = args.arms.split(",") if args.arms else None
+        config = ExperimentConfig(seeds=list(range(args.first_seed, args.first_seed + args.seeds)),
+                                  task_ids=[t.id for t in tasks],
+                                  decoding=Decoding(temperature=args.temperature),
+                                  concurrency=args.concurrency)
+        if arms:
+            config.arms = arms
+        config.check()
+        backend = _backend(args)
+        reset_cassettes(out)
+        source = BackendSource(live=backend, record_to=out)
+        prov = provenance(source.describe(), config.to_dict(), mode="live")
+    started = time.perf_counter()
+    try:
+        records = run_experiment(config, tasks, source, out, progress=not args.no_progress)
+    except (LabkitError, KeyboardInterrupt) as exc:
+        done = load_runs(out / "runs.jsonl")
+        rows = summarize(done, config.arms)
+        write_outputs(out, done, rows, prov, wall_s=time.perf_counter() - started, plots=False, partial=True)
+        print(f"labkit: the experiment stopped after {len(done)} finished run(s); they are kept in "
+              f"{out / 'runs.jsonl'} and summarised in {out / 'summary.md'}", file=sys.stderr)
+        if isinstance(exc, KeyboardInterrupt):
+            return 130
+        raise
+    wall = time.perf_counter() - started
+    rows = summarize(records, config.arms)
+    files = write_outputs(out, records, rows, prov, wall_s=wall, plots=not args.no_plots)
+    print(text_table(rows))
+    print(f"\n{len(records)} runs ({len(tasks)} tasks x {len(config.seeds)} seeds x {len(config.arms)} arms), "
+          f"{prov['mode']}, wall time {wall:.0f} s")
+    print("files: " + ", ".join(str(f) for f in files) + f", {out / 'cassettes'}/")
+    return 0
+
+
+def register(commands: Any, bench: Any) -> None:
+    p = commands.add_parser("experiment", help="compare prompt-only, grammar, machine+model and machine+random arms")
+    p.add_argument("--tasks", help="task file (one task or a list) or folder (default data/tasks/comparison.json)")
+    p.add_argument("--task-ids", help="comma-separated subset of the file's task ids")
+    p.add_argument("--arms", help="comma-separated arms (default: all: prompt-only, prompt-grammar, "
+                                  "machine-model, machine-random, machine-oracle)")
+    p.add_argument("--seeds", type=int, default=5, help="seeds per task and arm (default 5)")
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--temperature", type=float, default=0.5, help="sampling temperature (default 0.5)")
+    p.add_argument("--model", help="a .gguf file instead of the embedded model")
+    p.add_argument("--threads", type=int, help="llama.cpp threads for an in-process model (default: all cores)")
+    p.add_argument("--server", help="an OpenAI-compatible server's base URL instead of an in-process model")
+    p.add_argument("--concurrency", type=int, default=1, help="parallel runs against --server (default 1)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per server request (default 60)")
+    p.add_argument("--retries", type=int, default=2, help="retries per server request (default 2)")
+    p.add_argument("--replay", metavar="DIR", help="replay a recorded experiment (e.g. data/experiment)")
+    p.add_argument("--out", default="results", help="output folder (default results/)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-plots", action="store_true", help="no PNG plots")
+    p.set_defaults(func=_cmd_experiment)

@@ -1,0 +1,72 @@
+"""Per-run counting of model calls: how many, how many tokens, how long, how many HTTP retries.
+
+Why a wrapper: the arms call the model through different code (the free loop, the runtime), and
+the metrics must be counted the same way for all of them, at the one place every call passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from labkit.llm.backend import Backend, Completion, Request
+
+
+@dataclass
+class CallNote:
+    """One call as the experiment reports it (no text: that lives in the cassette)."""
+
+    purpose: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    grammar: bool
+    finish_reason: str
+    retries: int
+
+
+@dataclass
+class Meter:
+    calls: list[CallNote] = field(default_factory=list)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c.prompt_tokens for c in self.calls)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(c.completion_tokens for c in self.calls)
+
+    @property
+    def retries(self) -> int:
+        return sum(c.retries for c in self.calls)
+
+    @property
+    def seconds(self) -> float:
+        return sum(c.seconds for c in self.calls)
+
+
+class MeteredBackend(Backend):
+    """Passes every call to ``inner`` and notes it in :attr:`meter`; ``purpose`` labels the next calls."""
+
+    kind = "metered"
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.meter = Meter()
+        self.purpose = ""
+
+    def sampling(self) -> dict[str, Any]:
+        return self.inner.sampling()
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def model_id(self) -> str:
+        return self.inner.model_id()
+
+    def _complete(self, request: Request) -> Completion:
+        out = self.inner._complete(request)
+        self.meter.calls.append(CallNote(self.purpose, out.prompt_tokens, out.completion_tokens, out.seconds,
+                                         out.grammar_used, out.finish_reason, out.retries))
+        return out

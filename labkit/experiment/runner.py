@@ -1,0 +1,251 @@
+"""Arms × tasks × seeds: run them, write each finished run at once, record or replay the model's answers.
+
+Why write per run: an experiment on a laptop takes minutes and may be stopped (Ctrl-C, a server
+that goes away, a cassette miss); every finished run is already a line in ``runs.jsonl``, and the
+summary is rebuilt from those lines, so nothing finished is lost.
+
+Where answers come from (one ``Backend`` per arm and task, from :class:`BackendSource`):
+
+- live: the embedded model, another GGUF file, or an OpenAI-compatible server; every call is
+  recorded to ``OUT/cassettes/<arm>/<task>.jsonl`` (small files, so none grows past a few MB);
+- replay: the cassettes of a recorded experiment; a call that is not in them is an error
+  (:class:`~labkit.llm.errors.CassetteMiss`), never a live call.
+
+Concurrency (``--server`` only): runs are independent (own planner, own draft area, own meter), so
+threads can run several at once. The HTTP backend's call isolation (a barrier request before each
+call, against llama_cpp.server's prefix cache) holds only if no other request slips between the
+barrier and the call, so with ``isolate_calls`` each barrier+call pair holds a lock: the server
+sees the same sequence of cache states as in a sequential run. ``llama_cpp.server`` answers one
+request at a time anyway; what overlaps is the harness's own work and the network.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from labkit.errors import LabkitError
+from labkit.experiment.arms import ARMS, RunRecord, run_one
+from labkit.experiment.planners import Decoding
+from labkit.experiment.tasks import load_tasks
+from labkit.llm.backend import Backend, Completion, Request
+from labkit.llm.cassette import RecordingBackend, ReplayBackend
+from labkit.runtime.task import Task
+from labkit.runtime.tools import DraftStore
+
+
+@dataclass
+class ExperimentConfig:
+    """What an experiment runs; stored as ``experiment.json`` beside its results."""
+
+    seeds: list[int] = field(default_factory=lambda: list(range(5)))
+    arms: list[str] = field(default_factory=lambda: list(ARMS))
+    task_ids: list[str] | None = None  # None: every task of the file
+    decoding: Decoding = field(default_factory=Decoding)
+    concurrency: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExperimentConfig:
+        return cls(seeds=list(data["seeds"]), arms=list(data["arms"]), task_ids=data.get("task_ids"),
+                   decoding=Decoding(**data["decoding"]), concurrency=int(data.get("concurrency", 1)))
+
+    def check(self) -> None:
+        unknown = [a for a in self.arms if a not in ARMS]
+        if unknown:
+            raise LabkitError(f"unknown arm(s) {unknown}", f"use some of: {', '.join(ARMS)}.")
+        if not self.seeds:
+            raise LabkitError("no seeds to run", "give at least one seed (--seeds N).")
+        if self.concurrency < 1:
+            raise LabkitError(f"--concurrency must be at least 1, got {self.concurrency}", "use 1 or more.")
+
+
+class SerialCalls(Backend):
+    """Holds a lock around each call of ``inner`` (see the module docstring on concurrency)."""
+
+    kind = "serial"
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self._lock = threading.Lock()
+
+    def sampling(self) -> dict[str, Any]:
+        return self.inner.sampling()
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def model_id(self) -> str:
+        return self.inner.model_id()
+
+    def _complete(self, request: Request) -> Completion:
+        with self._lock:
+            return self.inner._complete(request)
+
+
+def cassette_path(folder: Path, arm: str, task_id: str) -> Path:
+    return folder / "cassettes" / arm / f"{task_id}.jsonl"
+
+
+class BackendSource:
+    """The backend each (arm, task) uses: a recording of ``live``, or a replay of ``replay_dir``."""
+
+    def __init__(self, *, live: Backend | None = None, record_to: Path | None = None,
+                 replay_dir: Path | None = None) -> None:
+        if (live is None) == (replay_dir is None):
+            raise LabkitError("give either a live backend or a folder to replay", "this is a bug in the caller.")
+        self.live, self.record_to, self.replay_dir = live, record_to, replay_dir
+        self._made: dict[tuple[str, str], Backend] = {}
+        self._lock = threading.Lock()
+
+    def describe(self) -> dict[str, Any]:
+        if self.live is not None:
+            return self.live.describe()
+        return {"backend": "replay", "cassettes": str(self.replay_dir / "cassettes")}  # type: ignore[operator]
+
+    def __call__(self, arm: str, task_id: str) -> Backend | None:
+        if not ARMS[arm].uses_model:
+            return None
+        with self._lock:
+            made = self._made.get((arm, task_id))
+            if made is None:
+                if self.replay_dir is not None:
+                    path = cassette_path(self.replay_dir, arm, task_id)
+                    if not path.exists():
+                        raise LabkitError(f"no cassette for arm {arm}, task {task_id}: {path} is missing",
+                                          "replay only what was recorded (same tasks, arms and seeds), or "
+                                          "record it live first.")
+                    made = ReplayBackend(path)
+                elif self.record_to is not None:
+                    made = RecordingBackend(self.live, cassette_path(self.record_to, arm, task_id))  # type: ignore[arg-type]
+                else:
+                    made = self.live
+                self._made[(arm, task_id)] = made
+            return made
+
+
+def _jobs(tasks: Sequence[Task], config: ExperimentConfig) -> list[tuple[str, Task, int]]:
+    return [(arm, task, seed) for task in tasks for seed in config.seeds for arm in config.arms]
+
+
+def select_tasks(tasks: Sequence[Task], task_ids: Sequence[str] | None) -> list[Task]:
+    if task_ids is None:
+        return list(tasks)
+    known = {t.id: t for t in tasks}
+    missing = [t for t in task_ids if t not in known]
+    if missing:
+        raise LabkitError(f"no task(s) {missing} in the task file", f"choose from: {', '.join(known)}.")
+    return [known[t] for t in task_ids]
+
+
+def load_runs(path: Path) -> list[RunRecord]:
+    """The finished runs of ``runs.jsonl`` (a torn last line from a crash is skipped)."""
+    records = []
+    if not path.exists():
+        return records
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(RunRecord.from_dict(json.loads(line)))
+        except (ValueError, TypeError):
+            continue
+    return records
+
+
+def order_key(config: ExperimentConfig, tasks: Sequence[Task]) -> Callable[[RunRecord], tuple[int, int, int]]:
+    arm_pos = {a: i for i, a in enumerate(config.arms)}
+    task_pos = {t.id: i for i, t in enumerate(tasks)}
+    return lambda r: (arm_pos.get(r.arm, 99), task_pos.get(r.task, 999), r.seed)
+
+
+def run_experiment(config: ExperimentConfig, tasks: Sequence[Task], source: BackendSource, out: Path, *,
+                   progress: bool = True) -> list[RunRecord]:
+    """Run every (arm, task, seed) job, appending each finished run to ``out/runs.jsonl``.
+
+    Raises what stopped it (a :class:`LabkitError` or ``KeyboardInterrupt``) after the finished runs
+    are written; ``out/runs.jsonl`` then holds them.
+    """
+    from tqdm import tqdm
+
+    config.check()
+    out.mkdir(parents=True, exist_ok=True)
+    runs_path = out / "runs.jsonl"
+    runs_path.write_text("", encoding="utf-8")
+    drafts_path = out / "drafts.sqlite"
+    for old in out.glob("drafts.sqlite*"):
+        old.unlink()
+    (out / "experiment.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
+    (out / "tasks.json").write_text(json.dumps([t.model_dump(mode="json") for t in tasks], indent=2) + "\n",
+                                    encoding="utf-8")
+    jobs = _jobs(tasks, config)
+    records: list[RunRecord] = []
+    lock = threading.Lock()
+    bar = tqdm(total=len(jobs), desc="experiment", unit="run", file=sys.stderr, disable=not progress)
+
+    def one(arm: str, task: Task, seed: int) -> RunRecord:
+        store = DraftStore(drafts_path, f"{arm}/{task.id}/{seed}")
+        try:
+            return run_one(ARMS[arm], task, seed, backend=source(arm, task.id), drafts=store,
+                           decoding=config.decoding)
+        finally:
+            store.close()
+
+    def keep(record: RunRecord) -> None:
+        with lock:
+            records.append(record)
+            with runs_path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+            bar.update(1)
+            bar.set_postfix_str(f"{record.arm} {record.task} s{record.seed} {'ok' if record.passed else 'fail'}")
+
+    try:
+        if config.concurrency == 1:
+            for arm, task, seed in jobs:
+                keep(one(arm, task, seed))
+        else:
+            with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
+                futures = [pool.submit(one, arm, task, seed) for arm, task, seed in jobs]
+                try:
+                    for future in as_completed(futures):
+                        keep(future.result())
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
+    finally:
+        bar.close()
+    records.sort(key=order_key(config, tasks))
+    return records
+
+
+def prepare_replay(folder: Path) -> tuple[ExperimentConfig, list[Task]]:
+    """The config and tasks a recorded experiment in ``folder`` ran (``experiment.json``, ``tasks.json``)."""
+    for name in ("experiment.json", "tasks.json", "cassettes"):
+        if not (folder / name).exists():
+            raise LabkitError(f"{folder} is not a recorded experiment: {folder / name} is missing",
+                              "replay a folder written by `labkit experiment` (e.g. data/experiment).")
+    config = ExperimentConfig.from_dict(json.loads((folder / "experiment.json").read_text(encoding="utf-8")))
+    tasks = load_tasks(folder / "tasks.json")
+    return config, select_tasks(tasks, config.task_ids)
+
+
+def reset_cassettes(out: Path) -> None:
+    """A new live experiment records into empty cassettes (replay serves the latest recording anyway)."""
+    folder = out / "cassettes"
+    if folder.exists():
+        shutil.rmtree(folder)
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - started
