@@ -1,0 +1,77 @@
+"""Reading a recorded experiment back: prompt sizes per call, typical failures, the model's share.
+
+These are what notebook 05 shows; they live here (tested) so the notebook stays short.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from labkit.experiment.arms import RunRecord
+from labkit.llm.cassette import read_cassette
+
+
+def prompt_sizes(folder: str | Path) -> list[dict[str, Any]]:
+    """One row per recorded model call: arm, task, seed, step, prompt and completion tokens, grammar.
+
+    The step is read back from the call's sampling seed (``seed * 1000 + step``, see
+    :class:`~labkit.experiment.planners.Decoding`).
+    """
+    rows = []
+    root = Path(folder) / "cassettes"
+    for path in sorted(root.glob("*/*.jsonl")):
+        _, calls = read_cassette(path)
+        for call in calls:
+            seed = int(call["request"]["seed"])
+            done = call["completion"]
+            rows.append({"arm": path.parent.name, "task": path.stem, "seed": seed // 1000, "step": seed % 1000,
+                         "prompt_tokens": int(done["prompt_tokens"]),
+                         "completion_tokens": int(done["completion_tokens"]),
+                         "grammar": call["request"].get("schema") is not None})
+    return rows
+
+
+def prompt_size_table(rows: Sequence[Mapping[str, Any]], max_step: int = 6) -> list[list[Any]]:
+    """Per arm: calls, mean/max prompt tokens, and the mean prompt tokens at steps 0 … ``max_step - 1``."""
+    by_arm: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_arm.setdefault(str(r["arm"]), []).append(r)
+    table = []
+    for arm, calls in by_arm.items():
+        sizes = [int(c["prompt_tokens"]) for c in calls]
+        per_step = []
+        for step in range(max_step):
+            at = [int(c["prompt_tokens"]) for c in calls if c["step"] == step]
+            per_step.append(round(sum(at) / len(at)) if at else "-")
+        table.append([arm, len(calls), round(sum(sizes) / len(sizes)), max(sizes), *per_step])
+    return table
+
+
+def typical_failure(records: Sequence[RunRecord], arm: str) -> RunRecord | None:
+    """The first failed run (task, then seed order) whose failure source is the arm's most common one."""
+    failed = [r for r in records if r.arm == arm and not r.passed]
+    if not failed:
+        return None
+    source, _ = Counter(r.failure_source for r in failed).most_common(1)[0]
+    return next(r for r in failed if r.failure_source == source)
+
+
+def success_rates(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Arm -> verified success rate over all its runs."""
+    return {str(r["arm"]): r["successes"] / r["runs"] for r in rows if r["runs"]}
+
+
+def per_task_successes(records: Sequence[RunRecord], arms: Sequence[str]) -> list[list[Any]]:
+    """Rows ``[task, c/n for each arm]`` (c successes of n seeds)."""
+    tasks = list(dict.fromkeys(r.task for r in records))
+    out = []
+    for task in tasks:
+        row: list[Any] = [task]
+        for arm in arms:
+            runs = [r for r in records if r.task == task and r.arm == arm]
+            row.append(f"{sum(r.passed for r in runs)}/{len(runs)}" if runs else "-")
+        out.append(row)
+    return out

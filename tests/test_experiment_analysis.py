@@ -1,0 +1,40 @@
+"""Reading a recorded experiment back: prompt sizes from cassettes, typical failures, per-task counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from labkit.experiment.analysis import per_task_successes, prompt_size_table, prompt_sizes, typical_failure
+from labkit.experiment.arms import ARMS, run_one
+from labkit.experiment.tasks import load_tasks
+from labkit.llm import RecordingBackend, ScriptedBackend
+from labkit.runtime.tools import DraftStore
+
+
+def test_prompt_sizes_read_steps_back_from_the_call_seeds(tmp_path: Path) -> None:
+    task = {t.id: t for t in load_tasks()}["diff2"]
+    cassette = tmp_path / "cassettes" / "prompt-only" / "diff2.jsonl"
+    backend = RecordingBackend(ScriptedBackend(lambda r: "not json"), cassette)
+    store = DraftStore(tmp_path / "d.sqlite", "a")
+    record = run_one(ARMS["prompt-only"], task, 3, backend=backend, drafts=store)
+    store.close()
+    rows = prompt_sizes(tmp_path)
+    assert [(r["seed"], r["step"]) for r in rows] == [(3, s) for s in range(record.llm_calls)]
+    assert [r["prompt_tokens"] for r in rows] == sorted(r["prompt_tokens"] for r in rows)  # the prompt grows
+    table = prompt_size_table(rows, max_step=2)
+    assert table[0][:2] == ["prompt-only", record.llm_calls] and len(table[0]) == 6
+
+
+def test_typical_failure_and_per_task_counts(tmp_path: Path) -> None:
+    tasks = {t.id: t for t in load_tasks()}
+    records = []
+    for i, seed in enumerate(range(4)):
+        store = DraftStore(tmp_path / "d.sqlite", f"s{i}")
+        records.append(run_one(ARMS["machine-random"], tasks["diff3"], seed, backend=None, drafts=store))
+        store.close()
+    bad = typical_failure(records, "machine-random")
+    failed = [r for r in records if not r.passed]
+    assert (bad is None) == (not failed)
+    if bad is not None:
+        assert bad in failed
+    assert per_task_successes(records, ["machine-random"]) == [["diff3", f"{len(records) - len(failed)}/4"]]
