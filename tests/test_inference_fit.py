@@ -95,7 +95,22 @@ def test_fit_decision_and_largest_layer_count() -> None:
     # the layer count it proposes does fit, one more does not
     assert check_fit(arch, 16384, 12, big.max_gpu_layers).fits
     assert not check_fit(arch, 16384, 12, big.max_gpu_layers + 1).fits
-    assert not check_fit(arch, 4096, vram_gib=1).fits and check_fit(arch, 4096, 1).max_gpu_layers >= 0
+    assert not check_fit(arch, 4096, vram_gib=1).fits
+
+
+def test_largest_layer_count_on_a_tiny_card_is_counted_by_hand() -> None:
+    # 1 GiB card, 0.5 GiB reserved: 512 MiB for Llama-2 7B Q4_K_M at 4096 tokens. Each offloaded
+    # block costs its weights plus its f16 KV cache (4096 cells x 32 KV heads x (128 + 128) x 2 bytes
+    # = 64 MiB); the compute buffer (4 x 512 x max(32000 vocab, 32 heads x 4096 cells) = 256 MiB)
+    # comes with the first block. One block: ~437 MiB fits; two: ~618 MiB do not.
+    arch = nominal_arch("7b", "Q4_K_M")
+    kv_per_block = 4096 * 32 * (128 * 2 + 128 * 2)
+    compute = 4 * 512 * max(32_000, 32 * 4096)
+    assert kv_per_block == 64 * MIB and compute == 256 * MIB
+    budget = (1 - 0.5) * GIB
+    need = [sum(arch.layer_bytes[arch.n_layer - k:]) + k * kv_per_block + compute for k in (1, 2)]
+    assert need[0] <= budget < need[1]
+    assert check_fit(arch, 4096, 1).max_gpu_layers == 1
 
 
 def test_nominal_llama2_matches_published_parameter_counts() -> None:
