@@ -26,6 +26,7 @@ from typing import Any
 
 from transitions import Machine
 
+from labkit.errors import LabkitError
 from labkit.events import Transitioned
 from labkit.examples import ticket_guards, ticket_table
 from labkit.invariants import Invariant
@@ -136,6 +137,9 @@ def bench_replay(n: int, repeats: int = 5) -> dict[str, float]:
 
 def bench_core(events: int = 100_000, transitions: int = 20_000) -> dict[str, Any]:
     """Run both measurements and return them with the machine they ran on."""
+    if events < 100 or transitions < 100:
+        raise LabkitError(f"too few to measure: --events {events}, --transitions {transitions}",
+                          "use at least 100 of each (the defaults are 100000 and 20000).")
     import pydantic
     import transitions as transitions_pkg
 

@@ -13,13 +13,14 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from labkit import catalog
 from labkit.diagram import to_mermaid
 from labkit.errors import LabkitError
 from labkit.events import RunStarted
 from labkit.reducer import replay
-from labkit.store import load_events
+from labkit.store import load_events, read_jsonl
 
 _COMMAND_MODULES = ["labkit.runtime.cli", "labkit.llm.cli", "labkit.experiment.cli", "labkit.inference.cli"]
 
@@ -40,22 +41,35 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if not events or not isinstance(events[0], RunStarted):
         raise LabkitError(f"{args.file} does not begin with a run_started event",
                           "replay logs written by labkit's machines.")
-    entry = catalog.lookup(events[0].table) or catalog.Entry(table=lambda: None)  # type: ignore[arg-type,return-value]
-    result = replay(events, entry.reduce, entry.empty(), list(entry.invariants()))
+    name = events[0].table
+    entry = catalog.lookup(name)
+    if entry is None:
+        print(f"labkit: table '{name}' is not in the catalog; replaying with the core reducer only",
+              file=sys.stderr)
+        result = replay(events)
+    else:
+        result = replay(events, entry.reduce, entry.empty(), list(entry.invariants()), entry.table())
+    torn = read_jsonl(args.file).torn_tail if Path(args.file).suffix == ".jsonl" else None
     state = result.state
-    as_dict = state.__dict__ if not hasattr(state, "__dataclass_fields__") else {
-        name: getattr(state, name) for name in state.__dataclass_fields__}
+    fields = getattr(state, "__dataclass_fields__", None)
+    as_dict = {key: getattr(state, key) for key in fields} if fields else dict(vars(state))
+    head = {"seq": events[-1].seq, "hash": events[-1].hash}
     if args.json:
-        print(json.dumps({"table": events[0].table, "events": len(events), "state": as_dict,
+        print(json.dumps({"table": name, "events": len(events), "head": head, "state": as_dict,
+                          "torn_tail_bytes": torn.size if torn else 0,
                           "unrecorded_violations": [list(v) for v in result.violations]},
                          default=str, indent=2, sort_keys=True))
     else:
-        print(f"table {events[0].table}, {len(events)} events, hash chain verified")
+        print(f"table {name}, {len(events)} events, hash chain verified; head seq {head['seq']} {head['hash']}")
         for key, value in as_dict.items():
             print(f"  {key}: {value}")
-        for seq, name, detail in result.violations:
-            print(f"  invariant '{name}' fails after seq {seq}: {detail}")
-    return 0
+    if torn:
+        print(f"labkit: line {torn.line} is an unfinished append ({torn.size} bytes, skipped): the writer "
+              "stopped mid-write; every complete event above was replayed", file=sys.stderr)
+    for seq, invariant, detail in result.violations:
+        print(f"labkit: invariant '{invariant}' fails after seq {seq} and the log does not record it: {detail}",
+              file=sys.stderr)
+    return 1 if result.violations else 0
 
 
 def _cmd_check(args: argparse.Namespace) -> int:

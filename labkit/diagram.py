@@ -7,6 +7,7 @@ trace viewer uses to show where a run is.
 
 from __future__ import annotations
 
+from labkit.errors import LabkitError
 from labkit.table import TransitionTable
 
 
@@ -21,7 +22,8 @@ def to_mermaid(table: TransitionTable, current: str | None = None) -> str:
             lines.append(f"    {state} --> [*]")
     if current is not None:
         if current not in table.states:
-            raise ValueError(f"cannot highlight '{current}': not a state of table '{table.name}'")
+            raise LabkitError(f"cannot highlight '{current}': it is not a state of table '{table.name}'",
+                              f"use one of: {', '.join(table.states)}.")
         lines.append("    classDef current fill:#ffd54f,stroke:#e65100,stroke-width:3px")
         lines.append(f"    class {current} current")
     return "\n".join(lines) + "\n"

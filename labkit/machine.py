@@ -110,9 +110,14 @@ class LabMachine:
             raise LabkitError(f"the log does not start a run of table '{self.table.name}'",
                               "resume a log with the table that wrote it.")
         try:
-            result = replay(existing, self.reduce, self.empty)
+            result = replay(existing, self.reduce, self.empty, self.invariants, self.table)
         except ReplayDivergence as exc:
             raise LabkitError(f"cannot resume: {exc.message}", exc.hint) from None
+        if result.violations:
+            seq, name, detail = result.violations[0]
+            raise LabkitError(f"cannot resume: the log breaks invariant '{name}' at seq {seq} ({detail}) "
+                              "without recording it", "the log was altered, or the invariants changed since it "
+                              "was written; inspect it with `labkit replay`.")
         self.states = list(result.states)
         self.state = result.state
         self._machine.set_state(self.state.status, model=self._model)
@@ -153,9 +158,15 @@ class LabMachine:
             guards = ", ".join(r.guard or "-" for r in self.table.rows_for(source, trigger))
             raise IllegalTransition(source, trigger, self._allowed[source], f"no row's guard holds: {guards}")
         log, now = self.log, self.clock()
-        event = Transitioned(trigger=trigger, source=source, dest=self._model.state, payload=payload,
-                             seq=len(log), prev_hash=log.head, run_id=log.run_id, at=now)
-        return self._step(event, now)
+        try:
+            event = Transitioned(trigger=trigger, source=source, dest=self._model.state, payload=payload,
+                                 seq=len(log), prev_hash=log.head, run_id=log.run_id, at=now)
+            sealed = self._append(event, now)
+        except Exception:
+            self._machine.set_state(source, model=self._model)  # nothing recorded: nothing happened
+            raise
+        self._check_invariants(sealed)
+        return sealed
 
     def record(self, event: Event) -> Event:
         """Append a fact that is not a transition (a tool result, an observation) and check invariants."""
@@ -165,21 +176,30 @@ class LabMachine:
         if self._halted is not None:
             raise IllegalTransition(self.status, event.type, [],
                                     f"the run halted after invariant '{self._halted}' failed")
-        return self._step(event)
+        sealed = self._append(event)
+        self._check_invariants(sealed)
+        return sealed
 
     def _append(self, event: Event, at: float | None = None) -> Event:
-        sealed = self.log.append(event, at=self.clock() if at is None else at)
+        """Seal, persist and fold one event; if it cannot be recorded, nothing changes."""
+        try:
+            sealed = self.log.append(event, at=self.clock() if at is None else at)
+        except LabkitError:
+            raise
+        except Exception as exc:  # e.g. a payload value JSON cannot hold, or a full disk
+            raise LabkitError(f"event '{getattr(event, 'trigger', event.type)}' could not be recorded: "
+                              f"{type(exc).__name__}: {exc}",
+                              "payload values must be JSON-serialisable (str, numbers, lists, dicts); "
+                              "nothing was recorded and the state is unchanged.") from exc
         self.state = self.reduce(self.state, sealed)
         self.states.append(self.state)
         return sealed
 
-    def _step(self, event: Event, at: float | None = None) -> Event:
-        sealed = self._append(event, at)
+    def _check_invariants(self, sealed: Event) -> None:
         for invariant in self.invariants:
             detail = invariant.violation(self.state, self.log.events)
             if detail is not None:
                 self._violate(invariant, detail, sealed.seq)
-        return sealed
 
     def _violate(self, invariant: Invariant, detail: str, seq: int) -> None:
         here = self.status

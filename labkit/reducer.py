@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 from labkit.errors import LabkitError
 from labkit.events import Event, InvariantViolated, RunStarted, Transitioned
 from labkit.invariants import Invariant
+from labkit.table import TransitionTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,24 +82,32 @@ def replay(
     reduce: Reduce[Any] = reduce_machine,
     empty: Any = None,
     invariants: Sequence[Invariant] = (),
+    table: TransitionTable | None = None,
 ) -> Replay[Any]:
     """Fold ``reduce`` over ``events`` from the empty state, checking the log's own claims.
 
     Each transition event says which state it left; if the replayed state disagrees, the log and
-    the reducer disagree and :class:`ReplayDivergence` names the event. Invariants are checked
-    after every event, as they were live; a violation found here that the log did not record is
-    reported in ``Replay.violations``.
+    the reducer disagree and :class:`ReplayDivergence` names the event. Given the ``table``, every
+    transition must also be one of its rows: a log re-sealed with an invented move is refused.
+    Invariants are checked after every event, as they were live; violations found here that the
+    log does not itself record are reported in ``Replay.violations``.
     """
     state = MachineState() if empty is None else empty
     states: list[Any] = []
     history: list[Event] = []
     found: list[tuple[int, str, str]] = []
+    recorded: set[tuple[int, str]] = set()
     seen: set[str] = set()
+    rows = {(r.source, r.event, r.dest) for r in table.rows} if table is not None else None
     for event in events:
         if isinstance(event, Transitioned) and getattr(state, "status", event.source) != event.source:
             raise ReplayDivergence(Divergence(
                 event.seq, f"the log says '{event.trigger}' left '{event.source}', "
                 f"but replay is in '{state.status}'", state, event))
+        if rows is not None:
+            _check_against_table(event, rows, table)
+        if isinstance(event, InvariantViolated):
+            recorded.add((event.after_seq, event.invariant))
         state = reduce(state, event)
         states.append(state)
         if invariants:
@@ -111,7 +120,18 @@ def replay(
                 if detail is not None:
                     seen.add(inv.name)
                     found.append((event.seq, inv.name, detail))
-    return Replay(state=state, states=tuple(states), violations=tuple(found))
+    unrecorded = tuple(v for v in found if (v[0], v[1]) not in recorded)
+    return Replay(state=state, states=tuple(states), violations=unrecorded)
+
+
+def _check_against_table(event: Event, rows: set[tuple[str, str, str]], table: TransitionTable) -> None:
+    if isinstance(event, RunStarted) and event.initial != table.initial:
+        raise ReplayDivergence(Divergence(event.seq, f"the run starts in '{event.initial}', but table "
+                                          f"'{table.name}' starts in '{table.initial}'"))
+    if isinstance(event, Transitioned) and (event.source, event.trigger, event.dest) not in rows:
+        raise ReplayDivergence(Divergence(
+            event.seq, f"the log moves {event.source} --{event.trigger}--> {event.dest}, "
+            f"which is not a row of table '{table.name}'"))
 
 
 def find_divergence(

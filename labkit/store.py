@@ -8,10 +8,16 @@ killed mid-append leaves at most one torn final line, which loading reports and 
 such a file for appending moves the torn bytes to ``<file>.torn`` first, so nothing is lost and
 the next event starts on a clean line. A SQLite append is one transaction: it is there or not.
 Pass ``durable=True`` to also ``fsync`` each JSONL append (survives power loss, costs speed).
+
+What a chain cannot see: events cut from the *end* of a log leave a shorter, valid chain. SQLite
+logs keep each run's head (last seq and hash) in a ``heads`` table written in the same transaction
+as the event, and loading checks it. A JSONL file has no such anchor of its own: keep the head
+that ``labkit replay`` prints next to the file if you need to prove it complete.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -78,9 +84,12 @@ def read_jsonl(path: str | Path) -> LoadedLog:
     raw = path.read_bytes()
     chunks = raw.split(b"\n")
     torn = None
-    if chunks and chunks[-1]:  # bytes after the last newline: an append that never finished
-        torn = TornTail(line=len(chunks), size=len(chunks[-1]))
     complete = chunks[:-1]
+    if chunks[-1]:  # bytes after the last newline
+        if _is_json(chunks[-1]):
+            complete = chunks  # a whole event that only lacks its newline: verified like any other
+        else:  # a proper prefix of a JSON line is never JSON: an append the writer never finished
+            torn = TornTail(line=len(chunks), size=len(chunks[-1]))
     events: list[Event] = []
     expected_prev = GENESIS_HASH
     for number, chunk in enumerate(complete, start=1):
@@ -95,6 +104,14 @@ def read_jsonl(path: str | Path) -> LoadedLog:
     return LoadedLog(events, torn)
 
 
+def _is_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True
+
+
 class JsonlLog(EventLog):
     """An append-only JSONL file: one sealed event per line. Opening an existing file continues it."""
 
@@ -102,17 +119,18 @@ class JsonlLog(EventLog):
         self.path = Path(path)
         self.durable = durable
         existing: list[Event] = []
+        torn = None
         if self.path.exists():
             loaded = read_jsonl(self.path)
-            existing = loaded.events
-            if loaded.torn_tail is not None:
-                self._set_torn_tail_aside(loaded.torn_tail)
+            existing, torn = loaded.events, loaded.torn_tail
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         super().__init__(run_id or (existing[0].run_id if existing else "run-0"))
         if existing and existing[0].run_id != self.run_id:
             raise EventLogError(f"{self.path} holds run '{existing[0].run_id}', not '{self.run_id}'",
                                 "use one JSONL file per run, or open it without a run_id.")
+        if torn is not None:  # only once the file is known to be ours: a refused open changes nothing
+            self._set_torn_tail_aside(torn)
         self._events = existing
 
     def _set_torn_tail_aside(self, torn: TornTail) -> None:
@@ -154,7 +172,32 @@ CREATE TABLE IF NOT EXISTS events (
     line   TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS heads (
+    run_id TEXT PRIMARY KEY,
+    seq    INTEGER NOT NULL,
+    hash   TEXT NOT NULL
+);
 """
+# ``heads`` records each run's last seq and hash in the same transaction as the event, so events
+# deleted from the end of a run are noticed (a hash chain alone cannot see a shortened tail).
+
+
+def _not_ours(path: Path, detail: str) -> EventLogError:
+    return EventLogError(f"{path} is not a labkit SQLite log ({detail})",
+                         "give a new file name or a .sqlite file written by labkit.")
+
+
+def _check_foreign(path: Path) -> None:
+    """Refuse a file that is not a labkit log *before* anything is written to it."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise _not_ours(path, str(exc)) from None
+    if tables and "events" not in tables:
+        raise _not_ours(path, f"it holds other tables: {', '.join(sorted(tables))}")
 
 
 class SqliteLog(EventLog):
@@ -163,13 +206,13 @@ class SqliteLog(EventLog):
     def __init__(self, path: str | Path, run_id: str = "run-0") -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _check_foreign(self.path)
         try:
             self._conn = sqlite3.connect(self.path, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
-            raise EventLogError(f"{self.path} is not a labkit SQLite log ({exc})",
-                                "give a new file name or an existing labkit .sqlite file.") from None
+            raise _not_ours(self.path, str(exc)) from None
         super().__init__(run_id)
         self._events = read_sqlite(self.path, run_id, conn=self._conn)
 
@@ -177,6 +220,9 @@ class SqliteLog(EventLog):
         with self._conn:
             self._conn.execute("INSERT INTO events (run_id, seq, type, line) VALUES (?, ?, ?, ?)",
                                (self.run_id, event.seq, event.type, line))
+            self._conn.execute("INSERT INTO heads (run_id, seq, hash) VALUES (?, ?, ?) ON CONFLICT(run_id) "
+                               "DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+                               (self.run_id, event.seq, event.hash))
 
     def close(self) -> None:
         self._conn.close()
@@ -188,30 +234,47 @@ class SqliteLog(EventLog):
         self.close()
 
 
+def _read_only(path: Path) -> sqlite3.Connection:
+    if not path.exists():
+        raise EventLogError(f"no SQLite log at {path}", "check the path; `labkit run` creates it.")
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
 def read_sqlite(path: str | Path, run_id: str, conn: sqlite3.Connection | None = None) -> list[Event]:
     """Read and verify one run from a SQLite log, in the order the events were appended."""
     path = Path(path)
-    if conn is None:
-        if not path.exists():
-            raise EventLogError(f"no SQLite log at {path}", "check the path; `labkit run` creates it.")
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    own = conn is None
+    conn = _read_only(path) if conn is None else conn
     try:
         rows = conn.execute("SELECT line FROM events WHERE run_id = ? ORDER BY rowid", (run_id,)).fetchall()
+        head = conn.execute("SELECT seq, hash FROM heads WHERE run_id = ?", (run_id,)).fetchone()
     except sqlite3.DatabaseError as exc:
-        raise EventLogError(f"{path} is not a labkit SQLite log ({exc})",
-                            "give a file written by labkit.") from None
-    events = [parse_line(row[0], where=f"{path.name} run '{run_id}' row {i + 1}") for i, row in enumerate(rows)]
-    verify_chain(events, lambda i: f"{path.name} run '{run_id}' row {i + 1}")
+        raise _not_ours(path, str(exc)) from None
+    finally:
+        if own:
+            conn.close()
+    where = f"{path.name} run '{run_id}'"
+    events = [parse_line(row[0], where=f"{where} row {i + 1}") for i, row in enumerate(rows)]
+    verify_chain(events, lambda i: f"{where} row {i + 1}")
+    last = (events[-1].seq, events[-1].hash) if events else None
+    if head is not None and tuple(head) != last:
+        raise EventLogError(
+            f"{where} ends at seq {last[0] if last else 'none'}, but its head records seq {head[0]} "
+            "(events were removed from the end, or the head was edited)",
+            "restore the file from a copy; an event log must never be edited by hand.", seq=head[0])
     return events
 
 
 def sqlite_runs(path: str | Path) -> list[str]:
     """The run ids stored in a SQLite log, in the order they were first written."""
     path = Path(path)
-    if not path.exists():
-        raise EventLogError(f"no SQLite log at {path}", "check the path.")
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+    conn = _read_only(path)
+    try:
         rows = conn.execute("SELECT run_id FROM events GROUP BY run_id ORDER BY MIN(rowid)").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise _not_ours(path, str(exc)) from None
+    finally:
+        conn.close()
     return [r[0] for r in rows]
 
 

@@ -204,20 +204,52 @@ class TransitionTable:
         }
 
 
-def table_from_dict(data: dict[str, Any]) -> TransitionTable:
-    """Build (and check) a table from the JSON form written by :meth:`TransitionTable.to_dict`."""
+def table_from_dict(data: Any) -> TransitionTable:
+    """Build (and check) a table from the JSON form written by :meth:`TransitionTable.to_dict`.
+
+    The shape is checked first, so a hand-written file with a wrong type gets a sentence naming the
+    key, not a Python error from deep inside the build.
+    """
+    if not isinstance(data, dict):
+        raise TableError([f"a table description is a JSON object, not {type(data).__name__}"])
     missing = [k for k in ("states", "initial", "terminal", "rows") if k not in data]
     if missing:
         raise TableError([f"the table description lacks the key(s): {', '.join(missing)}"])
-    bad_rows = [r for r in data["rows"] if not isinstance(r, list | tuple) or len(r) not in (3, 4)]
-    if bad_rows:
-        raise TableError([f"row {r!r} must be [source, event, dest] or [source, event, dest, guard]"
-                          for r in bad_rows])
+    problems: list[str] = []
+
+    def names(key: str, value: Any) -> bool:
+        if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+            return True
+        problems.append(f"'{key}' must be a list of non-empty strings, got {value!r}")
+        return False
+
+    def row_ok(row: Any, sizes: tuple[int, ...]) -> bool:
+        return (isinstance(row, list) and len(row) in sizes
+                and all(isinstance(v, str) and v for v in row))
+
+    names("states", data["states"])
+    names("terminal", data["terminal"])
+    if not isinstance(data["initial"], str):
+        problems.append(f"'initial' must be a state name, got {data['initial']!r}")
+    rows = data["rows"]
+    if not isinstance(rows, list):
+        problems.append(f"'rows' must be a list of rows, got {rows!r}")
+    else:
+        problems += [f"row {r!r} must be [source, event, dest] or [source, event, dest, guard] (strings)"
+                     for r in rows if not row_ok(r, (3, 4))]
+    impossible = data.get("impossible", [])
+    if not isinstance(impossible, list):
+        problems.append(f"'impossible' must be a list of [state, event] pairs, got {impossible!r}")
+    else:
+        problems += [f"impossible pair {p!r} must be [state, event] (strings)"
+                     for p in impossible if not row_ok(p, (2,))]
+    if problems:
+        raise TableError(problems)
     return TransitionTable.build(
-        name=data.get("name", "table"),
+        name=str(data.get("name", "table")),
         states=data["states"],
-        rows=[Row(*r) for r in data["rows"]],
+        rows=[Row(*r) for r in rows],
         initial=data["initial"],
         terminal=data["terminal"],
-        impossible=[tuple(p) for p in data.get("impossible", [])],
+        impossible=[tuple(p) for p in impossible],
     )

@@ -79,3 +79,28 @@ def test_replay_of_a_missing_or_malformed_file_is_explained(tmp_path):
     junk.write_text("hello\n")
     out = labkit("replay", str(junk))
     assert out.returncode == 2 and "junk.jsonl line 1: not valid JSON" in out.stderr
+
+
+def test_diagram_with_an_unknown_current_state_lists_the_states():
+    out = labkit("diagram", "ticket", "--current", "NOPE")
+    assert out.returncode == 2 and "'NOPE': it is not a state of table 'ticket'" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_replay_prints_the_head_so_a_jsonl_file_can_be_anchored(trace):
+    data = json.loads(labkit("replay", str(trace), "--json").stdout)
+    last = trace.read_text().splitlines()[-1]
+    assert data["head"] == {"seq": 3, "hash": json.loads(last)["hash"]}
+
+
+def test_replay_reports_a_torn_final_append_and_replays_the_rest(trace):
+    with open(trace, "a") as handle:
+        handle.write('{"hash":"12')
+    out = labkit("replay", str(trace))
+    assert out.returncode == 0 and "status: RESOLVED" in out.stdout
+    assert "line 5 is an unfinished append (11 bytes, skipped)" in out.stderr
+
+
+def test_bench_refuses_sizes_too_small_to_measure():
+    out = labkit("bench", "core", "--transitions", "0")
+    assert out.returncode == 2 and "too few to measure" in out.stderr

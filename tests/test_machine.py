@@ -155,3 +155,20 @@ def test_resuming_with_another_table_is_refused(tmp_path):
     other = TransitionTable.build("other", ["A", "B"], [("A", "go", "B")], initial="A", terminal=["B"])
     with pytest.raises(LabkitError, match="does not start a run of table 'other'"):
         LabMachine(other, log=JsonlLog(tmp_path / "run.jsonl"))
+
+
+def test_a_payload_that_cannot_be_recorded_changes_nothing():
+    m = ticket()
+    with pytest.raises(LabkitError, match="could not be recorded") as info:
+        m.fire("triage", when=object())
+    assert "JSON-serialisable" in str(info.value)
+    assert m.status == "NEW" and m.state.status == "NEW" and len(m.events) == 1
+    m.fire("triage", when="today")
+    assert m.status == "TRIAGED"
+
+
+def test_resuming_a_log_that_breaks_an_invariant_it_does_not_record_is_refused(tmp_path):
+    ticket(log=JsonlLog(tmp_path / "run.jsonl")).fire("triage")
+    never_triaged = Invariant("never_triaged", lambda s, ev: "triaged" if s.status == "TRIAGED" else None)
+    with pytest.raises(LabkitError, match="breaks invariant 'never_triaged' at seq 1"):
+        ticket(log=JsonlLog(tmp_path / "run.jsonl"), invariants=[never_triaged])

@@ -70,3 +70,40 @@ def test_invariants_are_checked_again_during_replay(run):
     never_waiting = Invariant("never_waiting", lambda s, ev: "waited" if s.status == "WAITING_CUSTOMER" else None)
     result = replay(run.events, invariants=[never_waiting])
     assert result.violations == ((3, "never_waiting", "waited"),)
+
+
+def resealed(events, change):
+    """The events with one field changed and the whole chain sealed again (a careful forger)."""
+    from labkit import EventLog
+
+    log = EventLog(run_id=events[0].run_id)
+    for event in events:
+        log.append(change(event).model_copy(update={"hash": "", "seq": -1, "prev_hash": ""}), at=event.at)
+    return list(log.events)
+
+
+def test_a_resealed_log_with_a_move_the_table_does_not_have_is_refused(run):
+    from labkit.examples import ticket_table
+
+    def teleport(event):
+        if isinstance(event, Transitioned) and event.trigger == "start":
+            return event.model_copy(update={"trigger": "confirm"})
+        return event
+
+    forged = resealed(list(run.events), teleport)
+    replay(forged)  # the chain itself is valid...
+    with pytest.raises(ReplayDivergence, match="TRIAGED --confirm--> IN_PROGRESS, which is not a row"):
+        replay(forged, table=ticket_table())  # ...but the table has no such move
+
+
+def test_violations_the_log_records_are_not_reported_again():
+    from labkit import InvariantViolation, LabMachine
+    from labkit.examples import ticket_guards, ticket_table
+
+    no_wait = Invariant("no_wait", lambda s, ev: "waited" if s.status == "WAITING_CUSTOMER" else None)
+    m = LabMachine(ticket_table(), guards=ticket_guards(), invariants=[no_wait], clock=lambda: 0.0)
+    m.fire("triage")
+    m.fire("start")
+    with pytest.raises(InvariantViolation):
+        m.fire("ask_customer")
+    assert replay(m.events, invariants=[no_wait]).violations == ()

@@ -191,3 +191,58 @@ def test_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path):
     with pytest.raises(EventLogError, match="is not a labkit SQLite log"):
         SqliteLog(path)
     assert path.read_bytes() == before
+
+
+def test_an_edited_last_event_without_its_newline_is_not_mistaken_for_a_torn_append(trace):
+    data = trace.read_bytes().rstrip(b"\n")
+    lines = data.split(b"\n")
+    lines[-1] = lines[-1].replace(b'"trigger":"customer_replied"', b'"trigger":"resolve"')
+    trace.write_bytes(b"\n".join(lines))
+    expect_error(trace, "line 5: event seq 4 does not match its own hash", seq=4)
+
+
+def test_a_complete_last_event_without_its_newline_still_counts(trace):
+    trace.write_bytes(trace.read_bytes().rstrip(b"\n"))
+    loaded = read_jsonl(trace)
+    assert loaded.torn_tail is None and len(loaded.events) == 5
+
+
+def test_events_removed_from_the_end_of_a_sqlite_run_are_noticed(tmp_path):
+    db = tmp_path / "runs.sqlite"
+    record_run(SqliteLog(db, run_id="a"))
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM events WHERE seq = 4")
+    with pytest.raises(EventLogError, match="ends at seq 3, but its head records seq 4"):
+        read_sqlite(db, "a")
+
+
+def test_reading_a_file_that_is_not_sqlite_is_explained(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_text("not a database\n" * 20)
+    with pytest.raises(EventLogError, match="is not a labkit SQLite log"):
+        load_events(path)
+    with pytest.raises(EventLogError, match="is not a labkit SQLite log"):
+        read_sqlite(path, "a")
+
+
+def test_another_applications_database_is_refused_and_left_unchanged(tmp_path):
+    path = tmp_path / "app.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE customers (id INTEGER, name TEXT)")
+        conn.execute("INSERT INTO customers VALUES (1, 'Ada')")
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(EventLogError, match="it holds other tables: customers"):
+        SqliteLog(path)
+    with pytest.raises(EventLogError, match="no such table: events"):
+        load_events(path)
+    assert path.read_bytes() == before
+
+
+def test_a_refused_jsonl_open_does_not_touch_the_file(trace):
+    with open(trace, "ab") as handle:
+        handle.write(b'{"hash":"abc","type":"transi')
+    before = trace.read_bytes()
+    with pytest.raises(EventLogError, match="holds run 'r1', not 'other'"):
+        JsonlLog(trace, run_id="other")
+    assert trace.read_bytes() == before and not (trace.parent / "run.jsonl.torn").exists()

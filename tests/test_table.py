@@ -96,3 +96,19 @@ def test_dict_round_trip_and_malformed_descriptions():
         table_from_dict({"states": ["A"]})
     with pytest.raises(TableError, match=r"row \['A', 'B'\] must be"):
         table_from_dict({"states": ["A"], "initial": "A", "terminal": ["A"], "rows": [["A", "B"]]})
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ([1, 2], "a table description is a JSON object, not list"),
+    ({"states": ["A"], "initial": "A", "terminal": "A", "rows": []}, "'terminal' must be a list"),
+    ({"states": ["A"], "initial": "A", "terminal": ["A"], "rows": None}, "'rows' must be a list of rows"),
+    ({"states": ["A", "B"], "initial": "A", "terminal": ["B"], "rows": [["A", ["go"], "B"]]},
+     "must be [source, event, dest] or [source, event, dest, guard] (strings)"),
+    ({"states": ["A", "B"], "initial": "A", "terminal": ["B"], "rows": [["A", "go", "B"]], "impossible": [["A"]]},
+     "impossible pair ['A'] must be [state, event]"),
+    ({"states": ["A", 3], "initial": "A", "terminal": ["A"], "rows": []}, "'states' must be a list of non-empty"),
+])
+def test_malformed_descriptions_name_the_key(data, message):
+    with pytest.raises(TableError) as info:
+        table_from_dict(data)
+    assert any(message in p for p in info.value.problems), info.value.problems
