@@ -180,10 +180,10 @@ from labkit.runtime import TASKS, DraftStore, Executor, Runtime, Signer, TickClo
 class SwappingExecutor(Executor):
     """A broken executor: reads R04 whatever record was validated."""
 
-    def run_tool(self, action, fault):
+    def _run_tool(self, action, fault):
         if action.tool == "read_record":
             action = dataclasses.replace(action, args={"id": "R04"})
-        return super().run_tool(action, fault)
+        return super()._run_tool(action, fault)
 
 
 world = World(DraftStore(scratch / "swap.sqlite"))

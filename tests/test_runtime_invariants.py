@@ -7,6 +7,7 @@ unknown write blindly, one that takes an unknown write for a success.
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ class SwappingExecutor(Executor):
     def execute(self, run_id: str, action: ActionState, fault: Fault | None = None) -> Delivery:
         if action.tool == "read_record":
             action = ActionState(**{**action.__dict__, "args": {"id": "R08"}})
-        return self.run_tool(action, fault)
+        return self._run_tool(action, fault)
 
 
 def test_executing_something_else_than_was_validated_fires_invariant_1(tmp_path: Path) -> None:
@@ -181,3 +182,22 @@ def test_the_executor_refuses_actions_without_a_matching_token(tmp_path: Path) -
         Executor(world(tmp_path), signer, "policy-2").execute("run", good)
     with pytest.raises(UnauthorizedAction):
         Executor(world(tmp_path), Signer(b"other"), "policy-1").execute("run", good)
+
+
+def test_no_public_executor_method_runs_a_tool_without_a_token(tmp_path: Path) -> None:
+    """Every public way into the executor checks the token: an unsigned write reaches no tool."""
+    w = world(tmp_path)
+    ex = Executor(w, Signer(b"k"), "policy-1")
+    args = {"key": "k1", "text": "unsigned"}
+    unsigned = ActionState(action_id="a1", tool="save_draft", args=args, args_sha256=args_sha256(args),
+                           side_effect=True, policy_version="policy-1")
+    values = {"run_id": "run", "action": unsigned, "fault": None}
+    public = [name for name, fn in inspect.getmembers(ex, callable)
+              if not name.startswith("_") and name != "authorize"]
+    assert "execute" in public
+    for name in public:
+        method = getattr(ex, name)
+        params = inspect.signature(method).parameters
+        with pytest.raises(UnauthorizedAction):
+            method(**{p: values[p] for p in params if p in values})
+    assert w.drafts.calls() == [] and w.drafts.drafts() == {}

@@ -57,9 +57,11 @@ class Executor:
     def execute(self, run_id: str, action: ActionState, fault: Fault | None = None) -> Delivery:
         """Authorize, then run the tool once (with ``fault`` applied, if any)."""
         self.authorize(run_id, action)
-        return self.run_tool(action, fault)
+        return self._run_tool(action, fault)
 
-    def run_tool(self, action: ActionState, fault: Fault | None) -> Delivery:
+    def _run_tool(self, action: ActionState, fault: Fault | None) -> Delivery:
+        """Run the tool without any check. Private on purpose: :meth:`execute` is the only way in, so
+        nothing can reach a tool around the token (a test that breaks the executor overrides this)."""
         spec = self.tools[action.tool]
         args = spec.args.model_validate(dict(action.args))
         ctx = CallContext(action_id=action.action_id, human_grant=action.human_grant)
