@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.labkit-installed
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: test experiment lab bench notebooks lint clean
+.PHONY: test experiment lab bench notebooks data lint clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("labkit needs Python 3.10 or newer; this is " + sys.version.split()[0] + ". Run: make PYTHON=python3.11 ...") if sys.version_info < (3, 10) else None'
@@ -36,6 +36,11 @@ bench: $(STAMP)
 # Rebuild every executed notebook from its py:percent source (run after changing a notebook).
 notebooks: $(STAMP)
 	$(BIN)/python scripts/build_notebook.py notebooks/[0-9]*.py
+
+# Regenerate the synthetic records and the five lesson traces (byte-identical to the committed ones).
+data: $(STAMP)
+	$(BIN)/python scripts/make_records.py
+	$(BIN)/python scripts/make_traces.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check labkit tests scripts exercises notebooks
