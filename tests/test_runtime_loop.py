@@ -12,6 +12,7 @@ from labkit.runtime import (
     TASKS,
     Budget,
     Candidate,
+    DiffPlanner,
     DraftStore,
     FaultPlan,
     PlannerContext,
@@ -23,7 +24,9 @@ from labkit.runtime import (
     Usage,
     World,
     empty_run_state,
+    make_planner,
     reduce_run,
+    register_planner,
     runtime_invariants,
     verify,
 )
@@ -213,6 +216,22 @@ def test_run_into_sqlite_and_resume_the_paused_run_in_a_new_runtime(tmp_path: Pa
         assert again.state.status == "WAITING_HUMAN"
         r = again.decide(True)
     assert r.outcome == "succeeded"
+
+
+def test_a_resumed_run_rebuilds_the_planner_it_was_started_with(tmp_path: Path) -> None:
+    """The run logs its planner's name; a resume without a planner rebuilds that one, not the task's."""
+    task = TASKS["diff3-restricted"]
+    register_planner("resume-test-diff", lambda t: DiffPlanner(t.goal.reads, t.goal.draft_key or "d",
+                                                              name="resume-test-diff"))
+    db, w = tmp_path / "runs.sqlite", world(tmp_path, "p1")
+    with SqliteLog(db, "p1") as log:
+        first = Runtime(task, make_planner("resume-test-diff", task), w, log=log, clock=TickClock()).run()
+    assert first.outcome == "paused" and task.planner != "resume-test-diff"
+    with SqliteLog(db, "p1") as log:
+        again = Runtime(None, None, w, log=log, clock=TickClock(start=100))
+        assert again.planner.name == "resume-test-diff"
+        assert again.decide(True).outcome == "succeeded"
+        assert {e.planner for e in again.events if isinstance(e, Proposed)} == {"resume-test-diff"}
 
 
 def test_time_spent_waiting_for_a_person_is_not_work_time(tmp_path: Path) -> None:

@@ -80,7 +80,9 @@ class Runtime:
     """One run of a :class:`Task` with a planner, over a :class:`World`, into an event log.
 
     Pass an existing non-empty ``log`` to resume the run it holds (the task, fault plan, budget and
-    policy then come from its ``run_started`` event; the planner is rebuilt by name unless given).
+    policy then come from its ``run_started`` event; unless a planner is given, the one the run was
+    started with is rebuilt by its logged name, ``params["planner"]``, which may differ from the
+    task's default when the run was started with another planner).
     """
 
     def __init__(
@@ -98,15 +100,16 @@ class Runtime:
     ) -> None:
         self.log = log if log is not None else EventLog()
         existing = list(self.log.events)
+        logged_planner = ""
         if existing:
-            task, faults = _from_run_started(existing[0], task)
+            task, faults, logged_planner = _from_run_started(existing[0], task)
         if task is None:
             raise LabkitError("a new run needs a task", "pass a Task (or resume an existing log).")
         self.task = task
         self.faults = faults if faults is not None else task.faults
         self.policy: Policy = task.policy()
         self.budget: Budget = task.budget
-        self.planner: Planner = planner if planner is not None else make_planner(task.planner, task)
+        self.planner: Planner = planner if planner is not None else make_planner(logged_planner or task.planner, task)
         self.world = world
         self.clock = clock
         self.signer = Signer(secret)
@@ -388,7 +391,8 @@ class Runtime:
         return False
 
 
-def _from_run_started(first: Event, task: Task | None) -> tuple[Task, FaultPlan]:
+def _from_run_started(first: Event, task: Task | None) -> tuple[Task, FaultPlan, str]:
+    """The task, fault plan and planner name a logged run was started with."""
     if not isinstance(first, RunStarted) or "task" not in first.params:
         raise LabkitError("the log does not start a planner–executor run", "resume a log written by labkit run.")
     logged = Task.model_validate(first.params["task"])
@@ -396,7 +400,7 @@ def _from_run_started(first: Event, task: Task | None) -> tuple[Task, FaultPlan]
     if task is not None and task.id != logged.id:
         raise LabkitError(f"the log holds a run of task {logged.id!r}, not {task.id!r}",
                           "resume with the task that started the run (or pass task=None).")
-    return logged, plan
+    return logged, plan, str(first.params.get("planner", ""))
 
 
 def run_task(task: Task, world: World, *, planner: Planner | None = None, log: EventLog | None = None,
