@@ -12,7 +12,10 @@ import pytest
 
 from labkit.cli import main as labkit_main
 from labkit.runtime.cli import main
+from labkit.runtime.events import Validation
 from labkit.runtime.traces import TRACES_DIR
+from labkit.runtime.validator import DEFAULT_SECRET, Signer, secret_from_env
+from labkit.store import load_events
 
 
 def test_run_show_and_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -37,6 +40,23 @@ def test_pause_then_decide_on_the_command_line(tmp_path: Path, capsys: pytest.Ca
     assert "SUCCEEDED" in capsys.readouterr().out
     assert main(["show", str(db)]) == 0
     assert "holds 2 runs" in capsys.readouterr().out
+
+
+def test_run_and_decide_sign_with_the_key_from_the_environment(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "runs.sqlite"
+    monkeypatch.setenv("LABKIT_TOKEN_SECRET", "a key kept out of the source")
+    assert main(["run", "diff3-restricted", "--db", str(db), "--run-id", "s"]) == 0  # pauses
+    assert main(["decide", str(db), "--run", "s", "approve"]) == 0
+    allowed = [e for e in load_events(db, "s") if isinstance(e, Validation) and e.verdict == "allowed"]
+    assert len(allowed) == 5 and any(v.human_grant for v in allowed)
+
+    def signed_with(key: bytes, v: Validation) -> bool:
+        return Signer(key).token("s", v.action_id, v.tool, v.args_sha256, v.policy_version, v.human_grant) == v.token
+
+    assert all(signed_with(b"a key kept out of the source", v) for v in allowed)
+    assert not any(signed_with(DEFAULT_SECRET, v) for v in allowed)
+    assert secret_from_env({}) == DEFAULT_SECRET == secret_from_env({"LABKIT_TOKEN_SECRET": ""})
 
 
 def test_show_a_trace_file(capsys: pytest.CaptureFixture[str]) -> None:

@@ -31,6 +31,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from labkit.runtime.loop import Runtime
     from labkit.runtime.task import resolve_task
     from labkit.runtime.tools import World
+    from labkit.runtime.validator import secret_from_env
 
     db = Path(args.db)
     if db.suffix not in (".sqlite", ".db", ".sqlite3"):
@@ -45,7 +46,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     world = World.open(_drafts_path(db, args.drafts), area=run_id, latency=args.latency)
     with SqliteLog(db, run_id) as log:
         resuming = len(log) > 0
-        runtime = Runtime(task, None, world, log=log, faults=None if resuming else plan)
+        runtime = Runtime(task, None, world, log=log, faults=None if resuming else plan, secret=secret_from_env())
         if resuming:
             print(f"resuming run {run_id} from event {len(log) - 1} ({runtime.state.status})")
         result = runtime.run()
@@ -58,13 +59,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_decide(args: argparse.Namespace) -> int:
     from labkit.runtime.loop import Runtime
     from labkit.runtime.tools import World
+    from labkit.runtime.validator import secret_from_env
 
     db = Path(args.file)
     if args.run not in sqlite_runs(db):
         raise LabkitError(f"{db} holds no run {args.run!r}", f"runs there: {', '.join(sqlite_runs(db)) or 'none'}.")
     world = World.open(_drafts_path(db, args.drafts), area=args.run)
     with SqliteLog(db, args.run) as log:
-        runtime = Runtime(None, None, world, log=log)  # type: ignore[arg-type]
+        runtime = Runtime(None, None, world, log=log, secret=secret_from_env())
         result = runtime.decide(args.decision == "approve", by=args.by, note=args.note)
     _print_result(result, db)
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,7 +23,19 @@ from labkit.runtime.redact import looks_sensitive, redact
 from labkit.runtime.state import ActionState, RunState
 from labkit.runtime.tools import TOOLS, ToolSpec, text_sha256
 
+# The teaching key is public (it is in this file): anyone can forge tokens with it. It stays the
+# default only so that the lesson's traces and notebooks reproduce byte for byte; a real deployment
+# sets LABKIT_TOKEN_SECRET (see secret_from_env) or passes its own ``secret=``.
 DEFAULT_SECRET = b"labkit-teaching-key: replace with secrets.token_bytes(32) outside the lesson"
+SECRET_ENV = "LABKIT_TOKEN_SECRET"
+
+
+def secret_from_env(environ: Mapping[str, str] | None = None) -> bytes:
+    """The token key from ``LABKIT_TOKEN_SECRET`` when it is set and not empty, else the public
+    teaching key. ``labkit run`` and ``labkit decide`` use this, so a person can keep the key out of
+    the source without changing the lesson's reproducible default."""
+    value = (os.environ if environ is None else environ).get(SECRET_ENV, "")
+    return value.encode("utf-8") if value else DEFAULT_SECRET
 
 
 def args_sha256(args: Mapping[str, Any]) -> str:
