@@ -283,3 +283,33 @@ def test_a_wrong_draft_can_be_revised_but_not_saved_twice(tmp_path: Path) -> Non
     assert verdicts == ["allowed"] * 4 + ["rejected", "allowed"]  # the identical second save is refused
     assert len(rt.world.drafts.calls()) == 2 and rt.world.drafts.repeated_keys() == {}
     assert verify(rt.task, rt.world, rt.events).passed
+
+
+def test_rejections_carry_a_typed_code_and_metrics_count_by_it(tmp_path: Path) -> None:
+    from labkit.runtime import Validation, run_metrics
+    from labkit.runtime.records import differences_text, load_records
+
+    ids = ("R03", "R05", "R11")
+    right = differences_text(load_records()[r] for r in ids)
+
+    def one(action: str, **args: object) -> Proposal:
+        return Proposal(candidates=(Candidate(action=action, args=args),))
+
+    steps = [one("delete_drafts"), one("draft_status", key="k"), one("read_record", id=3),
+             one("read_record", id="R03", phone="+41 79 123 45 67"),
+             one("save_draft", text="call +1 555 123 4567", key="k"),
+             *[one("read_record", id=r) for r in ids], one("save_draft", text=right, key="diff-R03-R05-R11")]
+    task = TASKS["diff3"].model_copy(update={"budget": Budget(max_retries=10)})
+    rt = Runtime(task, ScriptPlanner(steps), world(tmp_path), clock=TickClock())
+    assert rt.run().outcome == "succeeded"
+    rejected = [e for e in rt.events if isinstance(e, Validation) and e.verdict == "rejected"]
+    assert [v.code for v in rejected] == ["unknown_tool", "unknown_tool", "bad_args", "bad_args", "personal_data"]
+    assert [f.code for v in rejected for f in v.findings] == [v.code for v in rejected]
+    m = run_metrics(rt.events)
+    assert (m["rejections"], m["not_allowlisted"], m["schema_invalid"]) == (5, 2, 2)
+    # the count follows the code, not the wording: reworded reasons change nothing
+    reworded = [e.model_copy(update={"reason": "no", "findings": [f.model_copy(update={"reason": "no"})
+                                                                  for f in e.findings]})
+                if isinstance(e, Validation) else e for e in rt.events]
+    assert {k: v for k, v in run_metrics(reworded).items() if k != "reason"} == \
+        {k: v for k, v in m.items() if k != "reason"}

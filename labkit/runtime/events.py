@@ -75,8 +75,23 @@ class Interpreted(Event):
     note: str
 
 
+# Why the validator did not allow something, as a type rather than as wording: metrics and reports
+# classify by this code, so rephrasing a message can never move a count.
+FindingCode = Literal[
+    "unknown_tool",  # no planner-visible tool of that name
+    "not_allowlisted",  # a real tool, but not in the policy's allowlist
+    "bad_args",  # arguments not an object, or not fitting the tool's schema
+    "personal_data",  # arguments carry an id or phone number
+    "already_saved",  # the same draft text is already saved in this run
+    "policy_version",  # the proposal was made under another policy version
+    "forbidden",  # the policy forbids this record (a denial: a person may grant it)
+    "budget",  # tool calls or time used up
+    "no_candidate",  # the proposal held nothing to check
+]
+
+
 class Finding(BaseModel):
-    """The validator's verdict on one candidate."""
+    """The validator's verdict on one candidate; ``code`` says why it was not allowed (None if allowed)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -84,6 +99,7 @@ class Finding(BaseModel):
     action: str
     verdict: Literal["allowed", "rejected", "denied", "over_budget"]
     reason: str = ""
+    code: FindingCode | None = None
 
 
 @register_event
@@ -93,7 +109,8 @@ class Validation(Event):
     When allowed, ``action_id`` is the logical action id, ``args`` the exact arguments (they passed
     the schema and the privacy check, so nothing is redacted), ``args_sha256`` their digest and
     ``token`` the HMAC that binds action, arguments, policy version and action id. The token is
-    what the executor checks; the key that made it is never stored.
+    what the executor checks; the key that made it is never stored. When not allowed, ``code`` is
+    the typed reason (the deciding finding's), ``reason`` its wording for people.
     """
 
     type: Literal["validation"] = "validation"
@@ -108,6 +125,7 @@ class Validation(Event):
     token: str = ""
     human_grant: bool = False
     reason: str = ""
+    code: FindingCode | None = None  # the deciding finding's code when not allowed
 
 
 @register_event

@@ -12,7 +12,10 @@ from labkit.runtime.state import empty_run_state, reduce_run
 
 
 def run_metrics(events: Sequence[Event]) -> dict[str, Any]:
-    """Termination, planner calls and tokens, retries, rejections and time of one run."""
+    """Termination, planner calls and tokens, retries, rejections and time of one run.
+
+    Rejections are classified by their typed ``Finding.code``, never by the wording of a reason.
+    """
     state = replay(events, reduce_run, empty_run_state()).state
     proposals = [e for e in events if isinstance(e, Proposed)]
     verdicts = [e for e in events if isinstance(e, Validation)]
@@ -35,8 +38,9 @@ def run_metrics(events: Sequence[Event]) -> dict[str, Any]:
         "done_claims": sum(1 for p in proposals if p.claims_done),
         "tool_calls": state.tool_calls,
         "rejections": sum(1 for f in findings if f.verdict == "rejected"),
-        "schema_invalid": sum(1 for f in findings if f.verdict == "rejected" and "schema" in f.reason),
-        "not_allowlisted": sum(1 for f in findings if f.verdict == "rejected" and "not an allowed tool" in f.reason),
+        "schema_invalid": sum(1 for f in findings if f.verdict == "rejected" and f.code == "bad_args"),
+        "not_allowlisted": sum(1 for f in findings if f.verdict == "rejected"
+                               and f.code in ("unknown_tool", "not_allowlisted")),
         "denials": sum(1 for e in events if (isinstance(e, Validation) and e.verdict == "denied")
                        or (isinstance(e, ToolResult) and e.outcome == "denied")),
         "retries": sum(1 for m in moves if m.source == m.dest and m.trigger != "duplicate_result"),

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from labkit.runtime.events import Finding, Validation
+from labkit.runtime.events import Finding, FindingCode, Validation
 from labkit.runtime.policy import Budget, Policy
 from labkit.runtime.redact import looks_sensitive, redact
 from labkit.runtime.state import ActionState, RunState
@@ -84,31 +84,38 @@ class Validator:
         action = str(cand.get("action", ""))
         args = cand.get("args", {})
 
-        def finding(verdict: str, reason: str = "") -> tuple[Finding, dict[str, Any]]:
-            return Finding(index=index, action=action, verdict=verdict, reason=reason), dict(args or {})
+        def finding(verdict: str, reason: str = "", code: FindingCode | None = None) -> tuple[Finding, dict[str, Any]]:
+            return Finding(index=index, action=action, verdict=verdict, reason=reason, code=code), dict(args or {})
 
         spec = self.tools.get(action)
         if spec is None or not spec.planner_visible or action not in self.policy.allowlist:
             allowed = ", ".join(a for a in self.policy.allowlist if a in self.tools)
-            return finding("rejected", f"'{action}' is not an allowed tool (allowed: {allowed})")
+            code: FindingCode = "unknown_tool" if spec is None or not spec.planner_visible else "not_allowlisted"
+            return finding("rejected", f"'{action}' is not an allowed tool (allowed: {allowed})", code)
         if not isinstance(args, dict):
-            return finding("rejected", f"arguments of {action} must be an object, got {type(args).__name__}")
+            return finding("rejected", f"arguments of {action} must be an object, got {type(args).__name__}",
+                           "bad_args")
         try:
             spec.args.model_validate(args)
         except ValidationError as exc:
-            return finding("rejected", f"arguments of {action} do not fit its schema: {_first_error(exc)}")
+            return finding("rejected", f"arguments of {action} do not fit its schema: {_first_error(exc)}",
+                           "bad_args")
         if looks_sensitive(args):
-            return finding("rejected", f"arguments of {action} contain personal data (an id or phone number)")
+            return finding("rejected", f"arguments of {action} contain personal data (an id or phone number)",
+                           "personal_data")
         saved = state.drafts.get(str(args.get("key")))
         if spec.side_effect and saved is not None and saved.get("sha256") == text_sha256(str(args.get("text"))):
-            return finding("rejected", f"draft {args['key']!r} is already saved with this text in this run")
+            return finding("rejected", f"draft {args['key']!r} is already saved with this text in this run",
+                           "already_saved")
         if action == "read_record" and args.get("id") in self.policy.forbidden_records and not grant:
-            return finding("denied", f"record {args['id']} is forbidden by policy {self.policy.version}")
+            return finding("denied", f"record {args['id']} is forbidden by policy {self.policy.version}",
+                           "forbidden")
         if state.tool_calls + 1 > self.budget.max_tool_calls:
-            return finding("over_budget", f"tool calls: {state.tool_calls} used of {self.budget.max_tool_calls}")
+            return finding("over_budget", f"tool calls: {state.tool_calls} used of {self.budget.max_tool_calls}",
+                           "budget")
         late = self.budget.out_of_time(state, now)
         if late:
-            return finding("over_budget", late)
+            return finding("over_budget", late, "budget")
         return finding("allowed")
 
     def validate(self, state: RunState, candidates: Sequence[Mapping[str, Any]], *, now: float,
@@ -119,8 +126,9 @@ class Validator:
         if proposed_under is not None and proposed_under != self.policy.version:
             reason = (f"the proposal was made under policy {proposed_under!r}, but policy "
                       f"{self.policy.version!r} is in force; plan again")
-            return Validation(verdict="rejected", reason=reason, findings=[
-                Finding(index=i, action=str(c.get("action", "")), verdict="rejected", reason=reason)
+            return Validation(verdict="rejected", reason=reason, code="policy_version", findings=[
+                Finding(index=i, action=str(c.get("action", "")), verdict="rejected", reason=reason,
+                        code="policy_version")
                 for i, c in enumerate(candidates)])
         findings: list[Finding] = []
         chosen: tuple[Finding, dict[str, Any]] | None = None
@@ -130,7 +138,7 @@ class Validator:
             if found[0].verdict == "allowed":
                 chosen = found
                 break
-        stored = [Finding(index=f.index, action=f.action, verdict=f.verdict, reason=redact(f.reason))
+        stored = [Finding(index=f.index, action=f.action, verdict=f.verdict, reason=redact(f.reason), code=f.code)
                   for f in findings]
         aid = action_id or f"a{state.actions + 1}"
         if chosen is not None:
@@ -147,12 +155,13 @@ class Validator:
                 first = findings[verdicts.index(verdict)]
                 break
         else:
-            return Validation(verdict="rejected", findings=stored, reason="the proposal held no candidate")
+            return Validation(verdict="rejected", findings=stored, reason="the proposal held no candidate",
+                              code="no_candidate")
         if first.verdict == "denied":
             cand = candidates[first.index]
             args = dict(cand.get("args", {}))
             spec = self.tools[first.action]
             return Validation(verdict="denied", findings=stored, action_id=aid, tool=spec.name, args=args,
                               args_sha256=args_sha256(args), side_effect=spec.side_effect,
-                              policy_version=self.policy.version, reason=first.reason)
-        return Validation(verdict=first.verdict, findings=stored, reason=redact(first.reason))
+                              policy_version=self.policy.version, reason=first.reason, code=first.code)
+        return Validation(verdict=first.verdict, findings=stored, reason=redact(first.reason), code=first.code)
