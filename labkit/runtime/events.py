@@ -222,7 +222,22 @@ class FaultInjected(Event):
     detail: str = ""
 
 
+@register_event
+class Resumed(Event):
+    """A runtime picked the run up again from its log (after a crash, or in a new process).
+
+    ``down_seconds`` is the time since the last event the run recorded before it stopped: nobody
+    worked on the run then, so the time budget leaves it out, as it leaves out waits for people
+    (the reducer adds it to ``RunState.down`` unless the run was already waiting for a person).
+    ``status`` is the state the run is resumed in.
+    """
+
+    type: Literal["resumed"] = "resumed"
+    status: str
+    down_seconds: float = Field(ge=0)
+
+
 RUNTIME_EVENTS: tuple[type[Event], ...] = (
     Proposed, Interpreted, Validation, ToolCalled, ToolResult, DuplicateDelivery, Observation,
-    StatusChecked, HumanDecision, FaultInjected,
+    StatusChecked, HumanDecision, FaultInjected, Resumed,
 )

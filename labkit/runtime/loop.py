@@ -28,6 +28,7 @@ from labkit.runtime.events import (
     Interpreted,
     Observation,
     Proposed,
+    Resumed,
     StatusChecked,
     ToolCalled,
     ToolResult,
@@ -128,6 +129,10 @@ class Runtime:
             params={"task": task.model_dump(mode="json"), "faults": self.faults.labels(),
                     "fault_plan": self.faults.model_dump(mode="json"), "planner": self.planner.name},
         )
+        if existing and not self.machine.finished:
+            # the gap since the last recorded event is down time, not work (see Budget.elapsed)
+            s = self.state
+            self.machine.record(Resumed(status=s.status, down_seconds=round(max(0.0, clock() - s.last_at), 6)))
 
     # ------------------------------------------------------------------ queries
     @property

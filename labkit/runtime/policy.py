@@ -32,7 +32,7 @@ class Budget(BaseModel):
     max_tokens: int | None = Field(None, ge=0, description="prompt + completion tokens over all planner calls")
     max_cost: float | None = Field(None, ge=0)
     max_seconds: float | None = Field(600.0, gt=0, description="wall-clock seconds of work (waits for people "
-                                      "are not counted)")
+                                      "and time stopped before a resume are not counted)")
     max_retries: int = Field(3, ge=0, description="retries per state: replans, tool retries, status queries")
     max_tool_calls: int = Field(30, ge=1)
     max_wait_seconds: float | None = Field(None, gt=0, description="how long a paused run waits for a person")
@@ -49,9 +49,10 @@ class Budget(BaseModel):
 
     @staticmethod
     def elapsed(state: RunState, now: float) -> float:
-        """Seconds the run has been working: since its start, less the time it waited for people."""
+        """Seconds the run has been working: since its start, less the time it waited for people and
+        the time it lay stopped before a resume (``Resumed`` events)."""
         waiting = now - state.waiting_since if state.waiting_since >= 0 else 0.0
-        return now - state.started_at - state.waited - waiting
+        return now - state.started_at - state.waited - waiting - state.down
 
     def out_of_time(self, state: RunState, now: float) -> str | None:
         used = self.elapsed(state, now)

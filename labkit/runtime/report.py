@@ -81,6 +81,8 @@ def describe_event(event: Event) -> str:
         return f"human {e.by} says {e.decision} for {e.action_id}{': ' + e.note if e.note else ''}"
     if kind == "fault_injected":
         return f"[fault] {e.fault} injected in {e.state} ({e.target})"
+    if kind == "resumed":
+        return f"resumed in {e.status} after {e.down_seconds:g} s stopped (not counted as work)"
     return f"{kind}"
 
 

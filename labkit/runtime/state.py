@@ -21,6 +21,7 @@ from labkit.runtime.events import (
     HumanDecision,
     Observation,
     Proposed,
+    Resumed,
     StatusChecked,
     ToolCalled,
     ToolResult,
@@ -68,6 +69,7 @@ class RunState:
     last_at: float = 0.0
     waiting_since: float = -1.0  # when the run entered WAITING_HUMAN (-1: not waiting)
     waited: float = 0.0  # seconds spent waiting for people, which the time budget does not count
+    down: float = 0.0  # seconds the run was stopped (a crash) before a resume, not counted either
     # budget use
     planner_calls: int = 0
     tokens: int = 0
@@ -248,6 +250,10 @@ def reduce_run(state: RunState, event: Event) -> RunState:
                     reason=f"a human refused action {event.action_id}" + (f": {event.note}" if event.note else ""))
     if isinstance(event, FaultInjected):
         return dataclasses.replace(s, faults=(*s.faults, (event.fault, event.state)))
+    if isinstance(event, Resumed):  # keeps `owed`: the resumed runtime fires it first
+        if s.waiting_since >= 0:  # the pause already leaves this time out of the budget
+            return s
+        return dataclasses.replace(s, down=s.down + event.down_seconds)
     return s
 
 
