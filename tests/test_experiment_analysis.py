@@ -38,3 +38,21 @@ def test_typical_failure_and_per_task_counts(tmp_path: Path) -> None:
     if bad is not None:
         assert bad in failed
     assert per_task_successes(records, ["machine-random"]) == [["diff3", f"{len(records) - len(failed)}/4"]]
+
+
+def test_free_loop_breakdown_reads_the_models_own_lines(tmp_path: Path) -> None:
+    import json
+
+    from labkit.experiment.analysis import free_loop_breakdown
+
+    task = {t.id: t for t in load_tasks()}["restricted3"]
+    lines = [json.dumps({"action": "read_record", "args": {"id": i}}) for i in ("R38", "R17", "R19", "R21")]
+    lines += [json.dumps({"action": "save_draft", "args": {"key": "wrong", "text": "x"}}), "oops"]
+    store = DraftStore(tmp_path / "d.sqlite", "a")
+    record = run_one(ARMS["prompt-only"], task, 0, backend=ScriptedBackend(lines), drafts=store)
+    store.close()
+    counts = free_loop_breakdown([record], [task], "prompt-only")
+    assert counts == {"runs": 1, "only parsable actions": 0, "read every needed record": 1,
+                      "read a forbidden record": 1, "saved a draft": 1, "saved under the task's key": 0,
+                      "saved more than once": 0, "said done": 0}
+    assert record.llm_calls == task.budget.max_steps == 6

@@ -75,3 +75,38 @@ def per_task_successes(records: Sequence[RunRecord], arms: Sequence[str]) -> lis
             row.append(f"{sum(r.passed for r in runs)}/{len(runs)}" if runs else "-")
         out.append(row)
     return out
+
+
+def free_loop_breakdown(records: Sequence[RunRecord], tasks: Sequence[Any], arm: str) -> dict[str, int]:
+    """How far the prompt-only arm's runs got, step by step, read from the model's own JSON lines.
+
+    Counts runs in which the model (a) wrote only parsable actions, (b) read every record the task needs,
+    (c) read a record the task forbids, (d) saved a draft at all, (e) saved it under the task's key,
+    (f) saved more than once, (g) said done.
+    """
+    import json
+
+    goals = {t.id: t for t in tasks}
+    out = Counter()
+    for r in (x for x in records if x.arm == arm):
+        task = goals[r.task]
+        actions = []
+        for raw in r.outputs:
+            try:
+                data = json.loads(raw)
+            except ValueError:
+                data = None
+            actions.append(data if isinstance(data, dict) else None)
+        ok = [a for a in actions if a is not None]
+        reads = {str((a.get("args") or {}).get("id")) for a in ok if a.get("action") == "read_record"}
+        saves = [a for a in ok if a.get("action") == "save_draft"]
+        out["runs"] += 1
+        out["only parsable actions"] += int(len(ok) == len(actions))
+        out["read every needed record"] += int(set(task.goal.reads) <= reads)
+        out["read a forbidden record"] += int(bool(reads & set(task.forbidden_records)))
+        out["saved a draft"] += int(bool(saves))
+        out["saved under the task's key"] += int(any((a.get("args") or {}).get("key") == task.goal.draft_key
+                                                     for a in saves))
+        out["saved more than once"] += int(len(saves) > 1)
+        out["said done"] += int(any(a.get("action") == "done" for a in ok))
+    return dict(out)
