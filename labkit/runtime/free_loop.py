@@ -10,9 +10,11 @@ ways of handling a tool timeout are offered, because both are what such loops do
 - ``on_timeout="retry"``: the timeout is told to the model, which asks again (a write that did
   happen is repeated).
 
-:func:`compare` runs the machine and both loops over the same seeds and grades all of them with
-the same verifier. These loops are deliberately naive baselines written here, not measurements of
-any particular agent framework.
+:func:`compare` runs the machine and both loops over the same seeds and scores every arm with the
+same :func:`score`: the verifier's grade of the world, the run's own claim, a write audit read from
+the run's log (the machine's events, or the loop's transcript) and the draft area's call table.
+These loops are deliberately naive baselines written here, not measurements of any particular agent
+framework.
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ from pydantic import ValidationError
 
 from labkit.events import Event, Transitioned
 from labkit.runtime.clock import TickClock
-from labkit.runtime.events import Observation, StatusChecked
+from labkit.runtime.events import StatusChecked, ToolResult, Validation
 from labkit.runtime.faults import Fault, FaultPlan
+from labkit.runtime.invariants import observed_success
 from labkit.runtime.loop import Runtime
 from labkit.runtime.planner import Candidate, Planner, PlannerContext, Proposal, make_planner
 from labkit.runtime.report import TextTable
-from labkit.runtime.task import TASKS, Task, verify
+from labkit.runtime.task import TASKS, Task, Verdict, verify
 from labkit.runtime.tools import TOOLS, CallContext, DraftStore, ToolAnswer, World
+from labkit.runtime.validator import args_sha256
 
 Strategy = Literal["assume_ok", "retry"]
 DEFAULT_KINDS = ("read_timeout", "write_timeout", "status_timeout", "bad_args", "unknown_tool", "duplicate_result",
@@ -46,11 +50,22 @@ class FreeRun:
 
     task_id: str
     strategy: str
+    # one entry per tool call: action, args, outcome, detail, and taken_as_saved (whether the loop
+    # then put the draft into its memory of saved drafts, which the model is shown)
     transcript: list[dict[str, Any]] = field(default_factory=list)
     stop: str = ""  # model_said_done | max_iterations
     reported_success: bool = False
     unknown_writes_taken_as_success: int = 0
     planner_calls: int = 0
+
+    def tool_results(self) -> list[ToolResult]:
+        """The transcript as ``tool_result`` facts, so that :func:`verify` reads the loop's calls
+        (e.g. forbidden reads) exactly as it reads the machine's log."""
+        return [ToolResult(action_id=f"free-{n}", attempt=1, tool=step["action"],
+                           args_sha256=args_sha256(step["args"]), outcome=step["outcome"],
+                           side_effect=bool(TOOLS[step["action"]].side_effect) if step["action"] in TOOLS else False,
+                           data={"id": str(step["args"].get("id"))} if step["action"] == "read_record" else {})
+                for n, step in enumerate(self.transcript, start=1)]
 
 
 def _disturb(proposal: Proposal, fault: Fault) -> Proposal:
@@ -109,8 +124,9 @@ def run_free(task: Task, planner: Planner, world: World, faults: FaultPlan | Non
         calls[cand.action] = calls.get(cand.action, 0) + 1
         hit = faults.at(cand.action, calls[cand.action])
         answer = _call(world, cand, hit[0] if hit else None)
-        run.transcript.append({"action": cand.action, "args": dict(cand.args), "outcome": answer.outcome,
-                               "detail": answer.detail})
+        step = {"action": cand.action, "args": dict(cand.args), "outcome": answer.outcome,
+                "detail": answer.detail, "taken_as_saved": False}
+        run.transcript.append(step)
         feedback = "" if answer.outcome == "ok" else f"{cand.action} {answer.outcome}: {answer.detail}"
         if answer.outcome == "ok" and cand.action == "read_record":
             records[str(answer.data.get("id"))] = dict(answer.data)
@@ -120,22 +136,122 @@ def run_free(task: Task, planner: Planner, world: World, faults: FaultPlan | Non
                 run.unknown_writes_taken_as_success += 1
                 feedback = ""
             drafts.append(str(cand.args.get("key")))
+            step["taken_as_saved"] = True
     run.stop = "max_iterations"
     return run
 
 
 # ------------------------------------------------------------------ comparison
-def machine_unknown_writes_committed(events: Sequence[Event]) -> int:
-    """Writes the machine committed without a typed success observation (zero if invariant 2 holds)."""
+@dataclass(frozen=True)
+class WriteStep:
+    """One thing that happened to a draft write, in the order the run's own log tells it.
+
+    ``answer``: the tool answered (``outcome`` ok, error, denied, timeout or interrupted);
+    ``settled``: a status query said whether the draft is there; ``counted_done``: the run took the
+    write as saved (the machine committed it; the free loop put it into its memory of drafts).
+    """
+
+    key: str
+    kind: Literal["answer", "settled", "counted_done"]
+    outcome: str = ""
+
+
+def machine_write_steps(events: Sequence[Event]) -> list[WriteStep]:
+    """The write audit of a machine run, read from its event log."""
+    keys: dict[str, str] = {}  # action id -> draft key, from the allowed validations
+    steps: list[WriteStep] = []
+    for e in events:
+        if isinstance(e, Validation) and e.verdict == "allowed" and e.side_effect:
+            keys[e.action_id] = str(e.args.get("key", ""))
+        elif isinstance(e, ToolResult) and e.side_effect and e.action_id in keys:
+            steps.append(WriteStep(keys[e.action_id], "answer", e.outcome))
+        elif isinstance(e, StatusChecked) and e.outcome != "unavailable":
+            steps.append(WriteStep(e.key, "settled", e.outcome))
+        elif isinstance(e, Transitioned) and e.trigger == "committed" and e.payload.get("action_id") in keys:
+            steps.append(WriteStep(keys[str(e.payload["action_id"])], "counted_done"))
+    return steps
+
+
+def free_write_steps(transcript: Sequence[dict[str, Any]]) -> list[WriteStep]:
+    """The write audit of a free-loop run, read from its transcript (it has no status query)."""
+    steps: list[WriteStep] = []
+    for step in transcript:
+        if step["action"] == "save_draft":
+            key = str(step["args"].get("key", ""))
+            steps.append(WriteStep(key, "answer", step["outcome"]))
+            if step.get("taken_as_saved"):
+                steps.append(WriteStep(key, "counted_done"))
+    return steps
+
+
+def unknown_writes_counted_done(steps: Sequence[WriteStep]) -> int:
+    """Writes whose outcome was unknown (timeout, interrupted) counted as done before anything settled
+    them: a later ``ok`` answer or a status query. One definition for every arm."""
+    unknown: set[str] = set()
     count = 0
-    for i, e in enumerate(events):
-        if isinstance(e, Transitioned) and e.trigger == "committed":
-            aid = e.payload.get("action_id")
-            seen = any((isinstance(x, Observation) and x.action_id == aid)
-                       or (isinstance(x, StatusChecked) and x.action_id == aid and x.outcome == "present")
-                       for x in events[:i])
-            count += 0 if seen else 1
+    for step in steps:
+        if step.kind == "answer":
+            if step.outcome in ("timeout", "interrupted"):
+                unknown.add(step.key)
+            else:
+                unknown.discard(step.key)
+        elif step.kind == "settled":
+            unknown.discard(step.key)
+        elif step.key in unknown:
+            count += 1
+            unknown.discard(step.key)
     return count
+
+
+@dataclass(frozen=True)
+class Score:
+    """How one run of any arm did, by rules that do not depend on the arm."""
+
+    verdict: Verdict
+    reported: bool  # the run reported success
+    unknown_counted_done: int
+    repeated: int  # saves of the same key and text beyond the first, from the draft area's call table
+
+    @property
+    def verified(self) -> bool:
+        return self.verdict.passed
+
+    @property
+    def false_success(self) -> bool:
+        """Reported success, but some check of the verifier fails (goal, forbidden reads, repeats)."""
+        return self.reported and not self.verdict.passed
+
+    @property
+    def goal_unmet(self) -> bool:
+        """Reported success while the verifier's goal checks, read from the world, fail."""
+        return self.reported and not self.verdict.goal_holds
+
+
+def score(task: Task, world: World, claimed: str, log: Sequence[Event], writes: Sequence[WriteStep]) -> Score:
+    """Score one finished run: ``claimed`` is its reported outcome, ``log`` its tool results (for the
+    verifier), ``writes`` its write audit; the world is the judge of the draft and of repeats."""
+    verdict = verify(task, world, log, claimed=claimed)
+    return Score(verdict=verdict, reported=claimed == "succeeded",
+                 unknown_counted_done=unknown_writes_counted_done(writes),
+                 repeated=sum(n - 1 for n in world.drafts.repeated_keys().values()))
+
+
+def score_machine(task: Task, world: World, events: Sequence[Event], claimed: str) -> Score:
+    return score(task, world, claimed, events, machine_write_steps(events))
+
+
+def score_free(task: Task, world: World, free: FreeRun) -> Score:
+    return score(task, world, "succeeded" if free.reported_success else "failed", free.tool_results(),
+                 free_write_steps(free.transcript))
+
+
+# Log audits of a machine run alone (exercise 05 uses them as its reference counts; doctored logs
+# make them non-zero). The comparison scores both arms with score() instead.
+def machine_unknown_writes_committed(events: Sequence[Event]) -> int:
+    """Actions the machine committed without a typed success observed before the commit."""
+    return sum(1 for i, e in enumerate(events)
+               if isinstance(e, Transitioned) and e.trigger == "committed"
+               and not observed_success(events[:i], str(e.payload.get("action_id", ""))))
 
 
 def machine_stopped_on_word(events: Sequence[Event], task: Task) -> int:
@@ -154,18 +270,27 @@ class _Tally:
     verified: int = 0
     reported: int = 0
     false_success: int = 0
-    unknown_as_success: int = 0
+    goal_unmet: int = 0
+    unknown_counted_done: int = 0
     repeated: int = 0
-    on_word: int = 0
+
+    def add(self, s: Score) -> None:
+        self.runs += 1
+        self.verified += int(s.verified)
+        self.reported += int(s.reported)
+        self.false_success += int(s.false_success)
+        self.goal_unmet += int(s.goal_unmet)
+        self.unknown_counted_done += s.unknown_counted_done
+        self.repeated += s.repeated
 
     def row(self, arm: str) -> list[Any]:
-        return [arm, self.runs, self.verified, self.reported, self.false_success, self.unknown_as_success,
-                self.repeated, self.on_word]
+        return [arm, self.runs, self.verified, self.reported, self.false_success, self.goal_unmet,
+                self.unknown_counted_done, self.repeated]
 
 
 def compare(seeds: Iterable[int] = range(20), task_ids: Sequence[str] = ("diff3",),
             kinds: Sequence[str] = DEFAULT_KINDS, faults_per_run: int = 2) -> TextTable:
-    """Machine vs free loops over the same tasks and seeded fault schedules, one verifier for all."""
+    """Machine vs free loops over the same tasks and seeded fault schedules, every arm scored by :func:`score`."""
     seeds = list(seeds)
     tallies = {arm: _Tally() for arm in ("machine", "free loop (assume_ok)", "free loop (retry)")}
     with tempfile.TemporaryDirectory() as tmp:
@@ -180,32 +305,22 @@ def compare(seeds: Iterable[int] = range(20), task_ids: Sequence[str] = ("diff3"
                     planner = make_planner(task.planner, task)
                     if arm == "machine":
                         rt = Runtime(task, planner, world, clock=TickClock(), faults=plan)
-                        result = rt.run()
-                        claimed = result.outcome
-                        verdict = verify(task, world, rt.events)
-                        unknown = machine_unknown_writes_committed(rt.events)
-                        on_word = machine_stopped_on_word(rt.events, task)
+                        claimed = rt.run().outcome
+                        tally.add(score_machine(task, world, rt.events, claimed))
                     else:
                         strategy: Strategy = "retry" if "retry" in arm else "assume_ok"
-                        free = run_free(task, planner, world, plan, on_timeout=strategy)
-                        claimed = "succeeded" if free.reported_success else "failed"
-                        verdict = verify(task, world, (), claimed=claimed)
-                        unknown = free.unknown_writes_taken_as_success
-                        on_word = int(free.stop == "model_said_done")
-                    tally.runs += 1
-                    tally.verified += int(verdict.passed)
-                    tally.reported += int(claimed == "succeeded")
-                    tally.false_success += int(claimed == "succeeded" and not verdict.passed)
-                    tally.unknown_as_success += unknown
-                    tally.repeated += sum(n - 1 for n in world.drafts.repeated_keys().values())
-                    tally.on_word += on_word
+                        tally.add(score_free(task, world, run_free(task, planner, world, plan, on_timeout=strategy)))
                     world.drafts.close()
     return TextTable(
-        ["arm", "runs", "verified success", "reported success", "false success", "unknown write taken as success",
-         "repeated side effects", "stopped on the model's word"],
+        ["arm", "runs", "verified success", "reported success", "false success", "reported success, goal unmet",
+         "unknown write counted as done", "repeated side effects"],
         [t.row(arm) for arm, t in tallies.items()],
         title=f"machine vs free loop: tasks {', '.join(task_ids)}; {len(seeds)} seeded fault schedules of "
               f"{faults_per_run} faults from {', '.join(kinds)}",
-        notes=["verified success: the verifier's grade of the world (draft content, forbidden reads, repeats) and "
-               "the run's own claim;",
-               "stopped on the model's word: the run ended because the planner said done, with nothing checking it."])
+        notes=["every arm is scored by the same rules (free_loop.score): verified success is the verifier's "
+               "grade of the world and the log's tool results;",
+               "false success: reported success while any verifier check fails; goal unmet: reported success "
+               "while the goal checks on the world fail;",
+               "unknown write counted as done: a timed-out or interrupted write taken as saved (machine: committed; "
+               "loop: put in its memory) before an ok answer or a status query settled it, read from the run's log;",
+               "repeated side effects: the same key and text saved more than once, from the draft area's call table."])

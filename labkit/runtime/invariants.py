@@ -41,7 +41,9 @@ def _executed_implies_validated(state: Any, events: Sequence[Event]) -> str | No
     return None
 
 
-def _observed_success(events: Sequence[Event], action_id: str) -> bool:
+def observed_success(events: Sequence[Event], action_id: str) -> bool:
+    """Whether ``events`` hold a typed success for ``action_id``: an observation, or a status query
+    that found the draft. Invariant 2 and the comparison's log audits share this one definition."""
     return any((isinstance(e, Observation) and e.action_id == action_id)
                or (isinstance(e, StatusChecked) and e.action_id == action_id and e.outcome == "present")
                for e in events)
@@ -52,7 +54,7 @@ def _committed_implies_observed(state: Any, events: Sequence[Event]) -> str | No
     if not (isinstance(last, Transitioned) and last.trigger == "committed"):
         return None
     action_id = str(last.payload.get("action_id", ""))
-    if not _observed_success(events[:-1], action_id):
+    if not observed_success(events[:-1], action_id):
         return f"action {action_id!r} was committed, but no typed success was observed for it"
     return None
 

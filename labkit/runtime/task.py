@@ -102,6 +102,10 @@ class Check(BaseModel):
     detail: str = ""
 
 
+# The checks that say whether the goal holds in the world (the rest grade how the run behaved).
+GOAL_CHECKS = ("draft_exists", "draft_covers_differences", "draft_mentions")
+
+
 class Verdict(BaseModel):
     """The verifier's grade of one run."""
 
@@ -113,6 +117,11 @@ class Verdict(BaseModel):
 
     def failed(self) -> list[Check]:
         return [c for c in self.checks if not c.passed]
+
+    @property
+    def goal_holds(self) -> bool:
+        """Whether the world shows the goal met (every goal check passed), whatever the run claimed."""
+        return all(c.passed for c in self.checks if c.name in GOAL_CHECKS)
 
 
 def _final_outcome(events: Sequence[Event]) -> str:
