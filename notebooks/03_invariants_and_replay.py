@@ -282,7 +282,8 @@ flaky.drafts.close()
 
 # %% [markdown]
 # A new process opens the same SQLite file and the same draft area and resumes: the run's task, faults and
-# budget come from its `run_started` event, its state from replaying the log.
+# budget come from its `run_started` event, its state from replaying the log. It first records a `resumed` fact
+# with the seconds since the run's last event: the run lay stopped then, so its time budget does not count them.
 
 # %%
 from labkit.runtime import render_trace
@@ -292,13 +293,13 @@ resumed = Runtime(TASKS["diff3"], None, world, log=SqliteLog(db, run_id="crashy"
                   clock=TickClock(start=1_790_000_100.0))
 print("resumed in", resumed.state.status, "with the call open:", resumed.state.action.call_open)
 result = resumed.run()
-print(render_trace(resumed.events[-7:]))
+print(render_trace(resumed.events[-8:]))
 
 # %% [markdown]
 # Now the same task without any crash, and the comparison. The two logs differ — where the uninterrupted run has
-# the tool's answer and an observation, the resumed one has an `interrupted` result and a status query — but what
-# the runs achieved must not: `outcome_view` keeps exactly that part of the final state. And the draft area saw the
-# write once.
+# the tool's answer and an observation, the resumed one has a `resumed` fact, an `interrupted` result and a status
+# query — but what the runs achieved must not: `outcome_view` keeps exactly that part of the final state. And the
+# draft area saw the write once.
 
 # %%
 reference_world = World(DraftStore(scratch / "reference.sqlite"))
