@@ -217,12 +217,19 @@ class SqliteLog(EventLog):
         self._events = read_sqlite(self.path, run_id, conn=self._conn)
 
     def _persist(self, event: Event, line: str) -> None:
-        with self._conn:
+        # The connection is in autocommit mode, so the transaction is explicit: the event and its
+        # run's new head are written together or not at all, even if the process is killed between.
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
             self._conn.execute("INSERT INTO events (run_id, seq, type, line) VALUES (?, ?, ?, ?)",
                                (self.run_id, event.seq, event.type, line))
             self._conn.execute("INSERT INTO heads (run_id, seq, hash) VALUES (?, ?, ?) ON CONFLICT(run_id) "
                                "DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
                                (self.run_id, event.seq, event.hash))
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
 
     def close(self) -> None:
         self._conn.close()
