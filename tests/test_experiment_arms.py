@@ -164,7 +164,7 @@ def test_prompt_grammar_sends_the_action_schema(store) -> None:
     backend = ScriptedBackend(_actions(("done", {})))
     record = run_one(ARMS["prompt-grammar"], task, 0, backend=backend, drafts=store())
     assert backend.requests[0].schema == ACTION_SCHEMA and backend.requests[0].stop == ()
-    assert not record.passed and record.failure_source == "no draft saved"
+    assert not record.passed and record.failure_source == "no draft under the task's key"
 
 
 def test_prompt_only_reading_a_forbidden_record_fails_the_shared_verifier(store) -> None:
@@ -221,3 +221,24 @@ def test_menu_order_shown_to_the_model_depends_on_the_seed() -> None:
         planner.propose(ctx)
         orders.add(tuple(backend.requests[0].schema["enum"]))  # type: ignore[index]
     assert len(orders) > 1
+
+
+def test_a_draft_naming_a_left_out_record_fails_even_where_verify_alone_passes(store) -> None:
+    from labkit.experiment.arms import grade
+    from labkit.runtime.task import verify
+
+    task = TASKS["distractor3"]  # R23 is named last, so its values land at the end of every line
+
+    def text_order(request: Request) -> str:
+        options = request.schema["enum"]  # type: ignore[index]
+        return json.dumps(next((r for r in record_ids_in(task.description) if r in options), SAVE))
+
+    drafts = store()
+    planner = StepChoicePlanner(ScriptedBackend(text_order), task, seed=0)
+    world = World(drafts)
+    rt = Runtime(task, planner, world, clock=TickClock())
+    rt.run()
+    assert "R23" in world.drafts.drafts()["diff-R22-R25-R27"]
+    assert verify(task, world, rt.events).passed  # the runtime's substring check lets it through
+    verdict = grade(task, world, list(rt.events))
+    assert not verdict.passed and [c.name for c in verdict.failed()] == ["draft_names_only_task_records"]

@@ -110,3 +110,32 @@ def free_loop_breakdown(records: Sequence[RunRecord], tasks: Sequence[Any], arm:
         out["saved more than once"] += int(len(saves) > 1)
         out["said done"] += int(any(a.get("action") == "done" for a in ok))
     return dict(out)
+
+
+def menu_decisions(folder: str | Path, arm: str = "machine-model") -> list[dict[str, Any]]:
+    """Every recorded menu decision of ``arm``: task, seed, step, options, the model's choice, and what the
+    naive rule "first option in the order the task text names it, save last" would have chosen.
+
+    Why: if the model only ever agreed with that rule, code could replace it; where they disagree is where
+    the model did something of its own (for better or worse).
+    """
+    import json
+
+    from labkit.experiment.menu import SAVE, record_ids_in
+
+    rows = []
+    for path in sorted((Path(folder) / "cassettes" / arm).glob("*.jsonl")):
+        _, calls = read_cassette(path)
+        for call in calls:
+            request = call["request"]
+            options = list((request.get("schema") or {}).get("enum", []))
+            task_line = [line for line in request["prompt"].splitlines() if line.startswith("Task: ")][-1]
+            named = record_ids_in(task_line)
+            rule = next((r for r in named if r in options), SAVE)
+            try:
+                choice = json.loads(call["completion"]["text"])
+            except ValueError:
+                choice = None
+            rows.append({"task": path.stem, "seed": int(request["seed"]) // 1000, "step": int(request["seed"]) % 1000,
+                         "options": options, "model": choice, "text_order_rule": rule})
+    return rows

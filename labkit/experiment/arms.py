@@ -2,9 +2,16 @@
 
 Every arm gets the same task (its description is all any planner reads), the same world (records
 and a fresh draft area), the same fault schedule, the same step budget, and is graded by the same
-:func:`labkit.runtime.task.verify`. Arms without a machine log are graded from the world plus what
-the loop recorded: its successful reads become ``tool_result`` facts for the verifier's
-forbidden-record check.
+:func:`grade`: the runtime's :func:`labkit.runtime.task.verify` plus one check of our own. Arms
+without a machine log are graded from the world plus what the loop recorded: its successful reads
+become ``tool_result`` facts for the verifier's forbidden-record check.
+
+The extra check, ``draft_names_only_task_records``: ``verify`` accepts a draft when every expected
+difference line occurs in it *as a substring*, so a draft that also lists a record the task left
+out passes whenever that record comes last on each line (``plan: R22=a, R25=b, R27=c, R23=d``
+contains ``plan: R22=a, R25=b, R27=c``). Measured in a first recording: a machine run that read
+the distractor named last passed ``verify``. The check fails a draft that names any record id
+outside the task's goal, for every arm alike.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from labkit.events import Event, Transitioned
+from labkit.experiment.menu import record_ids_in
 from labkit.experiment.metered import MeteredBackend
 from labkit.experiment.planners import (
     DEFAULT_DECODING,
@@ -30,7 +38,7 @@ from labkit.runtime.free_loop import FreeRun, run_free
 from labkit.runtime.loop import Runtime
 from labkit.runtime.planner import DiffPlanner, Planner
 from labkit.runtime.report import render_trace
-from labkit.runtime.task import Task, Verdict, verify
+from labkit.runtime.task import Check, Task, Verdict, verify
 from labkit.runtime.tools import DraftStore, World
 
 
@@ -61,9 +69,10 @@ ARMS: dict[str, Arm] = {a.name: a for a in (
 # the order in which failed checks explain a failure (the first one that failed is "the" source)
 FAILURE_SOURCES = (
     ("forbidden_untouched", "read a forbidden record"),
-    ("draft_exists", "no draft saved"),
+    ("draft_exists", "no draft under the task's key"),
     ("draft_covers_differences", "wrong draft content"),
     ("draft_mentions", "wrong draft content"),
+    ("draft_names_only_task_records", "wrong draft content"),
     ("no_repeated_side_effect", "write repeated"),
     ("reported_success", "did not finish (budget/stop)"),
 )
@@ -103,6 +112,20 @@ class RunRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+def grade(task: Task, world: World, events: list[Event], *, claimed: str | None = None) -> Verdict:
+    """The experiment's one verifier: :func:`verify`, plus ``draft_names_only_task_records`` (see above)."""
+    verdict = verify(task, world, events, claimed=claimed)
+    key = task.goal.draft_key
+    text = world.drafts.drafts().get(key) if key else None
+    if text is None:
+        return verdict
+    extra = sorted(set(record_ids_in(text)) - set(task.goal.reads))
+    check = Check(name="draft_names_only_task_records", passed=not extra,
+                  detail=f"the draft also names {extra}" if extra else "")
+    checks = (*verdict.checks, check)
+    return Verdict(task_id=verdict.task_id, passed=all(c.passed for c in checks), checks=checks)
 
 
 def _failure(verdict: Verdict) -> str:
@@ -172,7 +195,7 @@ def run_one(arm: Arm, task: Task, seed: int, *, backend: Backend | None, drafts:
         while result.outcome == "paused":  # the experiment's supervisor refuses every escalation
             result = rt.decide(False, by="experiment", note="escalations are refused in the experiment")
         events = list(rt.events)
-        verdict = verify(task, world, events)
+        verdict = grade(task, world, events)
         termination = "succeeded" if result.outcome == "succeeded" else \
             f"{result.outcome}: {result.reason.split(':')[0].strip()}"
         reason = result.reason
@@ -181,7 +204,7 @@ def run_one(arm: Arm, task: Task, seed: int, *, backend: Backend | None, drafts:
         planner_calls, tool_calls = result.planner_calls, result.tool_calls
     else:
         free = run_free(task, planner, world, task.faults, on_timeout="retry", max_iterations=task.budget.max_steps)
-        verdict = verify(task, world, _free_events(free), claimed="succeeded" if free.reported_success else "failed")
+        verdict = grade(task, world, _free_events(free), claimed="succeeded" if free.reported_success else "failed")
         termination = {"model_said_done": "said done" if free.reported_success else "stopped without done",
                        "max_iterations": "step budget"}.get(free.stop, free.stop)
         reason = free.stop
