@@ -56,3 +56,23 @@ def test_free_loop_breakdown_reads_the_models_own_lines(tmp_path: Path) -> None:
                       "read a forbidden record": 1, "saved a draft": 1, "saved under the task's key": 0,
                       "saved more than once": 0, "said done": 0}
     assert record.llm_calls == task.budget.max_steps == 6
+
+
+def test_menu_decisions_compare_the_model_with_the_text_order_rule(tmp_path: Path) -> None:
+    import json
+
+    from labkit.experiment.analysis import decision_table, menu_decisions
+
+    task = {t.id: t for t in load_tasks()}["distractor3"]  # names R22, R25, R27, then the left-out R23
+    answers = iter(['"R25"', '"R22"', '"R23"', '"R27"'])
+    cassette = tmp_path / "cassettes" / "machine-model" / "distractor3.jsonl"
+    backend = RecordingBackend(ScriptedBackend(lambda r: next(answers)), cassette)
+    store = DraftStore(tmp_path / "d.sqlite", "a")
+    run_one(ARMS["machine-model"], task, 1, backend=backend, drafts=store)
+    store.close()
+    rows = menu_decisions(tmp_path)
+    assert [(r["model"], r["text_order_rule"]) for r in rows] == [("R25", "R22"), ("R22", "R22"), ("R23", "R27"),
+                                                                  ("R27", "R27")]
+    assert all(r["seed"] == 1 for r in rows) and [r["step"] for r in rows] == [0, 1, 2, 3]
+    assert decision_table(rows, [task]) == [["distractor3", 4, 2, 1, 0]]
+    assert json.loads(json.dumps(rows))  # plain data

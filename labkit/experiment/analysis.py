@@ -139,3 +139,16 @@ def menu_decisions(folder: str | Path, arm: str = "machine-model") -> list[dict[
             rows.append({"task": path.stem, "seed": int(request["seed"]) // 1000, "step": int(request["seed"]) % 1000,
                          "options": options, "model": choice, "text_order_rule": rule})
     return rows
+
+
+def decision_table(decisions: Sequence[Mapping[str, Any]], tasks: Sequence[Any]) -> list[list[Any]]:
+    """Per task: menu decisions asked of the model, how many agree with the text-order rule, how many
+    picked a record the task leaves out, how many chose save while a needed record was still unread."""
+    goals = {t.id: set(t.goal.reads) for t in tasks}
+    rows = []
+    for task in dict.fromkeys(str(d["task"]) for d in decisions):
+        mine = [d for d in decisions if d["task"] == task]
+        left_out = sum(1 for d in mine if d["model"] not in ("save", None) and d["model"] not in goals[task])
+        early = sum(1 for d in mine if d["model"] == "save" and goals[task] & set(d["options"]))
+        rows.append([task, len(mine), sum(d["model"] == d["text_order_rule"] for d in mine), left_out, early])
+    return rows
