@@ -53,7 +53,7 @@ def test_free_loop_breakdown_reads_the_models_own_lines(tmp_path: Path) -> None:
     store.close()
     counts = free_loop_breakdown([record], [task], "prompt-only")
     assert counts == {"runs": 1, "only parsable actions": 0, "read every needed record": 1,
-                      "read a forbidden record": 1, "saved a draft": 1, "saved under the task's key": 0,
+                      "asked to read a forbidden record": 1, "saved a draft": 1, "saved under the task's key": 0,
                       "saved more than once": 0, "said done": 0}
     assert record.llm_calls == task.budget.max_steps == 6
 

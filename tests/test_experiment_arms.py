@@ -242,3 +242,12 @@ def test_a_draft_naming_a_left_out_record_fails_even_where_verify_alone_passes(s
     assert verify(task, world, rt.events).passed  # the runtime's substring check lets it through
     verdict = grade(task, world, list(rt.events))
     assert not verdict.passed and [c.name for c in verdict.failed()] == ["draft_names_only_task_records"]
+
+
+def test_text_order_rule_takes_named_records_in_order_and_saves_last(store) -> None:
+    record = run_one(ARMS["machine-rule"], TASKS["diff4"], 0, backend=None, drafts=store("rule"))
+    assert record.passed and record.llm_calls == 0
+    reads = [line for line in record.trace.splitlines() if "planner proposes [read_record" in line]
+    assert [line.split("'id': '")[1][:3] for line in reads] == ["R01", "R07", "R12", "R14"]
+    left_out = run_one(ARMS["machine-rule"], TASKS["distractor2"], 0, backend=None, drafts=store("rule2"))
+    assert not left_out.passed  # R15 is named first, and the rule reads it

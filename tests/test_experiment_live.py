@@ -6,6 +6,7 @@ None of these asserts a success figure: a smoke test checks that runs complete a
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import threading
@@ -107,10 +108,8 @@ class _Stub(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up: that is the test
             self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting: that is the test
-            pass
 
     def do_GET(self) -> None:
         self._json(200, {"data": [{"id": "stub-model"}]})

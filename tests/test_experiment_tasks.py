@@ -67,7 +67,7 @@ def test_bad_tasks_name_file_task_and_field(tmp_path: Path, mutate, expected: st
 ])
 def test_unreadable_task_files(tmp_path: Path, content: str, expected: str) -> None:
     path = _write(tmp_path, content)
-    with pytest.raises(TaskFileError, match="tasks.json") as info:
+    with pytest.raises(TaskFileError, match=r"tasks\.json") as info:
         load_tasks(path)
     assert expected in str(info.value)
 
@@ -80,7 +80,7 @@ def test_duplicate_ids_and_missing_paths(tmp_path: Path) -> None:
         load_tasks(tmp_path / "missing.json")
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(TaskFileError, match="no .json task files"):
+    with pytest.raises(TaskFileError, match=r"no \.json task files"):
         load_tasks(empty)
 
 

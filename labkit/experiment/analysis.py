@@ -81,7 +81,7 @@ def free_loop_breakdown(records: Sequence[RunRecord], tasks: Sequence[Any], arm:
     """How far the prompt-only arm's runs got, step by step, read from the model's own JSON lines.
 
     Counts runs in which the model (a) wrote only parsable actions, (b) read every record the task needs,
-    (c) read a record the task forbids, (d) saved a draft at all, (e) saved it under the task's key,
+    (c) asked to read a record the task forbids, (d) saved a draft at all, (e) saved it under the task's key,
     (f) saved more than once, (g) said done.
     """
     import json
@@ -103,7 +103,7 @@ def free_loop_breakdown(records: Sequence[RunRecord], tasks: Sequence[Any], arm:
         out["runs"] += 1
         out["only parsable actions"] += int(len(ok) == len(actions))
         out["read every needed record"] += int(set(task.goal.reads) <= reads)
-        out["read a forbidden record"] += int(bool(reads & set(task.forbidden_records)))
+        out["asked to read a forbidden record"] += int(bool(reads & set(task.forbidden_records)))
         out["saved a draft"] += int(bool(saves))
         out["saved under the task's key"] += int(any((a.get("args") or {}).get("key") == task.goal.draft_key
                                                      for a in saves))

@@ -30,6 +30,7 @@ from labkit.experiment.planners import (
     PromptOnlyPlanner,
     RandomMenuPlanner,
     StepChoicePlanner,
+    TextOrderPlanner,
 )
 from labkit.llm.backend import Backend
 from labkit.runtime.clock import TickClock
@@ -62,6 +63,8 @@ ARMS: dict[str, Arm] = {a.name: a for a in (
         "the menu choice at each step (which record next, skip, save); code composes the draft"),
     Arm("machine-random", "4 machine + random (no model)", True, False,
         "nothing: a seeded random menu choice (ablation)"),
+    Arm("machine-rule", "4b machine + text-order rule (no model)", True, False,
+        "nothing: the first option in the order the task names it, save last (ablation)"),
     Arm("machine-oracle", "5 machine + scripted oracle", True, False,
         "nothing: DiffPlanner reads the goal itself (upper bound; the same for every seed)"),
 )}
@@ -177,6 +180,8 @@ def make_planner(arm: Arm, task: Task, seed: int, backend: Backend | None, decod
         return StepChoicePlanner(backend, task, seed=seed, decoding=decoding)  # type: ignore[arg-type]
     if arm.name == "machine-random":
         return RandomMenuPlanner(task, seed=seed)
+    if arm.name == "machine-rule":
+        return TextOrderPlanner(task, seed=seed)
     if arm.name == "machine-oracle":
         return DiffPlanner(task.goal.reads, task.goal.draft_key or "draft", name="oracle")
     raise ValueError(f"unknown arm {arm.name}")

@@ -97,7 +97,7 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--tasks", help="task file (one task or a list) or folder (default data/tasks/comparison.json)")
     p.add_argument("--task-ids", help="comma-separated subset of the file's task ids")
     p.add_argument("--arms", help="comma-separated arms (default: all: prompt-only, prompt-grammar, "
-                                  "machine-model, machine-random, machine-oracle)")
+                                  "machine-model, machine-random, machine-rule, machine-oracle)")
     p.add_argument("--seeds", type=int, default=5, help="seeds per task and arm (default 5)")
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--temperature", type=float, default=0.5, help="sampling temperature (default 0.5)")

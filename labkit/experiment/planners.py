@@ -217,6 +217,21 @@ class RandomMenuPlanner(_MenuPlanner):
         return random.Random(f"pick:{self.seed}:{ctx.step}").choice(list(options)), Usage()
 
 
+class TextOrderPlanner(_MenuPlanner):
+    """A one-line rule instead of the model: the first option in the order the task text names it, save last.
+
+    Why it exists: if this rule scores as well as the model inside the same machine, the model's menu
+    choices added nothing that code could not do on these tasks.
+    """
+
+    name = "text-order"
+
+    def choose(self, ctx: PlannerContext, options: Sequence[str]) -> tuple[str, Usage]:
+        from labkit.experiment.menu import record_ids_in
+
+        return next((r for r in record_ids_in(ctx.goal) if r in options), SAVE), Usage()
+
+
 _default_backend: Backend | None = None
 
 
