@@ -132,10 +132,16 @@ def describe(event: Event) -> str:
 _CHAIN_FIELDS = frozenset({"hash", "type", "schema_version", "seq", "run_id", "at", "prev_hash"})
 
 
-def seal(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float) -> tuple[Event, str]:
-    """Give an event its place in a chain; return the sealed event and its JSON line (no newline)."""
-    if (event.seq, event.prev_hash, event.run_id, event.at, event.hash) == (seq, prev_hash, run_id, at, ""):
-        staged = event.model_copy()  # already placed by the caller: only the hash is missing
+def seal(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float,
+         owned: bool = False) -> tuple[Event, str]:
+    """Give an event its place in a chain; return the sealed event and its JSON line (no newline).
+
+    The caller's event is never changed, unless ``owned`` says the caller built it for this call
+    alone and placed it already (the machine's hot path): then it is sealed in place, saving a copy.
+    """
+    placed = (event.seq, event.prev_hash, event.run_id, event.at, event.hash) == (seq, prev_hash, run_id, at, "")
+    if placed:
+        staged = event if owned else event.model_copy()
     else:
         staged = event.model_copy(update={"seq": seq, "prev_hash": prev_hash, "run_id": run_id, "at": at,
                                           "hash": ""})

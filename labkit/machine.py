@@ -161,7 +161,7 @@ class LabMachine:
         try:
             event = Transitioned(trigger=trigger, source=source, dest=self._model.state, payload=payload,
                                  seq=len(log), prev_hash=log.head, run_id=log.run_id, at=now)
-            sealed = self._append(event, now)
+            sealed = self._append(event, now, owned=True)
         except Exception:
             self._machine.set_state(source, model=self._model)  # nothing recorded: nothing happened
             raise
@@ -180,10 +180,10 @@ class LabMachine:
         self._check_invariants(sealed)
         return sealed
 
-    def _append(self, event: Event, at: float | None = None) -> Event:
+    def _append(self, event: Event, at: float | None = None, owned: bool = False) -> Event:
         """Seal, persist and fold one event; if it cannot be recorded, nothing changes."""
         try:
-            sealed = self.log.append(event, at=self.clock() if at is None else at)
+            sealed = self.log.append(event, at=self.clock() if at is None else at, owned=owned)
         except LabkitError:
             raise
         except Exception as exc:  # e.g. a payload value JSON cannot hold, or a full disk

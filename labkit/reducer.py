@@ -9,6 +9,7 @@ each such state keeps a ``status`` field (the machine state) so that the checks 
 from __future__ import annotations
 
 import dataclasses
+import gc
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -99,27 +100,33 @@ def replay(
     recorded: set[tuple[int, str]] = set()
     seen: set[str] = set()
     rows = {(r.source, r.event, r.dest) for r in table.rows} if table is not None else None
-    for event in events:
-        if isinstance(event, Transitioned) and getattr(state, "status", event.source) != event.source:
-            raise ReplayDivergence(Divergence(
-                event.seq, f"the log says '{event.trigger}' left '{event.source}', "
-                f"but replay is in '{state.status}'", state, event))
-        if rows is not None:
-            _check_against_table(event, rows, table)
-        if isinstance(event, InvariantViolated):
-            recorded.add((event.after_seq, event.invariant))
-        state = reduce(state, event)
-        states.append(state)
-        if invariants:
-            history.append(event)
-        if invariants and not isinstance(event, InvariantViolated):
-            for inv in invariants:
-                if inv.name in seen:
-                    continue
-                detail = inv.violation(state, history)
-                if detail is not None:
-                    seen.add(inv.name)
-                    found.append((event.seq, inv.name, detail))
+    collecting = gc.isenabled()
+    gc.disable()  # every state is kept: the cyclic collector would re-walk them all (see store.read_jsonl)
+    try:
+        for event in events:
+            if isinstance(event, Transitioned) and getattr(state, "status", event.source) != event.source:
+                raise ReplayDivergence(Divergence(
+                    event.seq, f"the log says '{event.trigger}' left '{event.source}', "
+                    f"but replay is in '{state.status}'", state, event))
+            if rows is not None:
+                _check_against_table(event, rows, table)
+            if isinstance(event, InvariantViolated):
+                recorded.add((event.after_seq, event.invariant))
+            state = reduce(state, event)
+            states.append(state)
+            if invariants:
+                history.append(event)
+            if invariants and not isinstance(event, InvariantViolated):
+                for inv in invariants:
+                    if inv.name in seen:
+                        continue
+                    detail = inv.violation(state, history)
+                    if detail is not None:
+                        seen.add(inv.name)
+                        found.append((event.seq, inv.name, detail))
+    finally:
+        if collecting:
+            gc.enable()
     unrecorded = tuple(v for v in found if (v[0], v[1]) not in recorded)
     return Replay(state=state, states=tuple(states), violations=unrecorded)
 
