@@ -25,6 +25,7 @@ from labkit.llm import LlamaCppBackend, OpenAICompatBackend, ServerError
 from labkit.llm.cassette import read_cassette
 
 SMALL = Decoding(temperature=0.5, max_tokens_whole=24, max_tokens_step=8)
+TINY = Decoding(temperature=0.5, max_tokens_whole=16, max_tokens_step=8)
 
 
 def _tasks(*ids: str, max_steps: int = 3) -> list:
@@ -57,7 +58,7 @@ def test_concurrent_runs_against_a_real_server_equal_a_sequential_run(server_url
     per_run = {}
     for concurrency in (1, 3):
         backend = OpenAICompatBackend(server_url, timeout_s=60, cache_dir=tmp_path / "cache")
-        config = ExperimentConfig(seeds=[0, 1], arms=["prompt-only", "machine-model"], decoding=SMALL,
+        config = ExperimentConfig(seeds=[0, 1], arms=["prompt-only", "machine-model"], decoding=TINY,
                                   concurrency=concurrency)
         out = tmp_path / f"c{concurrency}"
         source = BackendSource(live=SerialCalls(backend) if concurrency > 1 else backend)

@@ -191,8 +191,15 @@ def run_experiment(config: ExperimentConfig, tasks: Sequence[Task], source: Back
     lock = threading.Lock()
     bar = tqdm(total=len(jobs), desc="experiment", unit="run", file=sys.stderr, disable=not progress)
 
+    # The runtime's DraftStore switches a new file to WAL and creates its tables when it opens it; two
+    # threads doing that at once get "database is locked". Create the file once here, and open stores
+    # one at a time (the runs themselves then write concurrently, which WAL allows).
+    DraftStore(drafts_path, "setup").close()
+    opening = threading.Lock()
+
     def one(arm: str, task: Task, seed: int) -> RunRecord:
-        store = DraftStore(drafts_path, f"{arm}/{task.id}/{seed}")
+        with opening:
+            store = DraftStore(drafts_path, f"{arm}/{task.id}/{seed}")
         try:
             return run_one(ARMS[arm], task, seed, backend=source(arm, task.id), drafts=store,
                            decoding=config.decoding)
