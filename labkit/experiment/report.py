@@ -144,6 +144,7 @@ def plot(rows: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
     for r, label in zip(rows, labels, strict=True):
         ks = list(range(1, len(r["pass_k"]) + 1))
         ax2.plot(ks, r["pass_k"], marker="o", label=label)
+    ax2.set_xticks(range(1, max((len(r["pass_k"]) for r in rows), default=1) + 1))
     ax2.set_ylim(-0.02, 1.02)
     ax2.set_xlabel("k")
     ax2.set_ylabel("pass^k")
