@@ -13,8 +13,8 @@
 # write happened, once before).
 #
 # **The arms** — the same model, the same tasks, the same budget of steps, the same verifier
-# (`labkit.runtime.task.verify`: right draft, saved exactly once, nothing forbidden read, the run said it
-# succeeded):
+# (`labkit.runtime.task.verify`: right draft — exactly the expected difference lines, no record outside the task
+# named —, saved exactly once, nothing forbidden read, the run said it succeeded):
 #
 # | arm | how it works | what the model decides |
 # |---|---|---|
@@ -30,11 +30,14 @@
 #
 # Nothing below runs the model: the run was recorded live (`labkit experiment`, cassettes in
 # `data/experiment/cassettes/`) and is replayed from those cassettes. A call that is not in them would be an
-# error, never a live call.
+# error, never a live call. When the grade changed after the recording (the runtime's draft check became exact),
+# the committed results were re-graded by the same replay (`labkit experiment --replay data/experiment --regrade`):
+# the model's answers and the seconds are the live run's, every pass, termination and count is today's code's.
 
 # %%
 import json
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from IPython.display import Image, Markdown
@@ -72,6 +75,8 @@ print("llama-cpp-python", backend["llama_cpp_python"], "| threads", backend["n_t
 print("decoding:", prov["decoding"], "| seeds", prov["seeds"])
 print("machine:", prov["machine"]["platform"], "|", prov["machine"]["cpu_count"], "cores")
 print(f"wall time of the recorded experiment: {committed['wall_s'] / 60:.1f} min for {committed['runs']} runs")
+for note in prov.get("regraded", []):
+    print("re-graded by replay at labkit commit", note["labkit_commit"], "on", note["at_utc"])
 
 # %% [markdown]
 # ## Replay the recorded run
@@ -89,8 +94,8 @@ print(f"{len(records)} runs replayed: {len(tasks)} tasks x {len(config.seeds)} s
 print("replayed summary equals the committed one:", counts_only(rows) == counts_only(committed["rows"]))
 
 # %% [markdown]
-# The committed table (the live run's; its wall-clock seconds are the live ones, everything else is what the replay
-# just reproduced):
+# The committed table (the live run, re-graded by replay; its wall-clock seconds are the live ones, everything else
+# is what the replay just reproduced):
 
 # %%
 Markdown(markdown_table(committed["rows"]))
@@ -194,6 +199,23 @@ for arm in config.arms:
     print()
 
 # %% [markdown]
+# ## Does the machine claim success only when it has it?
+#
+# A machine run ends SUCCEEDED only when its goal predicate (`goal_met`) holds; the verifier (`verify`) grades the
+# world afterwards. Both judge the draft with the same exact check, so a machine run that reports success should
+# pass, and a run with a wrong draft should end some other way. Counted over every machine run of this notebook
+# (arms 3, 4, 5 and the text-order rule):
+
+# %%
+machine_runs = [r for r in [*records, *rule_records] if ARMS[r.arm].machine]
+claimed = [r for r in machine_runs if r.termination == "succeeded"]
+print(f"{len(machine_runs)} machine runs: the runtime reported success in {len(claimed)}, "
+      f"the verifier passed {sum(r.passed for r in machine_runs)}; "
+      f"reported success with a failed grade: {sum(not r.passed for r in claimed)}")
+wrong = Counter((ARMS[r.arm].label, r.termination) for r in machine_runs if r.failure_source == "wrong draft content")
+print(TextTable(["arm", "how runs with a wrong draft ended", "runs"], [[a, t, n] for (a, t), n in sorted(wrong.items())]))
+
+# %% [markdown]
 # ## Prompt sizes: one decision against the whole task
 #
 # Tokens of every recorded prompt, per arm and per step (step = the planner call's number in its run). The
@@ -208,8 +230,8 @@ print(TextTable(["arm", "calls", "mean prompt tok", "max", *[f"step {s}" for s i
 # %% [markdown]
 # ## What this run shows
 #
-# The numbers are the committed live run's (reproduced by the replay above); the model is Gemma 3 270M (base,
-# Q4_K_M), sampled at temperature 0.5, 5 seeds per task.
+# The numbers are the committed live run's, graded by today's verifier (reproduced by the replay above); the model is
+# Gemma 3 270M (base, Q4_K_M), sampled at temperature 0.5, 5 seeds per task.
 #
 # * **Prompt-only: 0 of 50, with or without the grammar.** The grammar did what grammars do — parsable actions in
 #   47 of 50 runs instead of 32, schema-invalid outputs 3 instead of 24 — and nothing for correctness. The model
@@ -225,11 +247,14 @@ print(TextTable(["arm", "calls", "mean prompt tok", "max", *[f"step {s}" for s i
 #   runs. On these tasks the model contributed nothing that a line of code did not — the machine arm wins because of
 #   the harness: code finds the ids and the key in the text, keeps forbidden records off the menu, composes the
 #   draft, and settles the lost write with a status query.
-# * **The machine is only as strict as its goal predicate.** The runtime reported success 45 times; the shared grade
-#   accepted 40. In `distractor3` the left-out record is named last, so the draft's lines merely gain a value at
-#   their end, and the runtime's substring check (in `verify` and the goal predicate alike) cannot see it. A first
-#   recording of this experiment, graded by `verify` alone, counted those 5 runs as successes; the stricter check
-#   (`draft_names_only_task_records`) was added for every arm before this run was recorded.
+# * **The machine is only as strict as its goal predicate.** In `distractor3` the left-out record is named last, so a
+#   draft that includes it merely gains a value at the end of each expected line. The runtime's first draft check
+#   (a substring test, in the goal predicate and in `verify` alike) could not see that: graded that way, this same
+#   recording had the runtime report success 45 times in arm 3 for 40 right drafts (and 9 times for 8 in arm 4).
+#   Both now use one exact check (the draft's difference lines are exactly the expected ones, and it names no record
+#   outside the task). Over the 200 machine runs above, the runtime reported success exactly as often as the verifier
+#   passed (138); every machine run with a wrong draft ended `incomplete` by its budget. After the save the menu is
+#   empty, so that ending costs no model call, and the recorded cassettes replay unchanged.
 # * **Prompt sizes.** One menu decision costs about 356 prompt tokens and does not grow; the whole-task prompt starts
 #   at about 467 and grows by roughly 90 tokens per step.
 #

@@ -223,25 +223,42 @@ def test_menu_order_shown_to_the_model_depends_on_the_seed() -> None:
     assert len(orders) > 1
 
 
-def test_a_draft_naming_a_left_out_record_fails_even_where_verify_alone_passes(store) -> None:
-    from labkit.experiment.arms import grade
-    from labkit.runtime.task import verify
+def test_a_draft_naming_a_left_out_record_is_refused_by_the_machine_and_by_verify(store) -> None:
+    """distractor3 names R23 last, so a draft that includes it has every expected line as a prefix of a
+    wrong one (what a substring check let through): the machine does not stop on it, verify fails it,
+    and after the save the menu is empty, so the run ends by budget without asking the model again."""
+    from labkit.experiment.arms import _failure, grade
 
-    task = TASKS["distractor3"]  # R23 is named last, so its values land at the end of every line
+    task = TASKS["distractor3"]
 
     def text_order(request: Request) -> str:
         options = request.schema["enum"]  # type: ignore[index]
         return json.dumps(next((r for r in record_ids_in(task.description) if r in options), SAVE))
 
     drafts = store()
-    planner = StepChoicePlanner(ScriptedBackend(text_order), task, seed=0)
+    backend = ScriptedBackend(text_order)
+    planner = StepChoicePlanner(backend, task, seed=0)
     world = World(drafts)
     rt = Runtime(task, planner, world, clock=TickClock())
-    rt.run()
+    result = rt.run()
     assert "R23" in world.drafts.drafts()["diff-R22-R25-R27"]
-    assert verify(task, world, rt.events).passed  # the runtime's substring check lets it through
+    assert result.outcome == "incomplete"
+    assert "SUCCEEDED" not in [getattr(e, "dest", None) for e in rt.events]
+    saves = [n for n, e in enumerate(rt.events) if getattr(e, "tool", None) == "save_draft"]
+    asked_after_save = [e for e in rt.events[saves[-1]:] if getattr(e, "type", "") == "proposed"
+                        and not getattr(e, "claims_done", False)]
+    assert saves and not asked_after_save
     verdict = grade(task, world, list(rt.events))
-    assert not verdict.passed and [c.name for c in verdict.failed()] == ["draft_names_only_task_records"]
+    assert [c.name for c in verdict.failed()] == ["draft_covers_differences", "reported_success"]
+    assert "outside the goal: ['R23']" in verdict.failed()[0].detail
+    assert _failure(verdict) == "wrong draft content"
+
+
+def test_a_machine_run_with_a_wrong_draft_is_graded_by_verify_alone(store) -> None:
+    record = run_one(ARMS["machine-rule"], TASKS["distractor3"], 0, backend=None, drafts=store("rule3"))
+    assert not record.passed and record.termination.startswith("incomplete")
+    assert record.failed_checks == ["draft_covers_differences", "reported_success"]
+    assert record.failure_source == "wrong draft content"
 
 
 def test_text_order_rule_takes_named_records_in_order_and_saves_last(store) -> None:

@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from labkit.cli import main
-from labkit.experiment import BackendSource, counts_only, load_runs, prepare_replay, run_experiment, summarize
+from labkit.experiment import (
+    BackendSource,
+    RunRecord,
+    counts_only,
+    load_runs,
+    prepare_replay,
+    run_experiment,
+    summarize,
+)
 from labkit.llm import CassetteMiss
 from labkit.llm.modelfile import embedded_model_sha256
 
@@ -70,3 +78,40 @@ def test_cli_replay_and_a_folder_that_is_not_a_recording(tmp_path: Path, capsys)
     assert "replay" in printed and "3 machine + model" in printed
     assert counts_only(json.loads((out / "summary.json").read_text())["rows"]) == \
         counts_only(json.loads((DATA / "summary.json").read_text())["rows"])
+
+
+def test_the_committed_recording_was_regraded_by_replay_with_its_live_seconds_kept() -> None:
+    prov = json.loads((DATA / "provenance.json").read_text())
+    assert prov["mode"] == "live" and prov["regraded"], "the committed run says how it was re-graded"
+    assert all(n["labkit_commit"] and "replay" in n["by"] for n in prov["regraded"])
+    summary = json.loads((DATA / "summary.json").read_text())
+    assert summary["provenance"] == prov and summary["wall_s"] > 60  # the live run's minutes, not a replay's second
+    model_runs = [r for r in load_runs(DATA / "runs.jsonl") if r.arm == "machine-model"]
+    assert all(r.wall_s >= r.model_s > 0 for r in model_runs)  # live seconds: every run called the model
+
+
+def test_regrade_reproduces_the_committed_runs_byte_for_byte(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "regraded"
+    assert main(["experiment", "--replay", str(DATA), "--regrade", "--out", str(out), "--no-progress",
+                 "--no-plots"]) == 0
+    assert "re-graded by replay" in capsys.readouterr().out
+    assert (out / "runs.jsonl").read_bytes() == (DATA / "runs.jsonl").read_bytes()
+    assert (out / "runs.csv").read_bytes() == (DATA / "runs.csv").read_bytes()
+    mine, committed = (json.loads((d / "summary.json").read_text()) for d in (out, DATA))
+    assert mine["rows"] == committed["rows"] and mine["wall_s"] == committed["wall_s"]
+    assert len(mine["provenance"]["regraded"]) == len(committed["provenance"]["regraded"]) + 1
+    assert main(["experiment", "--regrade", "--out", str(tmp_path / "x"), "--no-progress"]) == 2
+    assert "--regrade needs --replay" in capsys.readouterr().err
+
+
+def test_regrade_keeps_the_recorded_seconds_and_refuses_runs_it_never_recorded() -> None:
+    from labkit.errors import LabkitError
+    from labkit.experiment.runner import with_recorded_timings
+
+    recorded = load_runs(DATA / "runs.jsonl")[:3]
+    replayed = [RunRecord.from_dict({**r.to_dict(), "wall_s": 0.001, "model_s": 0.0}) for r in recorded]
+    merged = with_recorded_timings(replayed, recorded)
+    assert [(r.wall_s, r.model_s) for r in merged] == [(r.wall_s, r.model_s) for r in recorded]
+    assert replayed[0].wall_s == 0.001  # the replay's records are not changed in place
+    with pytest.raises(LabkitError, match="not in the recording"):
+        with_recorded_timings(replayed, recorded[:1])

@@ -28,7 +28,9 @@ from labkit.runtime import (
     verify,
 )
 from labkit.runtime.planner import PlannerError
+from labkit.runtime.records import differences, differences_text, load_records
 from labkit.runtime.state import RunState
+from labkit.runtime.task import draft_difference_problems
 
 
 def test_a_task_file_loads_and_runs(tmp_path: Path) -> None:
@@ -62,7 +64,76 @@ def test_goal_predicate_is_over_state_only() -> None:
     b = {"id": "B", "plan": "basic"}
     assert not goal_met(goal, RunState(reads={"A": a}))
     assert not goal_met(goal, RunState(reads={"A": a, "B": b}, drafts={"k": {"text": "nothing useful"}}))
-    assert goal_met(goal, RunState(reads={"A": a, "B": b}, drafts={"k": {"text": "plan: A=pro, B=basic"}}))
+    assert goal_met(goal, RunState(reads={"A": a, "B": b}, drafts={"k": {"text": "- plan: A=pro, B=basic"}}))
+
+
+def _diff3_drafts() -> dict[str, str]:
+    """Drafts for the built-in diff3 task (R03, R05, R11), built from the real record set."""
+    records = load_records()
+    goal = [records[r] for r in ("R03", "R05", "R11")]
+    exact = differences_text(goal)
+    lines = exact.splitlines()
+    assert len(lines) >= 3, "diff3's records must differ in at least two fields for these drafts to mean much"
+    return {
+        "exact": exact,
+        # the bug: R07's values appended to every line; each expected line is a prefix of a wrong one
+        "extra record appended": differences_text([*goal, records["R07"]]).replace(", R07", "", 1),
+        "missing a line": "\n".join(lines[:-1]) + "\n",
+        "lines in another order": "\n".join([lines[0], *reversed(lines[1:])]) + "\n",
+        "a right draft that also names another record": exact + "See also R07.\n",
+        "an extra line": exact + "- note: R03=a, R05=b, R11=c\n",
+        "an extra line without a bullet": exact + "status: R03=closed, R05=closed, R11=closed\n",
+        "the right lines without bullets": exact.replace("- ", ""),
+    }
+
+
+def test_the_draft_check_is_exact_not_a_substring_match(tmp_path: Path) -> None:
+    task = TASKS["diff3"]
+    records = load_records()
+    state_reads = {r: records[r] for r in (*task.goal.reads, "R07")}
+    drafts = _diff3_drafts()
+    wrong = drafts["extra record appended"]
+    # the old check's blind spot: every expected line occurs in the wrong draft as a substring
+    assert all(line in wrong for line in differences(records[r] for r in task.goal.reads))
+    expected = {"exact": True, "lines in another order": True, "the right lines without bullets": True}
+    for n, (name, text) in enumerate(drafts.items()):
+        right = expected.get(name, False)
+        state = RunState(reads=state_reads, drafts={task.goal.draft_key: {"text": text}})
+        assert goal_met(task.goal, state) is right, name
+        world = World(DraftStore(tmp_path / f"d{n}.sqlite"))
+        world.drafts.save(task.goal.draft_key, text)
+        verdict = verify(task, world, claimed="succeeded")
+        assert verdict.passed is right, name
+        assert [c.name for c in verdict.failed()] == ([] if right else ["draft_covers_differences"]), name
+    problems = draft_difference_problems(wrong, [records[r] for r in task.goal.reads], task.goal.reads)
+    assert any("outside the goal: ['R07']" in p for p in problems) and any("missing" in p for p in problems)
+
+
+def test_a_run_that_saves_a_wrong_draft_does_not_succeed(tmp_path: Path) -> None:
+    """The stop predicate refuses the wrong draft: the planner has nothing left, the run ends incomplete."""
+    task = TASKS["diff3"]
+    wrong = _diff3_drafts()["extra record appended"]
+
+    class SavesWrong:
+        name = "saves-wrong"
+
+        def propose(self, ctx: PlannerContext) -> Proposal:
+            unread = [r for r in (*task.goal.reads, "R07") if r not in ctx.records]
+            if unread:
+                return Proposal(candidates=(Candidate(action="read_record", args={"id": unread[0]}),))
+            if task.goal.draft_key not in ctx.drafts:
+                return Proposal(candidates=(Candidate(action="save_draft",
+                                                      args={"key": task.goal.draft_key, "text": wrong}),))
+            return Proposal(note="the draft is saved", claims_done=True)
+
+    world = World(DraftStore(tmp_path / "d.sqlite"))
+    rt = Runtime(task, SavesWrong(), world, clock=TickClock())
+    result = rt.run()
+    assert result.outcome == "incomplete" and "retries in PLANNING" in result.reason
+    assert "SUCCEEDED" not in [getattr(e, "dest", None) for e in rt.events]
+    verdict = verify(task, world, rt.events)
+    assert not verdict.passed and {c.name for c in verdict.failed()} == {"draft_covers_differences",
+                                                                        "reported_success"}
 
 
 def test_verifier_grades_the_world_not_the_claim(tmp_path: Path) -> None:

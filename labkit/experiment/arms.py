@@ -2,16 +2,16 @@
 
 Every arm gets the same task (its description is all any planner reads), the same world (records
 and a fresh draft area), the same fault schedule, the same step budget, and is graded by the same
-:func:`grade`: the runtime's :func:`labkit.runtime.task.verify` plus one check of our own. Arms
-without a machine log are graded from the world plus what the loop recorded: its successful reads
-become ``tool_result`` facts for the verifier's forbidden-record check.
+verifier: the runtime's :func:`labkit.runtime.task.verify`, and nothing else. Arms without a machine
+log are graded from the world plus what the loop recorded: its successful reads become
+``tool_result`` facts for the verifier's forbidden-record check.
 
-The extra check, ``draft_names_only_task_records``: ``verify`` accepts a draft when every expected
-difference line occurs in it *as a substring*, so a draft that also lists a record the task left
-out passes whenever that record comes last on each line (``plan: R22=a, R25=b, R27=c, R23=d``
-contains ``plan: R22=a, R25=b, R27=c``). Measured in a first recording: a machine run that read
-the distractor named last passed ``verify``. The check fails a draft that names any record id
-outside the task's goal, for every arm alike.
+``verify`` checks a differences draft exactly (its difference lines are the expected set, and it
+names no record outside the goal; see :func:`labkit.runtime.task.draft_difference_problems`). An
+earlier ``verify`` matched lines as substrings, so a draft that also listed a left-out record named
+last on each line passed; this module then added a check of its own for every arm. With the exact
+check in the runtime that extra check is gone: the machine's stop predicate and the grade use the
+same test, so a machine run with a wrong draft no longer reports success in the first place.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from labkit.events import Event, Transitioned
-from labkit.experiment.menu import record_ids_in
 from labkit.experiment.metered import MeteredBackend
 from labkit.experiment.planners import (
     DEFAULT_DECODING,
@@ -39,7 +38,7 @@ from labkit.runtime.free_loop import FreeRun, run_free
 from labkit.runtime.loop import Runtime
 from labkit.runtime.planner import DiffPlanner, Planner
 from labkit.runtime.report import render_trace
-from labkit.runtime.task import Check, Task, Verdict, verify
+from labkit.runtime.task import Task, Verdict, verify
 from labkit.runtime.tools import DraftStore, World
 
 
@@ -75,7 +74,6 @@ FAILURE_SOURCES = (
     ("draft_exists", "no draft under the task's key"),
     ("draft_covers_differences", "wrong draft content"),
     ("draft_mentions", "wrong draft content"),
-    ("draft_names_only_task_records", "wrong draft content"),
     ("no_repeated_side_effect", "write repeated"),
     ("reported_success", "did not finish (budget/stop)"),
 )
@@ -118,17 +116,8 @@ class RunRecord:
 
 
 def grade(task: Task, world: World, events: list[Event], *, claimed: str | None = None) -> Verdict:
-    """The experiment's one verifier: :func:`verify`, plus ``draft_names_only_task_records`` (see above)."""
-    verdict = verify(task, world, events, claimed=claimed)
-    key = task.goal.draft_key
-    text = world.drafts.drafts().get(key) if key else None
-    if text is None:
-        return verdict
-    extra = sorted(set(record_ids_in(text)) - set(task.goal.reads))
-    check = Check(name="draft_names_only_task_records", passed=not extra,
-                  detail=f"the draft also names {extra}" if extra else "")
-    checks = (*verdict.checks, check)
-    return Verdict(task_id=verdict.task_id, passed=all(c.passed for c in checks), checks=checks)
+    """The experiment's one verifier for every arm: the runtime's :func:`verify`, unchanged."""
+    return verify(task, world, events, claimed=claimed)
 
 
 def _failure(verdict: Verdict) -> str:

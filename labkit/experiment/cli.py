@@ -42,10 +42,14 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         reset_cassettes,
         run_experiment,
         select_tasks,
+        with_recorded_timings,
     )
     from labkit.experiment.tasks import load_tasks
 
     out = Path(args.out)
+    if args.regrade and not args.replay:
+        raise LabkitError("--regrade needs --replay DIR", "re-grade a recorded experiment: --replay DIR --regrade.")
+    recorded_wall: float | None = None
     if args.replay:
         folder = Path(args.replay)
         config, tasks = prepare_replay(folder)
@@ -56,6 +60,11 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
             if (folder / "provenance.json").exists() else {}
         prov = {**recorded, "mode": "replay", "replayed_from": str(folder),
                 "recorded_mode": recorded.get("mode")}
+        if args.regrade:
+            prov = regrade_provenance(recorded, folder)
+            summary_path = folder / "summary.json"
+            if summary_path.exists():
+                recorded_wall = json.loads(summary_path.read_text(encoding="utf-8")).get("wall_s")
     else:
         tasks = select_tasks(load_tasks(args.tasks), args.task_ids.split(",") if args.task_ids else None)
         arms = args.arms.split(",") if args.arms else None
@@ -83,13 +92,41 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
             return 130
         raise
     wall = time.perf_counter() - started
+    how = prov["mode"]
+    if args.regrade:
+        live = load_runs(Path(args.replay) / "runs.jsonl")
+        records = with_recorded_timings(records, live)
+        at = {(r.arm, r.task, r.seed): n for n, r in enumerate(live)}  # the recording's line order
+        lines = [json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
+                 for r in sorted(records, key=lambda r: at[(r.arm, r.task, r.seed)])]
+        (out / "runs.jsonl").write_text("".join(lines), encoding="utf-8")
+        how = f"{prov['mode']} recording re-graded by replay in {wall:.0f} s; recorded"
+        wall = recorded_wall if recorded_wall is not None else wall
     rows = summarize(records, config.arms)
     files = write_outputs(out, records, rows, prov, wall_s=wall, plots=not args.no_plots)
     print(text_table(rows))
     print(f"\n{len(records)} runs ({len(tasks)} tasks x {len(config.seeds)} seeds x {len(config.arms)} arms), "
-          f"{prov['mode']}, wall time {wall:.0f} s")
-    print("files: " + ", ".join(str(f) for f in files) + f", {out / 'cassettes'}/")
+          f"{how}, wall time {wall:.0f} s")
+    print("files: " + ", ".join(str(f) for f in files) + ("" if args.replay else f", {out / 'cassettes'}/"))
     return 0
+
+
+def regrade_provenance(recorded: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The recording's provenance, plus a note that this code re-graded it by replaying its cassettes.
+
+    The mode stays the recording's (the model's answers and the seconds are still the live run's);
+    ``regraded`` lists every re-grade, newest last, with the commit whose code graded it.
+    """
+    from labkit.experiment.report import git_commit
+
+    note = {"by": "replay of the recorded cassettes (`labkit experiment --replay DIR --regrade`)",
+            "labkit_commit": git_commit(), "at_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "replayed_from": str(folder),
+            "kept_from_the_recording": "the model's outputs; each run's wall_s and model_s; the experiment's "
+                                       "wall time; backend, machine, decoding, seeds, started_utc",
+            "from_the_replay": "passed, failed checks, failure sources, terminations, reasons, traces and every "
+                               "count (calls, tokens, retries, planner and tool calls)"}
+    return {**recorded, "regraded": [*recorded.get("regraded", []), note]}
 
 
 def register(commands: Any, bench: Any) -> None:
@@ -108,6 +145,9 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per server request (default 60)")
     p.add_argument("--retries", type=int, default=2, help="retries per server request (default 2)")
     p.add_argument("--replay", metavar="DIR", help="replay a recorded experiment (e.g. data/experiment)")
+    p.add_argument("--regrade", action="store_true",
+                   help="with --replay: grade the recording with this code, keeping its live provenance and "
+                        "seconds (the outputs say so in provenance 'regraded')")
     p.add_argument("--out", default="results", help="output folder (default results/)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-plots", action="store_true", help="no PNG plots")

@@ -21,16 +21,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from labkit.runtime.records import differences_text
+from labkit.runtime.records import differences_text, record_ids_in
+
+__all__ = ["SAVE", "compose_draft", "draft_key_in", "menu", "record_ids_in", "shuffled"]
 
 SAVE = "save"
-_ID = re.compile(r"\bR\d{2,4}\b")
 _KEY = re.compile(r"\bkey\s+([A-Za-z0-9][A-Za-z0-9_.-]{0,63})")
-
-
-def record_ids_in(text: str) -> list[str]:
-    """Record ids named in ``text``, first mention first, without repeats."""
-    return list(dict.fromkeys(_ID.findall(text)))
 
 
 def draft_key_in(text: str) -> str | None:

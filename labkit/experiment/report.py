@@ -109,6 +109,10 @@ def markdown(rows: Sequence[Mapping[str, Any]], prov: Mapping[str, Any], wall_s:
              f"- seeds: {prov.get('seeds')}; arms: {', '.join(prov.get('arms', []))}",
              f"- machine: {prov.get('machine')}",
              f"- labkit commit: {prov.get('labkit_commit')}; started {prov.get('started_utc')}"]
+    for note in prov.get("regraded", []):
+        lines.append(f"- re-graded by {note.get('by')} at labkit commit {note.get('labkit_commit')} on "
+                     f"{note.get('at_utc')}: kept from the recording: {note.get('kept_from_the_recording')}; "
+                     f"from the replay: {note.get('from_the_replay')}")
     if wall_s is not None:
         lines.append(f"- wall time of the whole experiment: {wall_s:.0f} s")
     return "\n".join(lines) + "\n"

@@ -245,6 +245,32 @@ def prepare_replay(folder: Path) -> tuple[ExperimentConfig, list[Task]]:
     return config, select_tasks(tasks, config.task_ids)
 
 
+# What a re-grade keeps from the recording: the clock of the live run (a replay's clock is not the model's).
+RECORDED_TIMINGS = ("wall_s", "model_s")
+
+
+def with_recorded_timings(records: Sequence[RunRecord], recorded: Sequence[RunRecord]) -> list[RunRecord]:
+    """``records`` (a replay) with the wall and model seconds of the same runs in ``recorded`` (the live run).
+
+    Why: re-grading a recording with new code replays the model's recorded answers, so everything a
+    replay computes (passes, checks, terminations, counts) is this code's, but a replay's seconds
+    measure the cassette lookups, not the model. The live seconds of the same (arm, task, seed) are
+    the only real ones. A replayed run that the recording lacks is an error, not a guess.
+    """
+    live = {(r.arm, r.task, r.seed): r for r in recorded}
+    missing = [(r.arm, r.task, r.seed) for r in records if (r.arm, r.task, r.seed) not in live]
+    if missing:
+        raise LabkitError(f"{len(missing)} replayed run(s) are not in the recording, e.g. {missing[0]}",
+                          "re-grade only the arms, tasks and seeds that were recorded.")
+    out = []
+    for r in records:
+        copy = RunRecord.from_dict(r.to_dict())
+        for name in RECORDED_TIMINGS:
+            setattr(copy, name, getattr(live[(r.arm, r.task, r.seed)], name))
+        out.append(copy)
+    return out
+
+
 def reset_cassettes(out: Path) -> None:
     """A new live experiment records into empty cassettes (replay serves the latest recording anyway)."""
     folder = out / "cassettes"

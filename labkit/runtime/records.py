@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -23,6 +24,8 @@ DEFAULT_COUNT = 40
 RECORDS_PATH = Path(__file__).resolve().parents[2] / "data" / "records.json"
 # Fields a "differences" draft compares (never the sensitive ones, never the free-text note).
 DIFF_FIELDS = ("plan", "status", "region", "amount", "channel")
+# What a record id looks like in any text (ids are made as ``R{index:02d}`` below; up to 4 digits).
+RECORD_ID = re.compile(r"\bR\d{2,4}\b")
 
 _FIRST = ("Ada", "Bo", "Chen", "Dana", "Emil", "Farah", "Goran", "Hana", "Ines", "Jun", "Kofi", "Lena",
           "Mats", "Nora", "Omar", "Pia", "Quinn", "Rosa", "Sven", "Tara")
@@ -112,6 +115,11 @@ def sensitive_values(records: Mapping[str, Mapping[str, Any]]) -> list[str]:
     from labkit.runtime.redact import SENSITIVE_FIELDS
 
     return [str(r[f]) for r in records.values() for f in SENSITIVE_FIELDS if r.get(f)]
+
+
+def record_ids_in(text: str) -> list[str]:
+    """Record ids named in ``text``, first mention first, without repeats."""
+    return list(dict.fromkeys(RECORD_ID.findall(text)))
 
 
 def differences(records: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -8,6 +8,10 @@ off limits, a fault schedule, a budget and a planner. Two checks use the goal, o
 - :func:`verify` grades a finished run from outside: it reads the *world* (the draft area, the
   record set) and the event log, and checks the draft, the forbidden records, repeated side
   effects and the outcome. Every arm of an experiment is graded by the same ``verify``.
+
+Both judge a differences draft with one function, :func:`draft_difference_problems`, so the stop
+predicate and the grade cannot disagree about what a right draft is (they differ only in where the
+records come from: what the run read, or the world's record set).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from labkit.events import Event, Transitioned
 from labkit.runtime.events import ToolResult
 from labkit.runtime.faults import FaultPlan
 from labkit.runtime.policy import Budget, Policy
-from labkit.runtime.records import differences
+from labkit.runtime.records import DIFF_FIELDS, differences_text, record_ids_in
 from labkit.runtime.state import RunState
 from labkit.runtime.tools import World, text_sha256
 
@@ -36,7 +40,8 @@ class Goal(BaseModel):
 
     reads: tuple[str, ...] = ()
     draft_key: str | None = None
-    draft_covers_differences: bool = Field(False, description="the draft names every differing field of `reads`")
+    draft_covers_differences: bool = Field(
+        False, description="the draft's difference lines are exactly those of `reads` (draft_difference_problems)")
     draft_must_mention: tuple[str, ...] = ()
 
 
@@ -77,8 +82,57 @@ class Task(BaseModel):
             raise LabkitError(f"{path} is not valid JSON ({exc.msg})", "fix the file.") from None
 
 
+def _difference_lines(text: str) -> list[str]:
+    """The lines of ``text`` that state a difference, without their bullet.
+
+    Those are its ``- ...`` bullet lines, the draft format :func:`~labkit.runtime.records.differences_text`
+    writes (and the prompts teach), and also any line that starts like one without the bullet
+    (``plan: ...`` for a compared field), so that an unbulleted wrong line cannot hide beside the right
+    ones. The header and other prose are not difference lines.
+    """
+    lines = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("- "):
+            lines.append(line[2:].strip())
+        elif line.split(":", 1)[0] in DIFF_FIELDS and ":" in line:
+            lines.append(line)
+    return lines
+
+
+def draft_difference_problems(text: str, records: Sequence[Mapping[str, Any]],
+                              reads: Sequence[str]) -> list[str]:
+    """What is wrong with ``text`` as the differences draft of ``records`` (the goal's ``reads``); [] if right.
+
+    Exact, not "contains": the draft's difference lines must be exactly the expected lines (the
+    ``- ...`` lines of ``differences_text(records)``), and the draft must name no record id outside
+    ``reads``. A substring test let a draft that also listed a record left out of the goal pass
+    whenever that record came last on each line (``plan: R03=basic, R05=basic, R11=pro, R07=plus``
+    contains ``plan: R03=basic, R05=basic, R11=pro``).
+
+    The lines are compared as a *set*: each line is one independent fact (one field and its values),
+    so listing ``status`` before ``plan`` says the same thing, and grading their order would grade
+    layout, not content. Within a line the text must be exact, records in the goal's order, as
+    ``differences`` writes it: the line is the unit of the format, and a line in another shape is
+    not the expected one. A repeated right line adds no wrong fact and is not counted against a draft.
+    """
+    expected = set(_difference_lines(differences_text(records)))
+    found = set(_difference_lines(text))
+    problems = []
+    missing = sorted(expected - found)
+    if missing:
+        problems.append(f"missing: {missing}")
+    unexpected = sorted(found - expected)
+    if unexpected:
+        problems.append(f"not expected: {unexpected}")
+    outside = [r for r in record_ids_in(text) if r not in set(reads)]
+    if outside:
+        problems.append(f"names record(s) outside the goal: {outside}")
+    return problems
+
+
 def goal_met(goal: Goal, state: RunState) -> bool:
-    """The machine's stop predicate, over the run state only."""
+    """The machine's stop predicate, over the run state only (the records the run read)."""
     if any(r not in state.reads for r in goal.reads):
         return False
     if goal.draft_key is None:
@@ -90,7 +144,7 @@ def goal_met(goal: Goal, state: RunState) -> bool:
     if any(m not in text for m in goal.draft_must_mention):
         return False
     if goal.draft_covers_differences:
-        return all(line in text for line in differences(state.reads[r] for r in goal.reads))
+        return not draft_difference_problems(text, [state.reads[r] for r in goal.reads], goal.reads)
     return True
 
 
@@ -148,10 +202,11 @@ def verify(task: Task, world: World, events: Sequence[Event] = (), *, claimed: s
         checks.append(Check(name="draft_exists", passed=text is not None,
                             detail=f"draft {goal.draft_key!r} {'exists' if text is not None else 'is missing'}"))
         if text is not None and goal.draft_covers_differences:
-            expected = differences(world.records[r] for r in goal.reads if r in world.records)
-            missing = [line for line in expected if line not in text]
-            checks.append(Check(name="draft_covers_differences", passed=not missing,
-                                detail=f"missing: {missing}" if missing else f"{len(expected)} difference(s) named"))
+            records = [world.records[r] for r in goal.reads if r in world.records]
+            problems = draft_difference_problems(text, records, goal.reads)
+            checks.append(Check(name="draft_covers_differences", passed=not problems,
+                                detail="; ".join(problems) if problems else
+                                f"exactly the {len(_difference_lines(differences_text(records)))} expected line(s)"))
         if text is not None and goal.draft_must_mention:
             absent = [m for m in goal.draft_must_mention if m not in text]
             checks.append(Check(name="draft_mentions", passed=not absent, detail=f"absent: {absent}" if absent else ""))
