@@ -123,18 +123,20 @@ print(TextTable(["task", *[ARMS[a].label for a in config.arms]], per_task_succes
 # %% [markdown]
 # ## What the model contributes
 #
-# Arms 3 and 4 share everything except who makes the menu choice. Their difference is the model's share; the gap
-# between arm 4 and the oracle is what choosing well is worth at all; arms 1 and 2 show what the model does with
-# the whole task in its hands.
+# Arms 3 and 4 share everything except who makes the menu choice. Their difference says how much better the model
+# chooses than a coin — an upper bound on the model's share, not the share itself: a random chooser saves as soon
+# as "save" comes up and cannot undo it, so it is a weak baseline. The second ablation below (a fixed rule) is the
+# fairer one. Arms 1 and 2 show what the model does with the whole task in its hands.
 
 # %%
 rate = success_rates(rows)
 print(f"prompt-only:            {rate['prompt-only']:.0%}")
 print(f"prompt-only + grammar:  {rate['prompt-grammar']:.0%}")
 print(f"machine + model:        {rate['machine-model']:.0%}")
-print(f"machine + random:       {rate['machine-random']:.0%}   <- the harness alone")
+print(f"machine + random:       {rate['machine-random']:.0%}   <- the harness with a random chooser")
 print(f"machine + oracle:       {rate['machine-oracle']:.0%}")
-print(f"model's share inside the machine (arm 3 - arm 4): {rate['machine-model'] - rate['machine-random']:+.0%}")
+print(f"model vs a random chooser inside the machine (arm 3 - arm 4): "
+      f"{rate['machine-model'] - rate['machine-random']:+.0%}")
 print(f"machine + random vs the best prompt-only arm: "
       f"{rate['machine-random'] - max(rate['prompt-only'], rate['prompt-grammar']):+.0%}")
 
@@ -149,6 +151,8 @@ with tempfile.TemporaryDirectory() as tmp:
 rule = summarize(rule_records)[0]
 model_row = next(r for r in rows if r["arm"] == "machine-model")
 print(f"machine + text-order rule: {rule['success']}  (machine + model: {model_row['success']})")
+print(f"model vs the rule inside the machine (arm 3 - arm 4b): "
+      f"{rate['machine-model'] - success_rates([rule])['machine-rule']:+.0%}")
 print("failure sources of the rule:", rule["failure_sources"])
 same = {(r.task, r.seed): r.passed for r in rule_records} == \
     {(r.task, r.seed): r.passed for r in records if r.arm == "machine-model"}

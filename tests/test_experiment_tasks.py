@@ -92,3 +92,30 @@ def test_cli_reports_a_bad_task_file_and_spends_nothing(tmp_path: Path, capsys) 
     err = capsys.readouterr().err
     assert str(path) in err and "field description" in err
     assert not out.exists()
+
+
+def test_a_new_run_moves_the_previous_results_aside_instead_of_wiping_them(tmp_path: Path) -> None:
+    from labkit.errors import LabkitError
+    from labkit.experiment.cli import _set_previous_aside
+
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "runs.jsonl").write_text(json.dumps({"arm": "a"}) + "\n")
+    _set_previous_aside(out)
+    assert not out.exists()
+    assert (tmp_path / "results.previous" / "runs.jsonl").read_text() == '{"arm": "a"}\n'
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    with pytest.raises(LabkitError, match="is a file, not a folder"):
+        _set_previous_aside(afile)
+
+
+def test_a_damaged_recording_is_explained(tmp_path: Path) -> None:
+    from labkit.errors import LabkitError
+    from labkit.experiment.runner import prepare_replay
+
+    for name in ("experiment.json", "tasks.json"):
+        (tmp_path / name).write_text("{not json")
+    (tmp_path / "cassettes").mkdir()
+    with pytest.raises(LabkitError, match=r"experiment\.json is damaged"):
+        prepare_replay(tmp_path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -11,6 +12,28 @@ from typing import Any
 
 from labkit.errors import LabkitError
 
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise LabkitError(f"cannot read {path}: {exc}", "replay a folder written by `labkit experiment`.") from None
+
+
+def _set_previous_aside(out: Path) -> None:
+    """A new run starts in an empty folder; the last one is moved to ``<out>.previous``, never wiped first.
+
+    Without this a re-run that fails early (a bad option, Ctrl-C, a dead server) would already have
+    emptied the earlier, complete results.
+    """
+    if out.exists() and not out.is_dir():
+        raise LabkitError(f"--out {out} is a file, not a folder", "name a folder for the results.")
+    if out.exists() and any(out.iterdir()):
+        previous = out.with_name(out.name + ".previous")
+        if previous.exists():
+            shutil.rmtree(previous)
+        out.rename(previous)
+        print(f"labkit: the previous results in {out} were moved to {previous}", file=sys.stderr)
 
 def _backend(args: argparse.Namespace) -> Any:
     if args.server and args.model:
@@ -56,8 +79,8 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         if folder.resolve() == out.resolve():
             raise LabkitError(f"--out {out} is the folder being replayed", "write the replay elsewhere (--out).")
         source = BackendSource(replay_dir=folder)
-        recorded = json.loads((folder / "provenance.json").read_text(encoding="utf-8")) \
-            if (folder / "provenance.json").exists() else {}
+        recorded = _read_json(folder / "provenance.json") if (folder / "provenance.json").exists() else {}
+        _set_previous_aside(out)
         prov = {**recorded, "mode": "replay", "replayed_from": str(folder),
                 "recorded_mode": recorded.get("mode")}
         if args.regrade:
@@ -76,6 +99,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
             config.arms = arms
         config.check()
         backend = _backend(args)
+        _set_previous_aside(out)
         reset_cassettes(out)
         source = BackendSource(live=backend, record_to=out)
         prov = provenance(source.describe(), config.to_dict(), mode="live")

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -221,12 +221,18 @@ def run_experiment(config: ExperimentConfig, tasks: Sequence[Task], source: Back
         else:
             with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
                 futures = [pool.submit(one, arm, task, seed) for arm, task, seed in jobs]
+                kept: set[Future[RunRecord]] = set()
                 try:
                     for future in as_completed(futures):
                         keep(future.result())
+                        kept.add(future)
                 except BaseException:
                     for f in futures:
                         f.cancel()
+                    pool.shutdown(wait=True)  # runs already in flight finish; keep those that did
+                    for f in futures:
+                        if f not in kept and f.done() and not f.cancelled() and f.exception() is None:
+                            keep(f.result())
                     raise
     finally:
         bar.close()
@@ -240,7 +246,11 @@ def prepare_replay(folder: Path) -> tuple[ExperimentConfig, list[Task]]:
         if not (folder / name).exists():
             raise LabkitError(f"{folder} is not a recorded experiment: {folder / name} is missing",
                               "replay a folder written by `labkit experiment` (e.g. data/experiment).")
-    config = ExperimentConfig.from_dict(json.loads((folder / "experiment.json").read_text(encoding="utf-8")))
+    try:
+        config = ExperimentConfig.from_dict(json.loads((folder / "experiment.json").read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise LabkitError(f"{folder / 'experiment.json'} is damaged ({type(exc).__name__}: {exc})",
+                          "restore it from git, or replay another recorded experiment.") from None
     tasks = load_tasks(folder / "tasks.json")
     return config, select_tasks(tasks, config.task_ids)
 
