@@ -119,3 +119,17 @@ def test_a_damaged_recording_is_explained(tmp_path: Path) -> None:
     (tmp_path / "cassettes").mkdir()
     with pytest.raises(LabkitError, match=r"experiment\.json is damaged"):
         prepare_replay(tmp_path)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"seeds": [-1, 0]}, "seeds must be 0 or more"),
+    ({"seeds": [0, 1], "temperature": 0.0}, "greedy decoding ignores the seed"),
+])
+def test_seed_settings_that_would_not_vary_or_would_misdecode_are_refused(kwargs, message) -> None:
+    from labkit.errors import LabkitError
+    from labkit.experiment.planners import Decoding
+    from labkit.experiment.runner import ExperimentConfig
+
+    temperature = kwargs.pop("temperature", 0.5)
+    with pytest.raises(LabkitError, match=message):
+        ExperimentConfig(decoding=Decoding(temperature=temperature), **kwargs).check()

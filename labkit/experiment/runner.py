@@ -68,6 +68,13 @@ class ExperimentConfig:
             raise LabkitError("no seeds to run", "give at least one seed (--seeds N).")
         if self.concurrency < 1:
             raise LabkitError(f"--concurrency must be at least 1, got {self.concurrency}", "use 1 or more.")
+        if min(self.seeds) < 0:
+            raise LabkitError(f"seeds must be 0 or more, got {min(self.seeds)}",
+                              "use --first-seed 0 or higher (each model call's seed is seed*1000+step).")
+        if self.decoding.temperature <= 0 and len(self.seeds) > 1:
+            raise LabkitError(f"--temperature {self.decoding.temperature} with {len(self.seeds)} seeds: greedy "
+                              "decoding ignores the seed, so the model's runs would differ only in menu order",
+                              "use a temperature above 0 (default 0.5), or --seeds 1 for one greedy run.")
 
 
 class SerialCalls(Backend):
