@@ -7,9 +7,8 @@ the metrics must be counted the same way for all of them, at the one place every
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from labkit.llm.backend import Backend, Completion, Request
+from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
 
 
 @dataclass
@@ -46,24 +45,15 @@ class Meter:
         return sum(c.seconds for c in self.calls)
 
 
-class MeteredBackend(Backend):
+class MeteredBackend(WrappedBackend):
     """Passes every call to ``inner`` and notes it in :attr:`meter`; ``purpose`` labels the next calls."""
 
     kind = "metered"
 
     def __init__(self, inner: Backend) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.meter = Meter()
         self.purpose = ""
-
-    def sampling(self) -> dict[str, Any]:
-        return self.inner.sampling()
-
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
-
-    def model_id(self) -> str:
-        return self.inner.model_id()
 
     def _complete(self, request: Request) -> Completion:
         out = self.inner._complete(request)

@@ -36,7 +36,7 @@ from labkit.errors import LabkitError
 from labkit.experiment.arms import ARMS, RunRecord, run_one
 from labkit.experiment.planners import Decoding
 from labkit.experiment.tasks import load_tasks
-from labkit.llm.backend import Backend, Completion, Request
+from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
 from labkit.llm.cassette import RecordingBackend, ReplayBackend
 from labkit.runtime.task import Task
 from labkit.runtime.tools import DraftStore
@@ -77,23 +77,14 @@ class ExperimentConfig:
                               "use a temperature above 0 (default 0.5), or --seeds 1 for one greedy run.")
 
 
-class SerialCalls(Backend):
+class SerialCalls(WrappedBackend):
     """Holds a lock around each call of ``inner`` (see the module docstring on concurrency)."""
 
     kind = "serial"
 
     def __init__(self, inner: Backend) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._lock = threading.Lock()
-
-    def sampling(self) -> dict[str, Any]:
-        return self.inner.sampling()
-
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
-
-    def model_id(self) -> str:
-        return self.inner.model_id()
 
     def _complete(self, request: Request) -> Completion:
         with self._lock:

@@ -110,3 +110,26 @@ class Backend(abc.ABC):
         """The model identity used in cassette keys: its sha256 where known."""
         info = self.describe()
         return str(info.get("model_sha256") or f"unhashed:{info.get('model', 'unknown')}")
+
+
+class WrappedBackend(Backend):
+    """A backend that adds something around another one (recording, metering, a lock).
+
+    It answers for the inner backend in everything but the call itself, so a wrapper's cassette keys,
+    provenance and sampling are those of the model that really answered.
+    """
+
+    kind = "wrapped"
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+
+    def sampling(self) -> dict[str, Any]:
+        return self.inner.sampling()
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def model_id(self) -> str:
+        return self.inner.model_id()
+

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from labkit.llm.backend import Backend, Completion, Request
+from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
 from labkit.llm.errors import CassetteError, CassetteMiss
 from labkit.llm.grammar import canonical_schema
 
@@ -69,7 +69,7 @@ def read_cassette(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str
     return backends, calls
 
 
-class RecordingBackend(Backend):
+class RecordingBackend(WrappedBackend):
     """Passes every call to ``inner`` and appends it to the cassette at ``path``.
 
     A call that fails is not recorded (there is no answer to replay); the error reaches the caller.
@@ -79,15 +79,12 @@ class RecordingBackend(Backend):
     kind = "recording"
 
     def __init__(self, inner: Backend, path: str | Path) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.path = Path(path)
         self._last_describe: dict[str, Any] | None = None
         if self.path.exists():
             backends, _ = read_cassette(self.path)  # refuse to append to a damaged cassette
             self._last_describe = backends[-1] if backends else None
-
-    def sampling(self) -> dict[str, Any]:
-        return self.inner.sampling()
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "recording_to": str(self.path)}
