@@ -37,6 +37,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if db.suffix not in (".sqlite", ".db", ".sqlite3"):
         raise LabkitError(f"--db {db} must end in .sqlite, .db or .sqlite3", "name the SQLite file, e.g. runs.sqlite.")
     task = resolve_task(args.task)
+    if args.set:
+        from labkit.runtime.fuzz import apply_overrides
+
+        task = apply_overrides(task, dict(_setting(item) for item in args.set))
     if args.planner:
         task = task.model_copy(update={"planner": args.planner})
     if args.faults and args.seed is not None:
@@ -54,6 +58,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
             result = runtime.decide(bool(args.approve), by="cli", note="decided on the command line")
     _print_result(result, db)
     return 0 if result.outcome in ("succeeded", "paused") else 1
+
+
+def _setting(item: str) -> tuple[str, object]:
+    """``FIELD=VALUE`` from ``--set``: the value is read as JSON when it is JSON, else as text."""
+    import json
+
+    key, sep, text = item.partition("=")
+    if not sep or not key:
+        raise LabkitError(f"--set {item!r} is not FIELD=VALUE", "write e.g. --set budget.max_retries=1.")
+    try:
+        return key, json.loads(text)
+    except json.JSONDecodeError:
+        return key, text
 
 
 def _cmd_decide(args: argparse.Namespace) -> int:
@@ -115,6 +132,8 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--run-id", help="run id (an existing one is resumed)")
     p.add_argument("--drafts", help="draft-area SQLite file (default: <db>.drafts.sqlite)")
     p.add_argument("--planner", help="registered planner name (default: the task's)")
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE",
+                   help="set a task field (JSON value), e.g. budget.max_retries=1 or escalate_denials=false")
     p.add_argument("--latency", type=float, default=0.0, help="seconds each tool call takes (default 0)")
     decision = p.add_mutually_exclusive_group()
     decision.add_argument("--approve", action="store_true", help="approve if the run pauses for a human")

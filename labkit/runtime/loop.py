@@ -33,8 +33,8 @@ from labkit.runtime.events import (
     ToolCalled,
     ToolResult,
 )
-from labkit.runtime.executor import Delivery, Executor, UnauthorizedAction
-from labkit.runtime.faults import Fault, FaultPlan
+from labkit.runtime.executor import Delivery, Executor, UnauthorizedAction, kill_runner
+from labkit.runtime.faults import RUNNER, Fault, FaultPlan
 from labkit.runtime.invariants import runtime_invariants
 from labkit.runtime.planner import Candidate, Planner, PlannerContext, PlannerError, Proposal, make_planner
 from labkit.runtime.policy import Budget, Policy
@@ -98,6 +98,7 @@ class Runtime:
         faults: FaultPlan | None = None,
         executor: Executor | None = None,
         on_violation: str = "FAILED",
+        die: Callable[[str], None] = kill_runner,
     ) -> None:
         self.log = log if log is not None else EventLog()
         existing = list(self.log.events)
@@ -115,7 +116,8 @@ class Runtime:
         self.clock = clock
         self.signer = Signer(secret)
         self.validator = Validator(self.policy, self.budget, self.signer)
-        self.executor = executor or Executor(world, self.signer, self.policy.version)
+        self.die = die  # what a ``crash`` fault calls: SIGKILL by default (see executor.kill_runner)
+        self.executor = executor or Executor(world, self.signer, self.policy.version, die=die)
         self._inbox: list[tuple[str, int]] = []  # duplicate deliveries not yet recorded
         self._candidates: list[dict[str, Any]] | None = None  # the planner's unredacted candidates
         self.machine = LabMachine(
@@ -194,12 +196,25 @@ class Runtime:
         s = self.state
         if self.machine.finished:
             return False
+        self._crash_at_boundary(s)
         if s.owed is not None:
             trigger, payload = s.owed
             self.machine.fire(trigger, **dict(payload))
             return True
         handler = getattr(self, f"_in_{s.status.lower()}")
         return bool(handler(s))
+
+    def _crash_at_boundary(self, s: RunState) -> None:
+        """Strike a due ``crash@n`` fault (once: the log remembers that it struck)."""
+        for fault in self.faults.faults:
+            if fault.target != RUNNER or len(self.log) < fault.nth:
+                continue
+            label = fault.label()
+            if any(isinstance(e, FaultInjected) and e.fault == "crash" and e.detail == label for e in self.log.events):
+                continue
+            self._record(FaultInjected(fault="crash", state=s.status, target=RUNNER, detail=label))
+            self.die(f"{label}: the runner is killed at a step boundary")
+            raise RuntimeError("the crash fault's die() returned; it must end the runner")
 
     def decide(self, approve: bool, *, by: str = "human", note: str = "") -> RunResult:
         """Record a person's decision on the pending action and continue the run."""

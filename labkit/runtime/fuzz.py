@@ -1,0 +1,297 @@
+"""Random schedules for the planner–executor runtime, and the checks every step of a run must pass.
+
+A :class:`Schedule` is everything that makes one run differ from another: the task (a built-in task
+with some fields set: its reads, forbidden records, whether denials escalate, its budget), the fault
+plan (timeouts of reads, writes and status queries, lost and landed writes, duplicates, denials,
+bad proposals, crashes of the runner) and what a person answers each time the run pauses. It prints
+as the ``labkit run`` line (plus ``labkit decide`` lines) that reproduces it.
+
+:func:`draw_schedule` builds a schedule from a :class:`Chooser`, so the same generator serves the
+Hypothesis stateful test (a chooser that draws from Hypothesis, which can then shrink the choices)
+and the ``labkit bench fuzz`` loop (a chooser over ``random.Random(seed)``, which is fast).
+
+:class:`FuzzRun` runs a schedule in-process over a real SQLite log and draft area. A crash fault
+raises :class:`RunnerDied` instead of killing the process; the run is then resumed the way
+``labkit run`` resumes one: a new :class:`~labkit.runtime.loop.Runtime` built from the persisted log
+alone. :meth:`FuzzRun.check` is called after every step and returns every rule the run breaks:
+
+- no invariant violation recorded, and the log's replay re-checks the three invariants clean;
+- the replay of the log equals the live state;
+- at most one side effect per idempotency key, read from the draft area's own ``calls`` table
+  (one save per (key, text) and one per logical action id), not from the log being checked;
+- a finished run stays finished: every event is refused and the log does not change.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from labkit.errors import LabkitError
+from labkit.events import Event, InvariantViolated, Transitioned
+from labkit.reducer import replay
+from labkit.runtime.clock import TickClock
+from labkit.runtime.faults import CRASH_TOOLS, Fault, FaultPlan
+from labkit.runtime.invariants import runtime_invariants
+from labkit.runtime.loop import Runtime
+from labkit.runtime.state import empty_run_state, reduce_run
+from labkit.runtime.table import FAULTS, planner_executor_table
+from labkit.runtime.task import TASKS, Task
+from labkit.runtime.tools import DraftStore, World
+from labkit.store import SqliteLog
+
+T = TypeVar("T")
+
+DECISIONS = ("approve", "refuse", "wait")
+# Records a generated task may read: R08 is restricted (denied without a person's grant), R99 does
+# not exist (the tool answers an error).
+READ_POOL = ("R03", "R05", "R08", "R11", "R99")
+FAULT_TOOLS = {"denied": ("read_record", "save_draft"), "duplicate_result": ("read_record", "save_draft"),
+               "crash": (None, *CRASH_TOOLS)}
+BUDGET_CHOICES: dict[str, tuple[Any, ...]] = {
+    "max_steps": (20, 6, 3),
+    "max_retries": (3, 1, 0),
+    "max_tool_calls": (30, 5, 2),
+    "max_wait_seconds": (None, 5.0),
+}
+WAIT_SECONDS = 60.0  # how long a "wait" decision lets the clock run while the run is paused
+
+
+class RunnerDied(BaseException):
+    """Raised by the fuzzer's ``die`` in place of SIGKILL. A BaseException, so that no ``except
+    Exception`` in the runtime can swallow it: like a kill, it ends the step where it stands."""
+
+
+def die_in_process(reason: str) -> None:
+    raise RunnerDied(reason)
+
+
+class Chooser(Protocol):
+    """Where a generator's choices come from."""
+
+    def pick(self, options: Sequence[T]) -> T: ...
+
+    def number(self, low: int, high: int) -> int: ...
+
+
+@dataclass
+class RandomChooser:
+    """Choices from a seeded ``random.Random``: the same seed gives the same schedule."""
+
+    rng: random.Random
+
+    def pick(self, options: Sequence[T]) -> T:
+        return options[self.rng.randrange(len(options))]
+
+    def number(self, low: int, high: int) -> int:
+        return self.rng.randint(low, high)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One run's task, faults and human answers (see the module docstring)."""
+
+    task_id: str
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    faults: FaultPlan = field(default_factory=FaultPlan)
+    decisions: tuple[str, ...] = ()
+
+    def task(self) -> Task:
+        return apply_overrides(TASKS[self.task_id], self.overrides)
+
+    def commands(self, db: str = "fuzz.sqlite", run_id: str = "fuzz") -> list[str]:
+        """Shell lines that replay this schedule with the CLI (a crash kills ``labkit run``; run the
+        same line again to resume, as often as it is killed)."""
+        line = ["labkit", "run", self.task_id, "--db", db, "--run-id", run_id, "--faults", self.faults.labels()]
+        for key, value in self.overrides.items():
+            line += ["--set", f"{key}={json.dumps(value, separators=(',', ':'))}"]
+        lines = [shlex.join(line)]
+        for decision in self.decisions:
+            if decision == "wait":
+                lines.append("# wait, then run the labkit run line again (the run resumes and checks its wait budget)")
+            else:
+                lines.append(shlex.join(["labkit", "decide", db, "--run", run_id, decision]))
+        return lines
+
+    def __str__(self) -> str:
+        return "\n".join(self.commands())
+
+
+def apply_overrides(task: Task, overrides: Mapping[str, Any]) -> Task:
+    """``task`` with fields set (``budget.max_retries`` sets one budget field), checked by pydantic."""
+    data = task.model_dump(mode="json")
+    for key, value in overrides.items():
+        head, _, sub = key.partition(".")
+        if head not in data:
+            raise LabkitError(f"a task has no field {head!r}", f"fields: {', '.join(data)}.")
+        if sub:
+            if not isinstance(data[head], dict):
+                raise LabkitError(f"task field {head!r} has no sub-fields", f"write {head}=VALUE.")
+            data[head] = {**data[head], sub: value}
+        else:
+            data[head] = value
+    try:
+        return Task.model_validate(data)
+    except Exception as exc:  # pydantic's ValidationError, named for the person who wrote --set
+        raise LabkitError(f"the task overrides {dict(overrides)} do not make a valid task: {exc}",
+                          "see labkit.runtime.task.Task for the fields and their types.") from None
+
+
+def draw_fault(ch: Chooser) -> Fault:
+    kind = ch.pick(tuple(FAULTS))
+    tool = ch.pick(FAULT_TOOLS[kind]) if kind in FAULT_TOOLS else None
+    nth = ch.number(1, 40) if kind == "crash" and tool is None else ch.number(1, 3)
+    return Fault(kind=kind, nth=nth, tool=tool, landed=ch.pick((True, False)))  # type: ignore[arg-type]
+
+
+def draw_schedule(ch: Chooser) -> Schedule:
+    """A random schedule; every choice goes through ``ch``."""
+    task_id = ch.pick(tuple(sorted(TASKS)))
+    base = TASKS[task_id]
+    overrides: dict[str, Any] = {}
+    goal = ch.pick(("as-is", "other-reads"))
+    if goal == "other-reads":
+        reads = sorted({ch.pick(READ_POOL) for _ in range(ch.number(1, 3))})
+        overrides["goal"] = {**base.goal.model_dump(mode="json"), "reads": reads,
+                             "draft_key": "diff-" + "-".join(reads)}
+        reads_now = reads
+    else:
+        reads_now = list(base.goal.reads)
+    if ch.pick((False, False, True)):
+        overrides["forbidden_records"] = [ch.pick(reads_now)]
+    if ch.pick((False, True)):
+        overrides["escalate_denials"] = False
+    for name, options in BUDGET_CHOICES.items():
+        value = ch.pick(options)
+        if value != options[0]:
+            overrides[f"budget.{name}"] = value
+    faults = tuple(draw_fault(ch) for _ in range(ch.number(0, 4)))
+    decisions = tuple(ch.pick(DECISIONS) for _ in range(ch.number(0, 3)))
+    return Schedule(task_id, overrides, FaultPlan(faults=faults), decisions)
+
+
+class FuzzRun:
+    """One schedule's run over a real SQLite log and draft area, resumable after a crash."""
+
+    def __init__(self, schedule: Schedule, folder: Path, run_id: str = "fuzz") -> None:
+        self.schedule = schedule
+        self.run_id = run_id
+        self.db = folder / f"{run_id}.sqlite"
+        self.clock = TickClock()
+        self.store = DraftStore(folder / f"{run_id}.drafts.sqlite", run_id)
+        self.world = World(self.store)
+        self.crashes = 0
+        self.problems: list[str] = []
+        self.transitions: set[tuple[str, str, str]] = set()
+        self._log = SqliteLog(self.db, run_id)
+        self.runtime = Runtime(schedule.task(), None, self.world, log=self._log, clock=self.clock,
+                               faults=schedule.faults, die=die_in_process)
+
+    # ------------------------------------------------------------- driving
+    def resume(self) -> None:
+        """What a restarted ``labkit run`` does: open the log afresh and rebuild the runtime from it."""
+        self._log.close()
+        self._log = SqliteLog(self.db, self.run_id)
+        self.runtime = Runtime(None, None, self.world, log=self._log, clock=self.clock, die=die_in_process)
+
+    def step(self) -> bool:
+        """One runtime step; a crash resumes the run. False when the run finished or waits for a person."""
+        try:
+            return self.runtime.step()
+        except RunnerDied:
+            self.crashes += 1
+            self.resume()
+            return True
+
+    def decide(self, decision: str) -> None:
+        """Answer a pause: approve, refuse, or let the clock run (a person who does not answer)."""
+        if decision == "wait":
+            self.clock.now += WAIT_SECONDS
+            self.step()
+            return
+        try:
+            self.runtime.decide(decision == "approve", by="fuzz", note="scheduled decision")
+        except RunnerDied:
+            self.crashes += 1
+            self.resume()
+
+    def run(self, max_steps: int = 2_000, check: Callable[[], list[str]] | None = None) -> list[str]:
+        """Drive the run to its end, answering pauses from the schedule; the problems found on the way."""
+        decisions = list(self.schedule.decisions)
+        for _ in range(max_steps):
+            problems = (check or self.check)()
+            if problems:
+                return problems
+            if self.runtime.machine.finished:
+                return []
+            if self.runtime.state.waiting:
+                if not decisions:
+                    return []  # left paused: a person has not answered (yet)
+                self.decide(decisions.pop(0))
+            elif not self.step():
+                return [f"the runtime stopped in {self.runtime.state.status} without waiting for a person"]
+        return [f"no end after {max_steps} steps"]
+
+    def close(self) -> None:
+        self._log.close()
+        self.store.close()
+
+    # ------------------------------------------------------------- checks
+    def check(self) -> list[str]:
+        """Every rule the run breaks now ([] when none); see the module docstring."""
+        events = list(self.runtime.events)
+        self.transitions |= {(e.source, e.trigger, e.dest) for e in events if isinstance(e, Transitioned)}
+        problems = [f"invariant {e.invariant} recorded at seq {e.seq}: {e.detail}"
+                    for e in events if isinstance(e, InvariantViolated)]
+        result = replay(events, reduce_run, empty_run_state(), runtime_invariants(), planner_executor_table())
+        problems += [f"replay: invariant {name} fails after seq {seq}: {detail}"
+                     for seq, name, detail in result.violations]
+        if result.state != self.runtime.state:
+            problems.append("the replay of the log differs from the live state")
+        problems += self._side_effects()
+        if self.runtime.machine.finished:
+            problems += self._absorbing(events)
+        return problems
+
+    def _side_effects(self) -> list[str]:
+        calls = self.store.calls()
+        problems = [f"draft {key!r} saved {n} times with the same text (draft area audit)"
+                    for key, n in self.store.repeated_keys().items()]
+        per_action: dict[str, int] = {}
+        for _, _, _, request in calls:
+            per_action[request] = per_action.get(request, 0) + 1
+        problems += [f"action {a!r} reached the draft area {n} times (draft area audit)"
+                     for a, n in per_action.items() if n > 1]
+        return problems
+
+    def _absorbing(self, events: Sequence[Event]) -> list[str]:
+        machine = self.runtime.machine
+        head, n = machine.log.head, len(machine.log)
+        taken = []
+        for event in machine.table.events:
+            try:
+                machine.fire(event)
+            except LabkitError:
+                continue
+            taken.append(event)
+        problems = [f"the finished run ({machine.status}) took event {e!r}" for e in taken]
+        if (machine.log.head, len(machine.log)) != (head, n):
+            problems.append("the log of a finished run changed")
+        if self.runtime.step():
+            problems.append("step() did something on a finished run")
+        return problems
+
+
+def run_schedule(schedule: Schedule, folder: Path, run_id: str = "fuzz") -> FuzzRun:
+    """Run ``schedule`` to its end (or pause) with the checks; the run (problems in ``.problems``)."""
+    run = FuzzRun(schedule, folder, run_id)
+    try:
+        run.problems = run.run()
+    finally:
+        run.close()
+    return run
