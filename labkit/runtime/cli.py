@@ -122,6 +122,26 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench_fuzz(args: argparse.Namespace) -> int:
+    import json
+
+    from labkit.runtime.bench import bench_fuzz, render_fuzz
+
+    result = bench_fuzz(args.schedules, seed=args.seed)
+    print(json.dumps(result, indent=2) if args.json else render_fuzz(result))
+    return 1 if result["violations"] else 0
+
+
+def _cmd_bench_crash(args: argparse.Namespace) -> int:
+    import json
+
+    from labkit.runtime.bench import bench_crash, render_crash
+
+    result = bench_crash(args.trials, seed=args.seed)
+    print(json.dumps(result, indent=2) if args.json else render_crash(result))
+    return 1 if result["failures"] else 0
+
+
 def register(commands: Any, bench: Any) -> None:
     """Add the runtime's subcommands to the ``labkit`` parser."""
     p = commands.add_parser("run", help="run a planner-executor task with a fault schedule into a SQLite file")
@@ -163,6 +183,19 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--runs", type=int, default=30, help="seeds")
     p.add_argument("--seed", type=int, default=0, help="first seed")
     p.set_defaults(func=_cmd_compare)
+
+    if bench is None:
+        return
+    b = bench.add_parser("fuzz", help="seeded random schedules (faults, crashes, budgets) with every check")
+    b.add_argument("--schedules", type=int, default=1000, help="how many schedules (default 1000; goal 10000)")
+    b.add_argument("--seed", type=int, default=0, help="first seed")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=_cmd_bench_fuzz)
+    b = bench.add_parser("crash", help="runner processes killed with SIGKILL at random points, then resumed")
+    b.add_argument("--trials", type=int, default=100, help="kill-and-resume trials (default 100)")
+    b.add_argument("--seed", type=int, default=2026)
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=_cmd_bench_crash)
 
 
 def main(argv: list[str] | None = None) -> int:

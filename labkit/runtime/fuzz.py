@@ -143,10 +143,31 @@ def apply_overrides(task: Task, overrides: Mapping[str, Any]) -> Task:
 
 
 def draw_fault(ch: Chooser) -> Fault:
+    """One fault. Calls are counted per target, and a run makes few of each, so ``nth`` is small
+    (a write is usually made once: its faults mostly strike call 1); a crash at a step boundary
+    counts events instead."""
     kind = ch.pick(tuple(FAULTS))
     tool = ch.pick(FAULT_TOOLS[kind]) if kind in FAULT_TOOLS else None
-    nth = ch.number(1, 40) if kind == "crash" and tool is None else ch.number(1, 3)
+    if kind == "crash" and tool is None:
+        nth = ch.number(1, 40)
+    elif kind in ("write_timeout", "status_timeout") or tool == "save_draft":
+        nth = ch.pick((1, 1, 2))
+    else:
+        nth = ch.number(1, 3)
     return Fault(kind=kind, nth=nth, tool=tool, landed=ch.pick((True, False)))  # type: ignore[arg-type]
+
+
+def draw_goal(ch: Chooser, base: Task) -> dict[str, Any] | None:
+    """The task's own goal (None), other records to read and compare, or a read-only goal (no
+    draft; with no reads it holds from the start, so the planner's first "done" is believed)."""
+    variant = ch.pick(("as-is", "as-is", "other-reads", "read-only"))
+    if variant == "as-is":
+        return None
+    reads = sorted({ch.pick(READ_POOL) for _ in range(ch.number(0 if variant == "read-only" else 1, 3))})
+    goal = {**base.goal.model_dump(mode="json"), "reads": reads}
+    goal["draft_key"] = "diff-" + "-".join(reads) if variant == "other-reads" else None
+    goal["draft_covers_differences"] = variant == "other-reads"
+    return goal
 
 
 def draw_schedule(ch: Chooser) -> Schedule:
@@ -154,25 +175,23 @@ def draw_schedule(ch: Chooser) -> Schedule:
     task_id = ch.pick(tuple(sorted(TASKS)))
     base = TASKS[task_id]
     overrides: dict[str, Any] = {}
-    goal = ch.pick(("as-is", "other-reads"))
-    if goal == "other-reads":
-        reads = sorted({ch.pick(READ_POOL) for _ in range(ch.number(1, 3))})
-        overrides["goal"] = {**base.goal.model_dump(mode="json"), "reads": reads,
-                             "draft_key": "diff-" + "-".join(reads)}
-        reads_now = reads
-    else:
-        reads_now = list(base.goal.reads)
-    if ch.pick((False, False, True)):
-        overrides["forbidden_records"] = [ch.pick(reads_now)]
+    goal = draw_goal(ch, base)
+    if goal is not None:
+        overrides["goal"] = goal
+    reads = list(goal["reads"] if goal is not None else base.goal.reads)
+    if reads and ch.pick((False, False, True)):
+        overrides["forbidden_records"] = [ch.pick(reads)]
     if ch.pick((False, True)):
         overrides["escalate_denials"] = False
     for name, options in BUDGET_CHOICES.items():
         value = ch.pick(options)
         if value != options[0]:
             overrides[f"budget.{name}"] = value
-    faults = tuple(draw_fault(ch) for _ in range(ch.number(0, 4)))
+    faults = [draw_fault(ch) for _ in range(ch.number(0, 4))]
+    if any(f.kind == "status_timeout" for f in faults) and not any(f.kind == "write_timeout" for f in faults):
+        faults.append(Fault(kind="write_timeout", nth=1, landed=ch.pick((True, False))))  # status queries need one
     decisions = tuple(ch.pick(DECISIONS) for _ in range(ch.number(0, 3)))
-    return Schedule(task_id, overrides, FaultPlan(faults=faults), decisions)
+    return Schedule(task_id, overrides, FaultPlan(faults=tuple(faults)), decisions)
 
 
 class FuzzRun:
@@ -181,9 +200,10 @@ class FuzzRun:
     def __init__(self, schedule: Schedule, folder: Path, run_id: str = "fuzz") -> None:
         self.schedule = schedule
         self.run_id = run_id
-        self.db = folder / f"{run_id}.sqlite"
+        self.db = folder / "runs.sqlite"  # one file for many runs, as `labkit run --db` keeps them
+        self.table = planner_executor_table()
         self.clock = TickClock()
-        self.store = DraftStore(folder / f"{run_id}.drafts.sqlite", run_id)
+        self.store = DraftStore(folder / "runs.drafts.sqlite", run_id)
         self.world = World(self.store)
         self.crashes = 0
         self.problems: list[str] = []
@@ -248,7 +268,7 @@ class FuzzRun:
         self.transitions |= {(e.source, e.trigger, e.dest) for e in events if isinstance(e, Transitioned)}
         problems = [f"invariant {e.invariant} recorded at seq {e.seq}: {e.detail}"
                     for e in events if isinstance(e, InvariantViolated)]
-        result = replay(events, reduce_run, empty_run_state(), runtime_invariants(), planner_executor_table())
+        result = replay(events, reduce_run, empty_run_state(), runtime_invariants(), self.table)
         problems += [f"replay: invariant {name} fails after seq {seq}: {detail}"
                      for seq, name, detail in result.violations]
         if result.state != self.runtime.state:
