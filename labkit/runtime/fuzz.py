@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import random
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -43,7 +43,7 @@ from labkit.runtime.state import empty_run_state, reduce_run
 from labkit.runtime.table import FAULTS, planner_executor_table
 from labkit.runtime.task import TASKS, Task
 from labkit.runtime.tools import DraftStore, World
-from labkit.store import SqliteLog
+from labkit.store import SqliteLog, load_events
 
 T = TypeVar("T")
 
@@ -208,6 +208,11 @@ class FuzzRun:
         self.crashes = 0
         self.problems: list[str] = []
         self.transitions: set[tuple[str, str, str]] = set()
+        self._rows = {(r.source, r.event, r.dest) for r in self.table.rows}
+        self._invariants = runtime_invariants()
+        self._folded = empty_run_state()
+        self._history: list[Event] = []
+        self._recorded_upto = 0
         self._log = SqliteLog(self.db, run_id)
         self.runtime = Runtime(schedule.task(), None, self.world, log=self._log, clock=self.clock,
                                faults=schedule.faults, die=die_in_process)
@@ -240,18 +245,17 @@ class FuzzRun:
             self.crashes += 1
             self.resume()
 
-    def run(self, max_steps: int = 2_000, check: Callable[[], list[str]] | None = None) -> list[str]:
+    def run(self, max_steps: int = 2_000) -> list[str]:
         """Drive the run to its end, answering pauses from the schedule; the problems found on the way."""
         decisions = list(self.schedule.decisions)
+        crashes = self.crashes
         for _ in range(max_steps):
-            problems = (check or self.check)()
-            if problems:
-                return problems
-            if self.runtime.machine.finished:
-                return []
+            at_rest = self.runtime.machine.finished or (self.runtime.state.waiting and not decisions)
+            problems = self.check(full=at_rest or self.crashes != crashes)
+            crashes = self.crashes
+            if problems or at_rest:
+                return problems  # finished, or left paused: a person has not answered (yet)
             if self.runtime.state.waiting:
-                if not decisions:
-                    return []  # left paused: a person has not answered (yet)
                 self.decide(decisions.pop(0))
             elif not self.step():
                 return [f"the runtime stopped in {self.runtime.state.status} without waiting for a person"]
@@ -262,20 +266,60 @@ class FuzzRun:
         self.store.close()
 
     # ------------------------------------------------------------- checks
-    def check(self) -> list[str]:
-        """Every rule the run breaks now ([] when none); see the module docstring."""
-        events = list(self.runtime.events)
-        self.transitions |= {(e.source, e.trigger, e.dest) for e in events if isinstance(e, Transitioned)}
-        problems = [f"invariant {e.invariant} recorded at seq {e.seq}: {e.detail}"
-                    for e in events if isinstance(e, InvariantViolated)]
-        result = replay(events, reduce_run, empty_run_state(), runtime_invariants(), self.table)
-        problems += [f"replay: invariant {name} fails after seq {seq}: {detail}"
-                     for seq, name, detail in result.violations]
-        if result.state != self.runtime.state:
+    def check(self, full: bool = False) -> list[str]:
+        """Every rule the run breaks now ([] when none); see the module docstring.
+
+        Each new event is folded into a replayed state and checked against the table and the
+        invariants once (the log is append-only, so an event checked stays checked; a changed
+        prefix is itself a problem). ``full`` also re-reads the whole log from the SQLite file,
+        verifies its hash chain and replays it from scratch; :meth:`run` does that at the end and
+        after every resume."""
+        events = self.runtime.events
+        problems = self._fold(events)
+        problems += [f"invariant {e.invariant} recorded at seq {e.seq}: {e.detail}"
+                     for e in events[self._recorded_upto:] if isinstance(e, InvariantViolated)]
+        self._recorded_upto = len(events)
+        if self._folded != self.runtime.state:
             problems.append("the replay of the log differs from the live state")
+        if full:
+            problems += self._replay_from_file()
         problems += self._side_effects()
         if self.runtime.machine.finished:
-            problems += self._absorbing(events)
+            problems += self._absorbing()
+        return problems
+
+    def _fold(self, events: Sequence[Event]) -> list[str]:
+        problems: list[str] = []
+        done = len(self._history)
+        if done and (len(events) < done or events[done - 1].hash != self._history[-1].hash):
+            problems.append(f"the log changed below seq {done}: events already checked were altered")
+            self._history, self._folded, done = [], empty_run_state(), 0
+        for event in events[done:]:
+            if isinstance(event, Transitioned):
+                move = (event.source, event.trigger, event.dest)
+                self.transitions.add(move)
+                if move not in self._rows:
+                    problems.append(f"seq {event.seq}: {move} is not a row of the table")
+                if self._folded.status != event.source:
+                    problems.append(f"seq {event.seq}: '{event.trigger}' left {event.source}, "
+                                    f"but the replay is in {self._folded.status}")
+            self._folded = reduce_run(self._folded, event)
+            self._history.append(event)
+            if not isinstance(event, InvariantViolated):
+                problems += [f"seq {event.seq}: invariant {inv.name} fails: {detail}" for inv in self._invariants
+                             if (detail := inv.violation(self._folded, self._history)) is not None]
+        return problems
+
+    def _replay_from_file(self) -> list[str]:
+        try:
+            events = load_events(self.db, self.run_id)
+            result = replay(events, reduce_run, empty_run_state(), self._invariants, self.table)
+        except LabkitError as exc:
+            return [f"the log file does not replay: {exc}"]
+        problems = [f"replay of the file: invariant {name} fails after seq {seq}: {detail}"
+                    for seq, name, detail in result.violations]
+        if result.state != self.runtime.state:
+            problems.append("the replay of the log file differs from the live state")
         return problems
 
     def _side_effects(self) -> list[str]:
@@ -289,7 +333,7 @@ class FuzzRun:
                      for a, n in per_action.items() if n > 1]
         return problems
 
-    def _absorbing(self, events: Sequence[Event]) -> list[str]:
+    def _absorbing(self) -> list[str]:
         machine = self.runtime.machine
         head, n = machine.log.head, len(machine.log)
         taken = []
