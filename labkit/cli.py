@@ -22,7 +22,8 @@ from labkit.events import RunStarted
 from labkit.reducer import replay
 from labkit.store import load_events, read_jsonl
 
-_COMMAND_MODULES = ["labkit.runtime.cli", "labkit.llm.cli", "labkit.experiment.cli", "labkit.inference.cli"]
+_COMMAND_MODULES = ["labkit.runtime.cli", "labkit.llm.cli", "labkit.experiment.cli", "labkit.inference.cli",
+                    "labkit.doctor"]
 
 
 def _cmd_diagram(args: argparse.Namespace) -> int:
