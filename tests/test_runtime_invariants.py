@@ -325,3 +325,14 @@ def test_an_executor_with_another_key_refuses_and_nothing_runs(tmp_path: Path) -
     rt.run()
     assert any(isinstance(e, ExecutionRefused) for e in rt.events)
     assert not any(isinstance(e, ToolCalled) for e in rt.events) and w.drafts.calls() == []
+
+
+def test_a_run_ended_by_a_result_records_nothing_after_it(tmp_path: Path) -> None:
+    """A result that breaks invariant 1 ends the run; the duplicate-delivery annotation that would follow it is
+    not written (a finished run stays finished), and the run ends cleanly instead of raising."""
+    w = world(tmp_path)
+    rt = Runtime(TASKS["diff3"], None, w, clock=TickClock(), executor=SwappingExecutor(w, Signer(), "policy-1"),
+                 faults=FaultPlan.parse("duplicate_result@1"))
+    r = rt.run()
+    assert (r.status, violations(rt)) == ("FAILED", ["executed_implies_validated"])
+    assert isinstance(rt.events[-1], InvariantViolated)

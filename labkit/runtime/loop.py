@@ -332,7 +332,7 @@ class Runtime:
                                 side_effect=action.side_effect, data=redact(dict(first.data)),
                                 detail=scrub_text(first.detail)))
         self._inbox = [(action.action_id, attempt.number)] * (len(delivery.answers) - 1)
-        if fault is not None and fault.kind == "duplicate_result":
+        if fault is not None and fault.kind == "duplicate_result" and not self.machine.finished:
             self._record(FaultInjected(fault=fault.kind, state="OBSERVING", target=action.tool,
                                        detail="the answer will arrive twice"))
         return True
