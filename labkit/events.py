@@ -88,8 +88,8 @@ def event_types() -> dict[str, type[Event]]:
 
 def _union_adapter() -> TypeAdapter[Any]:
     global _adapter
-    _load_declared()
-    if _adapter is None:
+    if _adapter is None:  # built once (again after a new registration), with every declared type
+        _load_declared()
         members = tuple(_REGISTRY.values())
         union = members[0] if len(members) == 1 else Union[members]  # noqa: UP007 - built at run time
         _adapter = TypeAdapter(Annotated[union, Field(discriminator="type")])
