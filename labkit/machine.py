@@ -186,8 +186,9 @@ class LabMachine:
         if isinstance(event, Transitioned | RunStarted | InvariantViolated):
             raise LabkitError(f"'{event.type}' events are written by the machine itself",
                               "use fire() for transitions; record() is for facts.")
-        if self.status in self.table.terminal:
-            raise RunFinished(self.status, event.type, self.end_seq if self.end_seq is not None else -1)
+        end = self.end_seq
+        if end is not None:
+            raise RunFinished(self.status, event.type, end)
         if self._halted is not None:
             raise IllegalTransition(self.status, event.type, [],
                                     f"the run halted after invariant '{self._halted}' failed")
