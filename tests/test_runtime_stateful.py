@@ -29,6 +29,7 @@ from hypothesis.stateful import (
 )
 
 from labkit.errors import LabkitError
+from labkit.runtime.events import HumanDecision
 from labkit.runtime.fuzz import DECISIONS, FuzzRun, Schedule, draw_schedule
 from labkit.runtime.table import planner_executor_table
 from labkit.runtime.tools import DraftStore
@@ -93,12 +94,14 @@ class RuntimeMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.run is not None and self.run.runtime.machine.finished)
     @rule(event=st.sampled_from(sorted({r.event for r in planner_executor_table().rows})))
     def after_the_end(self, event: str) -> None:
-        """A finished run refuses every event and its log does not change."""
+        """A finished run refuses every event and every fact, and its log does not change."""
         assert self.run is not None
         log = self.run.runtime.log
         before = (len(log), log.head)
         with pytest.raises(LabkitError):
             self.run.runtime.machine.fire(event)
+        with pytest.raises(LabkitError):
+            self.run.runtime.machine.record(HumanDecision(action_id="late", decision="refuse", note=event))
         assert (len(log), log.head) == before
         assert self.run.runtime.step() is False
 

@@ -19,7 +19,7 @@ alone. :meth:`FuzzRun.check` is called after every step and returns every rule t
 - the replay of the log equals the live state;
 - at most one side effect per idempotency key, read from the draft area's own ``calls`` table
   (one save per (key, text) and one per logical action id), not from the log being checked;
-- a finished run stays finished: every event is refused and the log does not change.
+- a finished run stays finished: every event and every fact is refused, and the log does not change.
 """
 
 from __future__ import annotations
@@ -36,11 +36,12 @@ from labkit.errors import LabkitError
 from labkit.events import Event, InvariantViolated, Transitioned
 from labkit.reducer import replay
 from labkit.runtime.clock import TickClock
+from labkit.runtime.events import HumanDecision
 from labkit.runtime.faults import CRASH_TOOLS, Fault, FaultPlan
 from labkit.runtime.invariants import runtime_invariants
 from labkit.runtime.loop import Runtime
 from labkit.runtime.state import empty_run_state, reduce_run
-from labkit.runtime.table import FAULTS, planner_executor_table
+from labkit.runtime.table import FAULTS, planner_executor_table, state_guards
 from labkit.runtime.task import TASKS, Task
 from labkit.runtime.tools import DraftStore, World
 from labkit.store import SqliteLog, load_events
@@ -313,7 +314,7 @@ class FuzzRun:
     def _replay_from_file(self) -> list[str]:
         try:
             events = load_events(self.db, self.run_id)
-            result = replay(events, reduce_run, empty_run_state(), self._invariants, self.table)
+            result = replay(events, reduce_run, empty_run_state(), self._invariants, self.table, state_guards())
         except LabkitError as exc:
             return [f"the log file does not replay: {exc}"]
         problems = [f"replay of the file: invariant {name} fails after seq {seq}: {detail}"
@@ -344,6 +345,13 @@ class FuzzRun:
                 continue
             taken.append(event)
         problems = [f"the finished run ({machine.status}) took event {e!r}" for e in taken]
+        late = HumanDecision(action_id="late", decision="approve", by="fuzz", note="after the end")
+        try:
+            machine.record(late)
+        except LabkitError:
+            pass
+        else:
+            problems.append(f"the finished run ({machine.status}) recorded a fact after its end")
         if (machine.log.head, len(machine.log)) != (head, n):
             problems.append("the log of a finished run changed")
         if self.runtime.step():
