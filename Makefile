@@ -34,6 +34,8 @@ lab: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/labkit bench core
 	$(BIN)/labkit bench inference
+	$(BIN)/labkit bench fuzz --schedules 10000
+	$(BIN)/labkit bench crash --trials 120
 
 # Rebuild every executed notebook from its py:percent source (run after changing a notebook).
 notebooks: $(STAMP)

@@ -97,7 +97,8 @@ class PathSuite:
         if self.cover == "pairs":
             lines.append(f"{len(self.refusals)} (state, event) pair(s) the machine must refuse:")
             for f in self.refusals:
-                route = ", ".join(r.event + (f" [{r.guard}]" if r.guard else "") for r in f.prefix) or "nothing"
+                route = ", ".join(r.event + (f" [{r.guard}]" if r.guard else "") for r in f.prefix)
+                route = route or "nothing (the initial state)"
                 blocked = f" with {', '.join(f.blocked)} false" if f.blocked else ""
                 lines.append(f"     {f.state} + {f.event}{blocked} ({f.reason}): after {route}")
         return "\n".join(lines)
