@@ -78,7 +78,7 @@ class Executor:
     def __init__(self, world: World, signer: Signer, policy_version: str,
                  tools: Mapping[str, ToolSpec] = TOOLS, die: Callable[[str], None] = kill_runner) -> None:
         self.world = world
-        self.die = die
+        self._die = die  # private: the executor's only public ways in are authorize() and execute()
         self.signer = signer
         self.policy_version = policy_version
         self.tools = dict(tools)
@@ -140,9 +140,9 @@ class Executor:
         kind = fault.kind if fault else None
         if kind == "crash":  # the runner dies inside the call, before or after the tool acted
             if not fault.landed:  # type: ignore[union-attr]
-                self.die(f"crash before {spec.name} ran")
+                self._die(f"crash before {spec.name} ran")
             getattr(self.world, spec.name)(args, ctx)
-            self.die(f"crash after {spec.name} ran")
+            self._die(f"crash after {spec.name} ran")
             raise RuntimeError("the crash fault's die() returned; it must end the runner")
         if kind == "read_timeout" or (kind == "write_timeout" and not fault.landed):  # type: ignore[union-attr]
             answer = ToolAnswer("timeout", detail="no answer before the deadline")

@@ -240,11 +240,12 @@ class FuzzRun:
             self.clock.now += WAIT_SECONDS
             self.step()
             return
-        try:
-            self.runtime.decide(decision == "approve", by="fuzz", note="scheduled decision")
-        except RunnerDied:
-            self.crashes += 1
-            self.resume()
+        # what Runtime.decide records; the steps after it are taken (and checked) one at a time
+        pending = self.runtime.pending_decision()
+        if pending is None:
+            raise LabkitError(f"no decision is pending in {self.runtime.state.status}", "answer only a paused run.")
+        self.runtime.machine.record(HumanDecision(action_id=pending.action_id, decision=decision, by="fuzz",
+                                                  note="scheduled decision"))
 
     def run(self, max_steps: int = 2_000) -> list[str]:
         """Drive the run to its end, answering pauses from the schedule; the problems found on the way."""

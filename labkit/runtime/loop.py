@@ -117,7 +117,7 @@ class Runtime:
         self.clock = clock
         self.signer = Signer(secret)
         self.validator = Validator(self.policy, self.budget, self.signer)
-        self.die = die  # what a ``crash`` fault calls: SIGKILL by default (see executor.kill_runner)
+        self._die = die  # what a ``crash`` fault calls: SIGKILL by default (see executor.kill_runner)
         self.executor = executor or Executor(world, self.signer, self.policy.version, die=die)
         self._inbox: list[tuple[str, int]] = []  # duplicate deliveries not yet recorded
         self._candidates: list[dict[str, Any]] | None = None  # the planner's unredacted candidates
@@ -214,7 +214,7 @@ class Runtime:
             if any(isinstance(e, FaultInjected) and e.fault == "crash" and e.detail == label for e in self.log.events):
                 continue
             self._record(FaultInjected(fault="crash", state=s.status, target=RUNNER, detail=label))
-            self.die(f"{label}: the runner is killed at a step boundary")
+            self._die(f"{label}: the runner is killed at a step boundary")
             raise RuntimeError("the crash fault's die() returned; it must end the runner")
 
     def decide(self, approve: bool, *, by: str = "human", note: str = "") -> RunResult:
