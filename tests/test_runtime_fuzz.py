@@ -132,3 +132,25 @@ def test_crash_really_kills_labkit_run_and_a_rerun_resumes(tmp_path: Path) -> No
     store = DraftStore(tmp_path / "runs.drafts.sqlite", "k")
     assert len(store.calls()) == 1
     store.close()
+
+
+def test_a_decision_recorded_but_not_acted_on_is_not_asked_again(tmp_path: Path) -> None:
+    """The runner stops between recording a person's answer and acting on it: a second answer is
+    refused (the first one stands), and the resumed run acts on the first."""
+    from labkit.runtime.events import HumanDecision
+
+    with SqliteLog(tmp_path / "runs.sqlite", "h") as log:
+        world = World(DraftStore(tmp_path / "drafts.sqlite", "h"))
+        rt = Runtime(TASKS["diff3-restricted"], None, world, log=log, clock=TickClock())
+        assert rt.run().outcome == "paused"
+        pending = rt.pending_decision()
+        assert pending is not None
+        rt.machine.record(HumanDecision(action_id=pending.action_id, decision="refuse", by="p"))  # ... then it dies
+        assert rt.pending_decision() is None
+        with pytest.raises(LabkitError, match="already holds a decision it has not acted on yet"):
+            rt.decide(True)
+    with SqliteLog(tmp_path / "runs.sqlite", "h") as log:
+        again = Runtime(None, None, world, log=log, clock=TickClock(start=50))
+        result = again.run()
+    assert result.status == "FAILED" and "a human refused" in result.reason
+    assert sum(isinstance(e, HumanDecision) for e in again.events) == 1

@@ -71,7 +71,7 @@ class RuntimeMachine(RuleBasedStateMachine):
         return "\n".join(Schedule(s.task_id, s.overrides, s.faults, tuple(self.answers)).commands())
 
     @precondition(lambda self: self.run is not None and not self.run.runtime.machine.finished
-                  and not self.run.runtime.state.waiting)
+                  and not self.run.paused)
     @rule()
     def advance(self) -> None:
         """Step the runtime until it finishes or waits for a person, checking after every step
@@ -80,11 +80,11 @@ class RuntimeMachine(RuleBasedStateMachine):
         for _ in range(2_000):
             self.run.step()
             self.every_rule_holds()
-            if self.run.runtime.machine.finished or self.run.runtime.state.waiting:
+            if self.run.runtime.machine.finished or self.run.paused:
                 return
         raise AssertionError("no end or pause after 2000 steps\nreproduce with:\n" + self._reproduce())
 
-    @precondition(lambda self: self.run is not None and self.run.runtime.state.waiting)
+    @precondition(lambda self: self.run is not None and self.run.paused)
     @rule(answer=st.sampled_from(DECISIONS))
     def answer(self, answer: str) -> None:
         assert self.run is not None
@@ -110,7 +110,7 @@ class RuntimeMachine(RuleBasedStateMachine):
         if self.run is None:
             return
         runtime = self.run.runtime
-        problems = self.run.check(full=runtime.machine.finished or runtime.state.waiting
+        problems = self.run.check(full=runtime.machine.finished or self.run.paused
                                   or self.run.crashes != self.crashes)
         self.crashes = self.run.crashes
         assert not problems, "; ".join(problems) + "\nreproduce with:\n" + self._reproduce()

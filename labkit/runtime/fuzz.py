@@ -219,6 +219,11 @@ class FuzzRun:
                                faults=schedule.faults, die=die_in_process)
 
     # ------------------------------------------------------------- driving
+    @property
+    def paused(self) -> bool:
+        """Waiting for a person's answer (a recorded answer whose transition is still owed is not a pause)."""
+        return self.runtime.pending_decision() is not None
+
     def resume(self) -> None:
         """What a restarted ``labkit run`` does: open the log afresh and rebuild the runtime from it."""
         self._log.close()
@@ -252,12 +257,12 @@ class FuzzRun:
         decisions = list(self.schedule.decisions)
         crashes = self.crashes
         for _ in range(max_steps):
-            at_rest = self.runtime.machine.finished or (self.runtime.state.waiting and not decisions)
+            at_rest = self.runtime.machine.finished or (self.paused and not decisions)
             problems = self.check(full=at_rest or self.crashes != crashes)
             crashes = self.crashes
             if problems or at_rest:
                 return problems  # finished, or left paused: a person has not answered (yet)
-            if self.runtime.state.waiting:
+            if self.paused:
                 self.decide(decisions.pop(0))
             elif not self.step():
                 return [f"the runtime stopped in {self.runtime.state.status} without waiting for a person"]

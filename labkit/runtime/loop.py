@@ -158,9 +158,10 @@ class Runtime:
                          events=len(self.log), planner_calls=s.planner_calls, tool_calls=s.tool_calls, state=s)
 
     def pending_decision(self) -> PendingDecision | None:
-        """What a person must approve or refuse, while the run waits in WAITING_HUMAN."""
+        """What a person must approve or refuse, while the run waits in WAITING_HUMAN (None once a
+        decision is recorded: a runner stopped before acting on it owes the transition, not a new answer)."""
         s = self.state
-        if not s.waiting or s.action is None:
+        if not s.waiting or s.action is None or s.owed is not None:
             return None
         return PendingDecision(s.action.action_id, s.action.tool, dict(s.action.args), s.feedback)
 
@@ -220,6 +221,9 @@ class Runtime:
     def decide(self, approve: bool, *, by: str = "human", note: str = "") -> RunResult:
         """Record a person's decision on the pending action and continue the run."""
         pending = self.pending_decision()
+        if pending is None and self.state.waiting:
+            raise LabkitError(f"run {self.run_id} already holds a decision it has not acted on yet",
+                              "resume the run (labkit run with its --run-id) instead of deciding again.")
         if pending is None:
             raise LabkitError(f"run {self.run_id} is not waiting for a decision (it is in {self.state.status})",
                               "decide only while the run is in WAITING_HUMAN.")
