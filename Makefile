@@ -26,8 +26,12 @@ test: $(STAMP)
 experiment: $(STAMP)
 	$(BIN)/labkit experiment
 
+# JupyterLab refuses to start as root (the usual user in a container) unless told --allow-root.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks
+	$(if $(LAB_ROOT),@echo "running as root (as in a container): starting JupyterLab with --allow-root")
+	$(BIN)/jupyter lab $(LAB_ROOT) notebooks
 
 bench: $(STAMP)
 	$(BIN)/labkit bench core
