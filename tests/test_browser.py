@@ -185,7 +185,7 @@ ALL_CELLS_RAN = """() => {
 }"""
 
 
-def test_notebook_02_in_jupyterlab(lab: tuple[Lab, int], chromium: str, sync_playwright, tmp_path: Path) -> None:
+def test_notebook_02_in_jupyterlab(chromium: str, sync_playwright, lab: tuple[Lab, int], tmp_path: Path) -> None:
     server, code_cells = lab
     extensions = [e["name"] for e in page_config(server.get("/lab").decode()).get("federated_extensions", [])]
     assert WIDGETS_EXTENSION in extensions, (
