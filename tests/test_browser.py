@@ -72,6 +72,8 @@ def chromium_executable() -> str | None:
 @pytest.fixture(scope="module")
 def chromium() -> str:
     found = chromium_executable()
+    if found is None and os.environ.get("LABKIT_CHROMIUM"):
+        pytest.skip(f"LABKIT_CHROMIUM={os.environ['LABKIT_CHROMIUM']} is not a file")
     if found is None:
         pytest.skip("no Chromium: install Debian's package (apt-get install -y chromium; .ci/run does this as root) "
                     "or set LABKIT_CHROMIUM to a Chromium executable")
@@ -193,6 +195,7 @@ def test_notebook_02_in_jupyterlab(chromium: str, sync_playwright, lab: tuple[La
         "it ships with ipywidgets 8 as jupyterlab_widgets: pip install -e '.[dev]'")
     states = planner_executor_table().states
     with sync_playwright() as playwright:
+        # --no-sandbox: as root (CI, containers) Chromium refuses to start with its sandbox
         browser = playwright.chromium.launch(executable_path=chromium, headless=True,
                                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
