@@ -222,7 +222,8 @@ def test_notebook_02_in_jupyterlab(chromium: str, sync_playwright, lab: tuple[La
             assert "Traceback" not in shown, f"a cell raised in the browser run:\n{shown[-3000:]}"
 
             # the table's diagram: Markdown output whose ```mermaid block JupyterLab draws as SVG
-            diagram = notebook.locator(".jp-OutputArea-output .jp-RenderedMermaid").first
+            table_cell = notebook.locator(".jp-CodeCell", has_text="Markdown(mermaid_markdown(table").first
+            diagram = table_cell.locator(".jp-OutputArea-output .jp-RenderedMermaid").first
             table_svg = drawn_svg(diagram)
             assert current_states(table_svg) == ["UNKNOWN"]  # the cell marks UNKNOWN as current
             labels = " ".join(table_svg.itertext())
