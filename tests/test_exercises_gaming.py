@@ -166,3 +166,48 @@ def test_03_a_wrong_state_is_reported_by_position_and_rows_only(tmp_path: Path):
 def test_03_plausible_wrong_predictions_fail(tmp_path: Path, old: str, new: str, expected_start: str):
     report = run_check("03", _mutated(EX03, tmp_path, (old, new)))
     assert len(report.feedback) == 1 and report.feedback[0].startswith(expected_start), report.feedback
+
+
+# ----------------------------------------------------------------------------- exercises 02, 04, 05
+# (tests/test_exercises_runtime.py holds more mutations of these; each exercise has at least three in all)
+
+WRONG_ANSWERS = [
+    ("02_validator", "the allowlist is skipped for a tool that has a schema",
+     ("if action not in SCHEMAS or action not in policy.allowlist:", "if action not in SCHEMAS:"),
+     "validate, a known tool outside the allowlist: returned a Token, expected Denial('not_allowed', ...)"),
+    ("02_validator", "an off-by-one budget lets the last call through",
+     ("if tool_calls_left < 1:", "if tool_calls_left < 0:"),
+     "validate, a proposal with no tool calls left: returned a Token, expected Denial('over_budget', ...)"),
+    ("02_validator", "choose keeps only the last denial",
+     ("    return denials\n", "    return denials[-1:]\n"),
+     "choose, no candidate passes: returned ['bad_args'], expected the denials ['not_allowed', 'bad_args']"),
+    ("04_replay_and_compare", "a log that lost its last event is called whole",
+     ("    if len(recorded) > len(events):\n        return len(events)\n", ""),
+     "first_divergence, the log lost its last event: returned None, expected 6"),
+    ("04_replay_and_compare", "timeouts are not counted as retries",
+     ('        changes["retries"] = state.retries + 1\n', "        pass\n"),
+     "reduce, run 'a read retried after timeouts': first wrong after #3 READING --timeout--> READING "
+     "{'retries_left': 2}: retries is 0, expected 1"),
+    ("04_replay_and_compare", "the divergence is reported one event early",
+     ("            return event.seq\n", "            return position - 1\n"),
+     "first_divergence, a reducer that forgets retries: returned 2, expected 3"),
+    ("05_free_loop_vs_machine", "every save counts as a repeat, the first one too",
+     ("return sum(n - 1 for n in counts.values())", "return sum(n for n in counts.values())"),
+     "repeated_side_effects(machine seed 0): returned 1, the reference count is 0"),
+    ("05_free_loop_vs_machine", "a status check that found the draft is not taken as success",
+     ('''                               or (isinstance(e, StatusChecked) and e.action_id == action_id
+                                   and e.outcome == "present") for e in run.events[:i])''',
+      " for e in run.events[:i])"),
+     "unknown_writes_as_success(machine seed 4): returned 1, the reference count is 0"),
+    ("05_free_loop_vs_machine", "the machine is assumed never to stop on the model's word",
+     ('        return int(state.outcome == "succeeded" and not goal_met(run.task.goal, state))', "        return 0"),
+     "stopped_on_models_word(doctored: write committed unobserved): returned 0, the reference count is 1"),
+]
+
+
+@pytest.mark.parametrize(("folder", "mistake", "change", "first_feedback"), WRONG_ANSWERS,
+                         ids=[f"{w[0][:2]}: {w[1]}" for w in WRONG_ANSWERS])
+def test_a_plausible_wrong_answer_fails_with_a_precise_message(tmp_path: Path, folder: str, mistake: str,
+                                                               change: tuple[str, str], first_feedback: str):
+    report = run_check(folder[:2], _mutated(folder, tmp_path, change))
+    assert report.feedback and report.feedback[0] == first_feedback, (mistake, report.feedback)
