@@ -122,6 +122,15 @@ def test_03_computing_answers_with_a_call_is_refused_even_without_imports(tmp_pa
     assert len(report.feedback) == 1 and "a call" in report.feedback[0]
 
 
+def test_03_code_hidden_in_an_annotation_is_refused(tmp_path: Path):
+    """An annotation is evaluated when the module runs, so `X: exec(...) = {}` would run code; it is refused."""
+    text = _solution_predictions().replace("OUTCOMES: dict[str, str] = {", "OUTCOMES: exec('pass') = {")
+    assert text != _solution_predictions()
+    (tmp_path / "mine.py").write_text(text, encoding="utf-8")
+    report = run_check("03", tmp_path / "mine.py")
+    assert len(report.feedback) == 1 and "a call" in report.feedback[0]
+
+
 def test_03_feedback_does_not_give_the_true_state_away(tmp_path: Path):
     """A learner who copies states out of the feedback, round after round, never reaches a pass."""
     text = _solution_predictions()

@@ -47,7 +47,9 @@ def _only_predictions(path: Path) -> str | None:
             continue  # the docstring
         targets = (node.targets if isinstance(node, ast.Assign)
                    else [node.target] if isinstance(node, ast.AnnAssign) else [])
-        if targets and all(isinstance(t, ast.Name) and t.id in ANSWERS for t in targets) and node.value:
+        literal_only = not any(isinstance(n, ast.Call) for n in ast.walk(node))  # an annotation runs too
+        if targets and all(isinstance(t, ast.Name) and t.id in ANSWERS for t in targets) and node.value \
+                and literal_only:
             try:
                 ast.literal_eval(node.value)
                 continue
