@@ -57,7 +57,8 @@ def test_exercise_01_names_a_missing_row_precisely(tmp_path: Path):
     assert broken != solution
     (tmp_path / "mine.py").write_text(broken)
     report = run_check("01", tmp_path / "mine.py")
-    assert report.feedback == ["a timeout in FIX fails: event 'timeout' was refused in state 'FIX'"]
+    assert report.feedback == ["missing row (FIX, timeout -> FAILED)",
+                               "a timeout in FIX fails: event 'timeout' was refused in state 'FIX'"]
 
 
 def test_a_file_that_does_not_import_gets_the_line_and_error(tmp_path: Path):

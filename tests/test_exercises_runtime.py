@@ -76,10 +76,11 @@ def test_03_a_write_timeout_predicted_as_failure_is_stopped_at_the_timeout(tmp_p
                     ('    "lost_write": "succeeded",', '    "lost_write": "failed",'))
     report = run_check("03", mine)
     assert report.feedback == [
-        "lost_write: transition 1 of 5 (#43 'timeout' arriving in EXECUTING): you predicted FAILED, the replay "
-        "says UNKNOWN; the rows for it: (EXECUTING, timeout -> UNKNOWN [side_effect_possible]), "
+        "lost_write: wrong at transition 1 of 5 (#43 'timeout' arriving in EXECUTING); the rows that decide it: "
+        "(EXECUTING, timeout -> UNKNOWN [side_effect_possible]), "
         "(EXECUTING, timeout -> EXECUTING [not side_effect_possible])",
-        "lost_write: you predicted the outcome 'failed', the run ended 'succeeded'",
+        "lost_write: the outcome is wrong; follow the window to the end of the run (which terminal state, and what "
+        "the runtime calls a run that ends there)",
     ]
 
 

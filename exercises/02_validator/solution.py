@@ -1,4 +1,10 @@
+# BEGIN SOLUTION
 """Exercise 02, one solution: the validator that issues tokens, and the executor's check of them."""
+# STUB: """Exercise 02: write the validator and the executor's token check.
+# STUB:
+# STUB: Fill in the TODOs, then run `labkit check 02`.
+# STUB: """
+# END SOLUTION
 
 import hashlib
 import hmac
@@ -83,6 +89,8 @@ def sign(secret: bytes, action_id: str, action: str, digest: str, policy_version
 
 def validate(candidate: Candidate, policy_version: str, *, policy: Policy, tool_calls_left: int,
              action_id: str, secret: bytes) -> Token | Denial:
+    """A token for the candidate, or the first denial that applies (allowlist, schema, policy, budget)."""
+    # BEGIN SOLUTION
     action, args = candidate.action, candidate.args
     if action not in SCHEMAS or action not in policy.allowlist:
         allowed = ", ".join(policy.allowlist)
@@ -99,10 +107,17 @@ def validate(candidate: Candidate, policy_version: str, *, policy: Policy, tool_
         return Denial("over_budget", f"no tool calls left for {action}")
     digest = args_digest(args)
     return Token(action_id, action, digest, policy.version, sign(secret, action_id, action, digest, policy.version))
+    # STUB: # TODO: check the allowlist, the argument schema (catch ValidationError), the policy version and the budget,
+    # STUB: #       in that order; if all hold, return a Token signed with sign(...)
+    # STUB: digest = args_digest(candidate.args)
+    # STUB: return Token(action_id, candidate.action, digest, policy.version, "")
+    # END SOLUTION
 
 
 def choose(candidates: Sequence[Candidate], policy_version: str, *, policy: Policy, tool_calls_left: int,
            action_id: str, secret: bytes) -> Token | list[Denial]:
+    """The token of the first candidate that passes, or every candidate's denial."""
+    # BEGIN SOLUTION
     denials: list[Denial] = []
     for candidate in candidates:
         verdict = validate(candidate, policy_version, policy=policy, tool_calls_left=tool_calls_left,
@@ -111,11 +126,19 @@ def choose(candidates: Sequence[Candidate], policy_version: str, *, policy: Poli
             return verdict
         denials.append(verdict)
     return denials
+    # STUB: # TODO: validate each candidate in order
+    # STUB: return []
+    # END SOLUTION
 
 
 def executor_accepts(token: Token, action: str, args: dict[str, Any], policy_version: str, secret: bytes) -> bool:
+    """True only for a genuine token made for exactly this action, these arguments and this policy."""
+    # BEGIN SOLUTION
     digest = args_digest(args)
     if (token.action, token.args_sha256, token.policy_version) != (action, digest, policy_version):
         return False
     expected = sign(secret, token.action_id, action, digest, policy_version)
     return hmac.compare_digest(expected, token.signature)
+    # STUB: # TODO: compare action, argument digest and policy version, then recompute the signature
+    # STUB: return True
+    # END SOLUTION

@@ -1,4 +1,7 @@
-"""Exercise 02: write the validator and the executor's token check. Fill in the TODOs, then run `labkit check 02`."""
+"""Exercise 02: write the validator and the executor's token check.
+
+Fill in the TODOs, then run `labkit check 02`.
+"""
 
 import hashlib
 import hmac
@@ -7,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError  # noqa: F401 - for the schema check
+from pydantic import BaseModel, ConfigDict, Field, ValidationError  # noqa: F401 - your answer needs it
 
 # ----------------------------------------------------------------------------- given
 

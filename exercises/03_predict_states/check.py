@@ -1,74 +1,74 @@
 """Checker for exercise 03: predicted states against the states a replay of the real run gives.
 
-The runs are made here with the real runtime (scripted planner, tick clock, the scenario's fault
-schedule), and the true states come from replaying their logs with the runtime's reducer, so the
-answer never comes from the file under test. For the first wrong prediction of each scenario the
-feedback names the event and shows the table rows that decide it.
+The runs are made by ``scenarios.py`` beside this file with the real runtime, and the true states
+come from replaying their logs with the runtime's reducer, so the answer never comes from the
+file under test. That file may hold only the two dicts of predictions, written as literals: an
+import or a call there could compute the answers instead of predicting them. Feedback says where
+a prediction first goes wrong ("wrong at transition k") and which table rows decide that
+transition, never the true state, so copying feedback does not solve the exercise.
 """
 
 from __future__ import annotations
 
-import tempfile
+import ast
+import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-from labkit import Event, EventLog, Transitioned, replay
-from labkit.runtime import (
-    STATES,
-    TASKS,
-    DraftStore,
-    FaultPlan,
-    Runtime,
-    TickClock,
-    World,
-    empty_run_state,
-    planner_executor_table,
-    reduce_run,
-)
+from labkit import Transitioned, replay
+from labkit.runtime import STATES, empty_run_state, planner_executor_table, reduce_run
 
-SCENARIOS: dict[str, tuple[str, str, bool | None]] = {
-    "lost_write": ("diff3", "write_timeout@1:lost", None),
-    "duplicate_answer": ("diff3", "duplicate_result@2", None),
-    "premature_done": ("diff3", "premature_done@2", None),
-    "approved": ("diff3-restricted", "none", True),
-    "strict_denial": ("diff3-restricted-strict", "none", None),
-    "status_blind": ("diff3", "write_timeout@1,status_timeout@1,status_timeout@2,status_timeout@3,status_timeout@4",
-                     None),
-}
 OUTCOME_WORDS = ("succeeded", "failed", "incomplete", "needs_review")
+ANSWERS = ("PREDICTIONS", "OUTCOMES")
 
 
-def run_scenario(name: str) -> list[Event]:
-    task_name, faults, decision = SCENARIOS[name]
-    task = (TASKS["diff3-restricted"].model_copy(update={"escalate_denials": False})
-            if task_name == "diff3-restricted-strict" else TASKS[task_name])
-    with tempfile.TemporaryDirectory() as tmp:
-        world = World(DraftStore(Path(tmp) / "drafts.sqlite", area=name))
-        runtime = Runtime(task, None, world, log=EventLog(f"ex03-{name}"), clock=TickClock(start=0.0),
-                          faults=FaultPlan.parse(faults))
-        if runtime.run().outcome == "paused" and decision is not None:
-            runtime.decide(decision, by="teacher")
-        world.drafts.close()
-        return list(runtime.events)
+def _scenarios() -> ModuleType:
+    path = Path(__file__).with_name("scenarios.py")
+    spec = importlib.util.spec_from_file_location("labkit_exercise_03_scenarios", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _window_bounds(events: list[Event]) -> tuple[int, int]:
-    start = next((i for i, e in enumerate(events) if e.type == "fault_injected"
-                  or (e.type == "tool_result" and e.outcome == "denied")), 0)
-    for i in range(start, len(events)):
-        if isinstance(events[i], Transitioned) and events[i].trigger == "committed":
-            return start, i + 1
-    return start, len(events)
+def _what(node: ast.AST) -> str:
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return "an import"
+    if any(isinstance(n, ast.Call) for n in ast.walk(node)):
+        return "a call"
+    return f"a {type(node).__name__} statement"
+
+
+def _only_predictions(path: Path) -> str | None:
+    """Why the file is more than literal predictions, or None when it is just them."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for index, node in enumerate(tree.body):
+        if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the docstring
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
+        literal_only = not any(isinstance(n, ast.Call) for n in ast.walk(node))  # an annotation runs too
+        if targets and all(isinstance(t, ast.Name) and t.id in ANSWERS for t in targets) and node.value \
+                and literal_only:
+            try:
+                ast.literal_eval(node.value)
+                continue
+            except ValueError:
+                pass
+        return (f"{path.name} must hold only your predictions (the dicts PREDICTIONS and OUTCOMES written out as "
+                f"literals); line {node.lineno}: {_what(node)}. See the runs with "
+                "`python exercises/03_predict_states/scenarios.py` and write down what you predict.")
+    return None
 
 
 def _rows(source: str, trigger: str) -> str:
     return ", ".join(str(r) for r in planner_executor_table().rows_for(source, trigger))
 
 
-def _check_scenario(name: str, predicted: object, outcome: object) -> list[str]:
-    events = run_scenario(name)
+def _check_scenario(runs: ModuleType, name: str, predicted: object, outcome: object) -> list[str]:
+    events = runs.run_scenario(name)
     result = replay(events, reduce_run, empty_run_state())  # the truth: a replay of the real log
-    start, stop = _window_bounds(events)
+    start, stop = runs.window_bounds(events)
     moves = [(i, e) for i, e in enumerate(events[start:stop], start) if isinstance(e, Transitioned)]
     truth = [result.states[i].status for i, _ in moves]
     feedback = []
@@ -81,9 +81,8 @@ def _check_scenario(name: str, predicted: object, outcome: object) -> list[str]:
                 i, event = moves[k]
                 before = result.states[i - 1].status
                 feedback.append(
-                    f"{name}: transition {k + 1} of {len(truth)} (#{event.seq} '{event.trigger}' arriving in "
-                    f"{before}): you predicted {guess}, the replay says {actual}; the rows for it: "
-                    f"{_rows(before, event.trigger)}")
+                    f"{name}: wrong at transition {k + 1} of {len(truth)} (#{event.seq} '{event.trigger}' arriving "
+                    f"in {before}); the rows that decide it: {_rows(before, event.trigger)}")
                 break
         else:
             if len(predicted) != len(truth):
@@ -92,23 +91,28 @@ def _check_scenario(name: str, predicted: object, outcome: object) -> list[str]:
         if unknown:
             feedback.append(f"{name}: {', '.join(map(repr, unknown))} is not a state of the table "
                             f"({', '.join(STATES)})")
-    final = result.state.outcome
     if outcome not in OUTCOME_WORDS:  # no guess yet: say what a guess looks like, not what the answer is
         feedback.append(f"{name}: OUTCOMES['{name}'] is {outcome!r}; predict one of {', '.join(OUTCOME_WORDS)}")
-    elif outcome != final:
-        feedback.append(f"{name}: you predicted the outcome {outcome!r}, the run ended {final!r}")
+    elif outcome != result.state.outcome:
+        feedback.append(f"{name}: the outcome is wrong; follow the window to the end of the run (which terminal "
+                        "state, and what the runtime calls a run that ends there)")
     return feedback
 
 
 def check(module: ModuleType) -> list[str]:
+    path = Path(getattr(module, "__file__", "") or "")
+    if path.is_file() and (why := _only_predictions(path)):
+        return [why]
     predictions = getattr(module, "PREDICTIONS", None)
     outcomes = getattr(module, "OUTCOMES", None)
     if not isinstance(predictions, dict) or not isinstance(outcomes, dict):
         return ["the file must define the dicts PREDICTIONS and OUTCOMES"]
+    runs = _scenarios()
     feedback = []
-    for name in SCENARIOS:
+    for name in runs.SCENARIOS:
         if name not in predictions or name not in outcomes:
             feedback.append(f"{name}: missing from PREDICTIONS or OUTCOMES")
             continue
-        feedback += _check_scenario(name, predictions[name], outcomes[name])
+        feedback += _check_scenario(runs, name, predictions[name], outcomes[name])
     return feedback
+

@@ -1,4 +1,7 @@
+# BEGIN SOLUTION
 """Exercise 04, one solution: a reducer, a chain check and a divergence finder for the review job."""
+# STUB: """Exercise 04: replay a log and find where it stops agreeing. Fill in the TODOs, then run `labkit check 04`."""
+# END SOLUTION
 
 import dataclasses
 from collections.abc import Callable, Sequence
@@ -46,6 +49,8 @@ def review_guards() -> dict[str, Callable[[Any, Any], bool]]:
 
 
 def reduce(state: JobState, event: Event) -> JobState:
+    """Fold one event into the state (see the README for the rules)."""
+    # BEGIN SOLUTION
     if isinstance(event, RunStarted):
         return JobState(status=event.initial, last_seq=event.seq)
     if not isinstance(event, Transitioned):
@@ -60,19 +65,29 @@ def reduce(state: JobState, event: Event) -> JobState:
     elif event.trigger == "draft_saved":
         changes["drafts_saved"] = state.drafts_saved + 1
     return dataclasses.replace(state, **changes)
+    # STUB: # TODO: run_started starts a fresh state; transitioned moves status and updates the counters
+    # STUB: return state
+    # END SOLUTION
 
 
 def first_broken_link(events: Sequence[Event]) -> int | None:
+    """The position of the first event whose seq or prev_hash breaks the chain; None if it is whole."""
+    # BEGIN SOLUTION
     previous = GENESIS_HASH
     for position, event in enumerate(events):
         if event.seq != position or event.prev_hash != previous:
             return position
         previous = event.hash
     return None
+    # STUB: # TODO: compare event.seq with its position and event.prev_hash with the previous event's hash
+    # STUB: return None
+    # END SOLUTION
 
 
 def first_divergence(events: Sequence[Event], recorded: Sequence[Any],
                      reduce: Callable[[Any, Event], Any], empty: Any) -> int | None:
+    """The seq of the first event after which replayed and recorded states differ; None if none."""
+    # BEGIN SOLUTION
     state = empty
     for position, event in enumerate(events):
         state = reduce(state, event)
@@ -81,3 +96,6 @@ def first_divergence(events: Sequence[Event], recorded: Sequence[Any],
     if len(recorded) > len(events):
         return len(events)
     return None
+    # STUB: # TODO: fold reduce over events from empty and compare with recorded, position by position
+    # STUB: return None
+    # END SOLUTION

@@ -1,12 +1,12 @@
 """Exercise 04: replay a log and find where it stops agreeing. Fill in the TODOs, then run `labkit check 04`."""
 
-import dataclasses  # noqa: F401 - dataclasses.replace builds the next state
+import dataclasses  # noqa: F401 - your answer needs it
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from labkit import Event, Row, RunStarted, Transitioned, TransitionTable  # noqa: F401 - you will need them all
-from labkit.events import GENESIS_HASH  # noqa: F401 - the prev_hash of the first event
+from labkit import Event, Row, RunStarted, Transitioned, TransitionTable  # noqa: F401 - your answer needs it
+from labkit.events import GENESIS_HASH  # noqa: F401 - your answer needs it
 
 
 @dataclass(frozen=True)

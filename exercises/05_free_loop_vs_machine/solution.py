@@ -1,4 +1,8 @@
+# BEGIN SOLUTION
 """Exercise 05, one solution: three failure counts, computed from logs, for the machine and the free loop."""
+# STUB: """Exercise 05: count three failures from logs, for the machine and the free loop. Fill in the TODOs, then run
+# STUB: `labkit check 05`."""
+# END SOLUTION
 
 import tempfile
 from collections.abc import Sequence
@@ -71,6 +75,8 @@ def collect_runs(seeds: Sequence[int], task_id: str = "diff3") -> list[RunRecord
 
 
 def unknown_writes_as_success(run: RunRecord) -> int:
+    """Writes whose outcome was unknown (a timeout) but that the run went on treating as saved."""
+    # BEGIN SOLUTION
     if run.arm == "machine":
         count = 0
         for i, event in enumerate(run.events):
@@ -84,23 +90,42 @@ def unknown_writes_as_success(run: RunRecord) -> int:
     if run.arm == "free_assume_ok":
         return sum(1 for step in run.transcript if step["action"] == "save_draft" and step["outcome"] == "timeout")
     return 0
+    # STUB: # TODO: machine: count `committed` transitions whose action has no typed success before them
+    # STUB: #       (an Observation, or a StatusChecked with outcome "present", for the same action_id);
+    # STUB: #       free loops: what does the strategy do with a save_draft that answered "timeout"?
+    # STUB: return 0
+    # END SOLUTION
 
 
 def repeated_side_effects(run: RunRecord) -> int:
+    """Saves beyond the first for each draft key, counted from the world's log (run.world_calls)."""
+    # BEGIN SOLUTION
     counts: dict[str, int] = {}
     for key, *_ in run.world_calls:
         counts[key] = counts.get(key, 0) + 1
     return sum(n - 1 for n in counts.values())
+    # STUB: # TODO
+    # STUB: return 0
+    # END SOLUTION
 
 
 def stopped_on_models_word(run: RunRecord) -> int:
+    """1 if the run stopped because the model said so, with nothing checking it; else 0."""
+    # BEGIN SOLUTION
     if run.arm == "machine":
         state = replay(run.events, reduce_run, empty_run_state()).state
         return int(state.outcome == "succeeded" and not goal_met(run.task.goal, state))
     return int(run.stop == "model_said_done")
+    # STUB: # TODO: machine: it "succeeded" but the goal predicate (goal_met) is false over the replayed state;
+    # STUB: #       free loops: look at run.stop
+    # STUB: return 0
+    # END SOLUTION
 
 
 def tally(runs: Sequence[RunRecord]) -> dict[str, dict[str, int]]:
+    """Per arm: {"runs": n, "unknown_writes_as_success": ..., "repeated_side_effects": ...,
+    "stopped_on_models_word": ...}, the sums of the three counts over that arm's runs."""
+    # BEGIN SOLUTION
     table = {arm: {"runs": 0, "unknown_writes_as_success": 0, "repeated_side_effects": 0,
                    "stopped_on_models_word": 0} for arm in ARMS}
     for run in runs:
@@ -110,6 +135,9 @@ def tally(runs: Sequence[RunRecord]) -> dict[str, dict[str, int]]:
         row["repeated_side_effects"] += repeated_side_effects(run)
         row["stopped_on_models_word"] += stopped_on_models_word(run)
     return table
+    # STUB: # TODO
+    # STUB: return {}
+    # END SOLUTION
 
 
 if __name__ == "__main__":
