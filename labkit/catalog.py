@@ -33,7 +33,7 @@ class Entry:
 _ENTRIES: dict[str, Entry] = {}
 # Modules that register tables when imported; the catalog imports them on first lookup so that
 # `labkit replay` knows every shipped table without importing the whole kit up front.
-_PROVIDERS = ["labkit.examples", "labkit.runtime.table"]
+_PROVIDERS = ["labkit.examples", "labkit.runtime.table", "labkit.layers.writing"]
 
 
 def register(name: str, entry: Entry) -> None:
