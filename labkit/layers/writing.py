@@ -19,6 +19,7 @@ section goes straight to finish, so the flow is still REVIEWING when the phase c
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -248,10 +249,13 @@ def job_params(title: str, topics: Sequence[str]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- writers
-def scripted_writer(short_first: bool = True) -> ScriptedBackend:
+def scripted_writer(short_first: bool = True, delay: float = 0.0) -> ScriptedBackend:
     """A deterministic writer: the first draft of section 1 is too short (a rewrite), section 2 runs
-    long (a polish), everything else is two plain sentences."""
+    long (a polish), everything else is two plain sentences. ``delay`` seconds per call stand in for
+    generation time (the crash test needs calls long enough to be killed in)."""
     def answer(request: Request) -> str:
+        if delay:
+            time.sleep(delay)
         match = re.search(r"Section (\d+): ([^\n(]+)", request.prompt)
         number, topic = (int(match.group(1)), match.group(2).strip()) if match else (0, "something")
         again = "(rewritten" in request.prompt
