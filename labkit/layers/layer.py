@@ -125,7 +125,8 @@ class CrossRule:
         object.__setattr__(self, "then", frozenset(then))
 
     def __str__(self) -> str:
-        return f"{self.layer} in {{{', '.join(sorted(self.when))}}} => {self.other} in {{{', '.join(sorted(self.then))}}}"
+        when, then = ", ".join(sorted(self.when)), ", ".join(sorted(self.then))
+        return f"{self.layer} in {{{when}}} => {self.other} in {{{then}}}"
 
     def violation(self, layers: dict[str, str]) -> str | None:
         """None when the rule holds for these layer states, else a sentence naming both layers."""
