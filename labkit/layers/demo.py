@@ -9,10 +9,11 @@ exactly without the model. Wrap live runs in ``flock /tmp/labkit-live.lock``: on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,34 @@ def run_demo(log: EventLog, model: Any, *, clock: Callable[[], float] | None = N
     return machine
 
 
-def record_live(out_dir: Path) -> dict[str, Any]:
+@contextlib.contextmanager
+def _weight_repacking(enabled: bool) -> Iterator[None]:
+    """Load models with llama.cpp's weight-repacking buffers on or off (``use_extra_bufts``).
+
+    On some CPUs this kit runs on, the repacked CPU kernels of the installed llama.cpp build die on
+    the first decode (SIGILL here, SIGSEGV on AMX machines; see the design notes); loading without
+    them runs the same model with the plain kernels. The choice is recorded in the provenance.
+    """
+    import llama_cpp.llama_cpp as low_level  # the module whose defaults ``Llama`` reads
+
+    if enabled:
+        yield
+        return
+    original = low_level.llama_model_default_params
+
+    def without() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    low_level.llama_model_default_params = without
+    try:
+        yield
+    finally:
+        low_level.llama_model_default_params = original
+
+
+def record_live(out_dir: Path, *, repack: bool = False) -> dict[str, Any]:
     """One live run with the embedded model: log, cassette and provenance in ``out_dir``."""
     from labkit.experiment.report import git_commit, machine
     from labkit.llm import LlamaCppBackend, RecordingBackend
@@ -49,11 +77,12 @@ def record_live(out_dir: Path) -> dict[str, Any]:
     for name in LIVE_FILES.values():
         (out_dir / name).unlink(missing_ok=True)
     started = time.perf_counter()
-    model = RecordingBackend(LlamaCppBackend(), out_dir / LIVE_FILES["cassette"])
+    with _weight_repacking(repack):
+        model = RecordingBackend(LlamaCppBackend(), out_dir / LIVE_FILES["cassette"])
     run = run_demo(JsonlLog(out_dir / LIVE_FILES["log"]), model)
     provenance = {
         "what": "notebook 07's live run of the layered writing machine (labkit.layers.demo --live)",
-        "backend": model.describe(), "model_sha256": model.model_id(),
+        "backend": model.describe(), "model_sha256": model.model_id(), "weight_repacking": repack,
         "decoding": {"temperature": 0.0, "max_tokens": 48, "stop": ["\n\n", "Section"], "seed": 0},
         "job": {"title": TITLE, "topics": list(TOPICS)}, "clock": "tick clock 0, 1, 2, ...",
         "lifecycle": run.lifecycle, "events": len(run.events), "model_calls": run.state.model_calls,
@@ -71,9 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--db", help="SQLite log to run or resume with the scripted writer")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds per scripted model call")
     parser.add_argument("--live", metavar="DIR", help="record one live run with the embedded model into DIR")
+    parser.add_argument("--repack", action="store_true", help="live: keep llama.cpp's weight repacking on")
     args = parser.parse_args(argv)
     if args.live:
-        print(json.dumps(record_live(Path(args.live)), indent=2))
+        print(json.dumps(record_live(Path(args.live), repack=args.repack), indent=2))
         return 0
     if not args.db:
         parser.error("give --db FILE (scripted run) or --live DIR")
