@@ -17,10 +17,10 @@ from labkit.layers.events import (
 )
 from labkit.layers.graph import NEXT, Graph, Node, Router, declared_keys
 from labkit.layers.layer import CrossRule, Layer, Refusal
-from labkit.layers.machine import Ctx, LayeredMachine, LayeredSpec, calls_after_abort, replay_layers
+from labkit.layers.machine import Ctx, LayeredMachine, LayeredSpec, calls_after_abort, replay_layers, timeline
 from labkit.layers.state import LayeredState, reduce_layers
 
 __all__ = ["NEXT", "AbortRequested", "CrossRule", "Ctx", "Graph", "Layer", "LayerMoved", "LayeredMachine",
            "LayeredSpec", "LayeredState", "LoopStarted", "LoopStopped", "ModelCalled", "MoveRefused", "Node",
            "Noted", "Refusal", "RouteRefused", "Router", "ToolCalled", "calls_after_abort", "declared_keys",
-           "reduce_layers", "replay_layers"]
+           "reduce_layers", "replay_layers", "timeline"]

@@ -362,3 +362,20 @@ def calls_after_abort(events: Sequence[Event]) -> dict[str, int]:
     return {"abort_seq": abort,
             "model_calls": sum(isinstance(e, ModelCalled) for e in late),
             "tool_calls": sum(isinstance(e, ToolCalled) for e in late)}
+
+
+def timeline(events: Sequence[Event], spec: LayeredSpec) -> list[dict[str, Any]]:
+    """One row per event after replay: seq, what happened, every layer, and the lifecycle view.
+
+    The lifecycle column is computed from each replayed state, exactly as the machine computes it live.
+    """
+    rows = []
+    for event, state in zip(events, replay_layers(events, spec).states, strict=True):
+        if isinstance(event, LayerMoved):
+            what = f"{event.layer}: {event.source} -> {event.dest}"
+        elif isinstance(event, ModelCalled | ToolCalled):
+            what = f"{'model' if isinstance(event, ModelCalled) else event.tool} call in {event.node}"
+        else:
+            what = event.type
+        rows.append({"seq": event.seq, "event": what, **dict(state.layers), "lifecycle": spec.view(state)})
+    return rows
