@@ -76,7 +76,7 @@ def record_live(out_dir: Path, *, repack: bool = False) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in LIVE_FILES.values():
         (out_dir / name).unlink(missing_ok=True)
-    started = time.perf_counter()
+    commit, started = git_commit(), time.perf_counter()  # the commit of the code that runs, taken first
     with _weight_repacking(repack):
         model = RecordingBackend(LlamaCppBackend(), out_dir / LIVE_FILES["cassette"])
     run = run_demo(JsonlLog(out_dir / LIVE_FILES["log"]), model)
@@ -87,7 +87,7 @@ def record_live(out_dir: Path, *, repack: bool = False) -> dict[str, Any]:
         "job": {"title": TITLE, "topics": list(TOPICS)}, "clock": "tick clock 0, 1, 2, ...",
         "lifecycle": run.lifecycle, "events": len(run.events), "model_calls": run.state.model_calls,
         "tool_calls": run.state.tool_calls, "wall_seconds": round(time.perf_counter() - started, 2),
-        "labkit_commit": git_commit(), "machine": machine(),
+        "labkit_commit": commit, "machine": machine(),
         "recorded_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     (out_dir / LIVE_FILES["provenance"]).write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n",
