@@ -306,3 +306,39 @@ def test_labkit_replay_reads_a_layered_log(tmp_path: Path, capsys):
     assert main(["replay", str(tmp_path / "run.jsonl")]) == 0
     out = capsys.readouterr().out
     assert "table writing" in out and "'phase': 'COMPLETE'" in out
+
+
+def test_an_abort_from_another_thread_stops_the_loop_before_its_next_call():
+    import threading
+
+    m = _machine(model=scripted_writer(delay=0.05))
+    clicker = threading.Timer(0.12, lambda: m.abort("clicked from another thread"))
+    clicker.start()
+    lifecycle = m.run()
+    clicker.join()
+    assert _of(m, AbortRequested), "the timer fired after the run finished; the machine is too fast for this test"
+    assert lifecycle == "paused"
+    assert calls_after_abort(m.events)["model_calls"] == calls_after_abort(m.events)["tool_calls"] == 0
+
+
+def test_a_view_that_returns_an_unknown_lifecycle_is_a_broken_rule():
+    spec = dataclasses.replace(writing_spec(), view=lambda state: "sleeping")
+    m = _machine(spec)
+    [violation] = _of(m, InvariantViolated)  # found on the very first event
+    assert (violation.invariant, violation.after_seq) == ("lifecycle_is_a_known_state", 0)
+    with pytest.raises(Exception, match="stopped for good: rule lifecycle_is_a_known_state broken"):
+        m.run()
+
+
+def test_the_committed_live_run_replays_exactly_from_its_cassette():
+    from labkit.layers.demo import LIVE_FILES, run_demo
+    from labkit.llm import ReplayBackend
+
+    data = Path(__file__).resolve().parents[1] / "data" / "layers"
+    recorded = load_events(data / LIVE_FILES["log"])
+    again = run_demo(EventLog(), ReplayBackend(data / LIVE_FILES["cassette"]))
+    assert [e.hash for e in again.events] == [e.hash for e in recorded]
+    assert again.lifecycle == "completed" and not replay_layers(recorded, writing_spec()).violations
+    provenance = __import__("json").loads((data / LIVE_FILES["provenance"]).read_text())
+    assert provenance["model_sha256"] == again.model.model_id()
+    assert provenance["model_calls"] == again.state.model_calls > 0

@@ -197,6 +197,7 @@ class LayeredMachine:
         self.abort_checkpoints = abort_checkpoints
         self._invariants = spec.invariants() if check_rules else []
         self._lock = threading.RLock()
+        self._runner: int | None = None  # the thread running the loop, while it runs
         existing = list(self.log.events)
         if existing:
             self.state = self._resumed(existing)
@@ -253,6 +254,7 @@ class LayeredMachine:
             raise LabkitError(f"the run stopped for good: {self.state.halted}",
                               "read the log's last events (labkit replay) to see which step; start a new run.")
         graph = self.spec.graph
+        self._runner = threading.get_ident()
         self._append(LoopStarted(resumed=len(self.log) > 1))
         try:
             for _ in range(max_nodes):
@@ -266,6 +268,8 @@ class LayeredMachine:
                 self._stop("budget", self.state.layers[graph.name])
         except _Stop:
             pass
+        finally:
+            self._runner = None
         return self.lifecycle
 
     def _step(self, name: str) -> None:
@@ -299,6 +303,8 @@ class LayeredMachine:
         return key, edge.routes[key]  # unchecked, an undeclared key fails here as a KeyError
 
     def _checkpoint(self, node: str) -> None:
+        if self.state.halted is not None:
+            self._stop("halted", node)
         if self.abort_checkpoints and self.state.aborted is not None:
             self._stop("aborted", node)
 
@@ -308,6 +314,11 @@ class LayeredMachine:
             raise _Stop(reason)
 
     def _append(self, event: Event) -> Event:
+        """Seal, persist and fold one event, then check the rules; a broken rule is recorded at once.
+
+        In the loop's own thread a broken rule also stops the loop here; from any other thread (an
+        abort, say) the loop sees the recorded violation at its next checkpoint.
+        """
         with self._lock:
             sealed = self.log.append(event, at=self.clock())
             self.state = reduce_layers(self.state, sealed)
@@ -316,13 +327,11 @@ class LayeredMachine:
                     detail = invariant.violation(self.state, self.log.events)
                     if detail is not None:
                         here = self.state.status
-                        self.log.append(InvariantViolated(invariant=invariant.name, detail=detail,
-                                                          after_seq=sealed.seq, state=here, dest=here),
-                                        at=self.clock())
-                        self.state = reduce_layers(self.state, self.log.events[-1])
-                        self.log.append(LoopStopped(reason="invariant", node=here), at=self.clock())
-                        self.state = reduce_layers(self.state, self.log.events[-1])
-                        raise _Stop("invariant")
+                        self._append(InvariantViolated(invariant=invariant.name, detail=detail,
+                                                       after_seq=sealed.seq, state=here, dest=here))
+                        if self._runner == threading.get_ident():
+                            self._stop("invariant", here)
+                        break
             return sealed
 
 
