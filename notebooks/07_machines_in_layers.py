@@ -45,6 +45,7 @@ from labkit.layers.writing import (
     job_params,
     phase_layer,
     scripted_writer,
+    writing_nodes,
     writing_spec,
 )
 from labkit.llm import ReplayBackend
@@ -262,6 +263,18 @@ print(refused.model_dump(include={"router", "node", "key", "declared"}))
 print("sections saved:", len(routed.state.memo["sections"]))
 
 # %% [markdown]
+# Routers can also collide with a layer. Nodes declare the layer states they enter and leave, so the build
+# checks every edge against every layer's whitelist. Here the `rewrite` node forgets to hand the flow back to
+# WRITING, and its fixed edge to `review` would need REWRITING → REVIEWING:
+
+# %%
+forgetful = [dataclasses.replace(n, leaves={}) if n.name == "rewrite" else n for n in writing_nodes()]
+try:
+    writing_spec(nodes=forgetful)
+except TableError as exc:
+    print(exc.problems[0])
+
+# %% [markdown]
 # ## 7. Trap 3 — an abort the inner loop never sees
 #
 # A user clicks *stop* while the model is generating the second call. In the naive version, `abort()` flips the
@@ -355,9 +368,9 @@ print("same sections as the uninterrupted run:", restarted.state.memo["sections"
 #
 # The whitelist. At run time the move is refused and recorded (`move_refused`), and the run pauses. Better,
 # because nodes *declare* the layer states they enter and leave, the graph build checks every edge against every
-# layer's whitelist and refuses such a graph before it runs (section 2 of `tests/test_layers.py` shows the
-# error for a `rewrite` node that forgets to leave the flow in WRITING). A router that reads the flow itself is
-# the other fix, but then the rule lives in two places.
+# layer's whitelist and refuses such a graph before it runs (the last cell of section 6 shows the error for a
+# `rewrite` node that forgets to leave the flow in WRITING). A router that reads the flow itself is the other
+# fix, but then the rule lives in two places.
 # </details>
 #
 # **Q3. Why may the lifecycle stay a plain string?**
