@@ -226,8 +226,9 @@ def writing_spec(bug: str | None = None, *, nodes: Sequence[Node] | None = None,
               Router.declare(route_after_review, {"accept": "checkpoint", "rewrite": "rewrite", "polish": "polish"}))
     after_checkpoint = route_after_checkpoint_typo if bug == "typo_route" else route_after_checkpoint
     edges: dict[str, Any] = {
-        "load": Router.declare(route_after_load, {k: ("done" if k == "done" else k) for k in (
-            "premise", "outline", "plan", "draft", "review", "rewrite", "polish", "checkpoint", "done")}),
+        "load": Router.declare(route_after_load, {
+            "premise": "premise", "outline": "outline", "plan": "plan", "draft": "draft", "review": "review",
+            "rewrite": "rewrite", "polish": "polish", "checkpoint": "checkpoint", "done": "done"}),
         "premise": "outline",
         "outline": "plan",
         "plan": Router.declare(route_after_plan, {"draft": "draft", "finish": "finish"}),
