@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from labkit.layers import LayerMoved, LoopStarted, ModelCalled, ToolCalled
 from labkit.layers.demo import run_demo
 from labkit.layers.writing import scripted_writer
@@ -33,6 +35,7 @@ def _model_calls(db: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_at_the_node_its_persisted_layers_imply(tmp_path: Path) -> None:
     db = tmp_path / "run.sqlite"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
