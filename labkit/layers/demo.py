@@ -73,10 +73,11 @@ def record_live(out_dir: Path, *, repack: bool = False) -> dict[str, Any]:
     from labkit.experiment.report import git_commit, machine
     from labkit.llm import LlamaCppBackend, RecordingBackend
 
+    commit = git_commit()  # the code that runs, taken before the previous recording is removed
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in LIVE_FILES.values():
         (out_dir / name).unlink(missing_ok=True)
-    commit, started = git_commit(), time.perf_counter()  # the commit of the code that runs, taken first
+    started = time.perf_counter()
     with _weight_repacking(repack):
         model = RecordingBackend(LlamaCppBackend(), out_dir / LIVE_FILES["cassette"])
     run = run_demo(JsonlLog(out_dir / LIVE_FILES["log"]), model)
