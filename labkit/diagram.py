@@ -7,12 +7,20 @@ trace viewer uses to show where a run is.
 
 from __future__ import annotations
 
+from typing import Any
+
 from labkit.errors import LabkitError
 from labkit.table import TransitionTable
 
 
-def to_mermaid(table: TransitionTable, current: str | None = None) -> str:
-    """Return a ``stateDiagram-v2`` for ``table``; ``current`` (if given) is highlighted."""
+def to_mermaid(table: TransitionTable | Any, current: str | None = None) -> str:
+    """Return a ``stateDiagram-v2`` for ``table``; ``current`` (if given) is highlighted.
+
+    A composite of tables (a layered machine) is not one table: it draws itself through its own
+    ``to_mermaid`` method, so every catalog entry can be drawn by ``labkit diagram``.
+    """
+    if not isinstance(table, TransitionTable):
+        return table.to_mermaid(current)
     lines = ["stateDiagram-v2", f"    [*] --> {table.initial}"]
     for row in table.rows:
         label = row.event + (f" [{row.guard}]" if row.guard else "")

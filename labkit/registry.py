@@ -25,11 +25,13 @@ from types import ModuleType
 
 EVENT_MODULES: list[str] = [
     "labkit.runtime.events",
+    "labkit.layers.events",
 ]
 
 TABLE_MODULES: list[str] = [
     "labkit.examples",
     "labkit.runtime.table",
+    "labkit.layers.writing",
 ]
 
 COMMAND_MODULES: list[str] = [

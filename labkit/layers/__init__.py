@@ -1,0 +1,26 @@
+"""Machines in layers: several checked tables, declared routers, cross-layer rules and a lifecycle view.
+
+See :mod:`labkit.layers.machine` for how one step runs, :mod:`labkit.layers.writing` for the demo
+(notebook 07), and ``labkit diagram writing`` for its picture.
+"""
+
+from labkit.layers.events import (
+    AbortRequested,
+    LayerMoved,
+    LoopStarted,
+    LoopStopped,
+    ModelCalled,
+    MoveRefused,
+    Noted,
+    RouteRefused,
+    ToolCalled,
+)
+from labkit.layers.graph import NEXT, Graph, Node, Router, declared_keys
+from labkit.layers.layer import CrossRule, Layer, Refusal
+from labkit.layers.machine import Ctx, LayeredMachine, LayeredSpec, calls_after_abort, replay_layers, timeline
+from labkit.layers.state import LayeredState, reduce_layers
+
+__all__ = ["NEXT", "AbortRequested", "CrossRule", "Ctx", "Graph", "Layer", "LayerMoved", "LayeredMachine",
+           "LayeredSpec", "LayeredState", "LoopStarted", "LoopStopped", "ModelCalled", "MoveRefused", "Node",
+           "Noted", "Refusal", "RouteRefused", "Router", "ToolCalled", "calls_after_abort", "declared_keys",
+           "reduce_layers", "replay_layers", "timeline"]

@@ -1,0 +1,390 @@
+"""LayeredMachine: several checked layers, a workflow graph and a lifecycle view, over one event log.
+
+The layers (say a forward-only phase and a whitelisted flow) are the persisted source of truth. The
+graph's position is a transient layer that a (re)start puts back at its start node, whose router
+then reads the persisted layers to decide where the work continues. The lifecycle ("idle",
+"running", "paused", "completed") is a view: a declared function of the state, recomputed after
+every event and after a restart, with no setter anywhere.
+
+One step of the loop: honour a pending abort, make the node's declared layer moves (each checked by
+its layer's table), run the node (whose model and tool calls are checkpoints for an abort), make
+its declared exit moves, then follow its fixed edge or ask its router — whose key must be one it
+declared. Every fact is a sealed event; the cross-layer rules are checked after each one. A refused
+move, an undeclared route key or a broken rule is recorded and stops the run ("paused"): a person
+looks, and nothing half-done is left unrecorded.
+
+The three checks can be switched off (``check_rules``, ``check_routes``, ``abort_checkpoints``) so
+that the notebook and the tests can show what each one prevents.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from labkit.errors import LabkitError, TableError
+from labkit.events import Event, InvariantViolated, RunStarted
+from labkit.invariants import Invariant
+from labkit.layers.diagram import layered_mermaid
+from labkit.layers.events import (
+    AbortRequested,
+    LayerMoved,
+    LoopStarted,
+    LoopStopped,
+    ModelCalled,
+    MoveRefused,
+    Noted,
+    RouteRefused,
+    ToolCalled,
+)
+from labkit.layers.graph import NEXT, Graph, Router
+from labkit.layers.layer import CrossRule, Layer, Refusal
+from labkit.layers.state import LayeredState, reduce_layers
+from labkit.reducer import Divergence, Replay, ReplayDivergence, replay
+from labkit.store import EventLog
+from labkit.table import Row
+
+View = Callable[[LayeredState], str]
+
+
+@dataclass(frozen=True)
+class LayeredSpec:
+    """Everything a layered machine is made of; build it with :meth:`build`, which checks how the parts fit."""
+
+    name: str
+    layers: tuple[Layer, ...]
+    graph: Graph
+    rules: tuple[CrossRule, ...]
+    view: View
+    lifecycle: Layer
+
+    @classmethod
+    def build(cls, name: str, layers: Sequence[Layer], graph: Graph, rules: Sequence[CrossRule],
+              view: View, lifecycle: Layer) -> LayeredSpec:
+        """Check that names are unique and that every rule speaks of known layers and states."""
+        spec = cls(name=name, layers=tuple(layers), graph=graph, rules=tuple(rules), view=view,
+                   lifecycle=lifecycle)
+        names = [layer.name for layer in spec.all_layers()]
+        problems = [f"two layers are named '{n}'" for n in sorted({n for n in names if names.count(n) > 1})]
+        states = {layer.name: set(layer.table.states) for layer in spec.all_layers()}
+        for rule in spec.rules:
+            for lname, wanted in ((rule.layer, rule.when), (rule.other, rule.then)):
+                if lname not in states:
+                    problems.append(f"rule {rule.name}: unknown layer '{lname}'")
+                else:
+                    problems += [f"rule {rule.name}: '{s}' is not a state of layer '{lname}'"
+                                 for s in sorted(wanted - states[lname])]
+        if graph.name != name:
+            problems.append(f"the graph is named '{graph.name}' but the machine '{name}'; "
+                            "use one name (the log's run_started names it)")
+        if problems:
+            raise TableError(problems)
+        return spec
+
+    def all_layers(self) -> tuple[Layer, ...]:
+        """The persisted layers, then the graph's position (the lifecycle is a view, not among them)."""
+        return (*self.layers, self.graph.layer)
+
+    def layer(self, name: str) -> Layer:
+        for layer in (*self.all_layers(), self.lifecycle):
+            if layer.name == name:
+                return layer
+        raise LabkitError(f"machine '{self.name}' has no layer '{name}'",
+                          f"use one of: {', '.join(x.name for x in self.all_layers())}.")
+
+    def invariants(self) -> list[Invariant]:
+        """The cross-layer rules as invariants, plus: the lifecycle view only takes its table's rows."""
+        return [*(rule.invariant() for rule in self.rules), self._view_invariant()]
+
+    def _view_invariant(self) -> Invariant:
+        def check(state: LayeredState, events: Sequence[Event]) -> str | None:
+            now = self.view(state)
+            if now not in self.lifecycle.table.states:
+                return f"the lifecycle view returned '{now}', not one of {', '.join(self.lifecycle.table.states)}"
+            return None
+        return Invariant("lifecycle_is_a_known_state", check, "the view returns a state of the lifecycle table")
+
+    # -- what core tools (labkit replay, labkit diagram) read from a catalog table
+    @property
+    def initial(self) -> str:
+        return self.graph.start
+
+    @property
+    def states(self) -> tuple[str, ...]:
+        """The graph's nodes: a layered state's ``status`` is the graph's position."""
+        return self.graph.layer.table.states
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        return tuple(row for layer in self.all_layers() for row in layer.table.rows)
+
+    def unhandled(self) -> list[tuple[str, str]]:
+        """Per persisted layer, (layer:state, event) pairs its table leaves open."""
+        return [(f"{layer.name}:{s}", e) for layer in self.layers for s, e in layer.table.unhandled()]
+
+    def to_mermaid(self, current: Mapping[str, str] | str | None = None) -> str:
+        return layered_mermaid(self, current)
+
+
+class _Stop(Exception):
+    """Internal: the loop must stop now; the reason is already recorded."""
+
+
+class Ctx:
+    """What a node may do: read the state, note facts, call the model and tools (abort checkpoints)."""
+
+    def __init__(self, machine: LayeredMachine, node: str) -> None:
+        self.machine = machine
+        self.node = node
+
+    @property
+    def state(self) -> LayeredState:
+        return self.machine.state
+
+    @property
+    def memo(self) -> Mapping[str, Any]:
+        return self.machine.state.memo
+
+    def note(self, key: str, value: Any) -> None:
+        """Record a fact for routers and later nodes (JSON values only)."""
+        self.machine._append(Noted(node=self.node, key=key, value=value))
+
+    def call_model(self, prompt: str, *, max_tokens: int = 48, stop: Sequence[str] = ()) -> str:
+        """One completion from the machine's model, recorded; an abort seen first means no call."""
+        machine = self.machine
+        machine._checkpoint(self.node)
+        if machine.model is None:
+            raise LabkitError(f"node {self.node} calls the model, but the machine was given none",
+                              "pass model= (a labkit.llm backend) to LayeredMachine.")
+        began = machine.log.events[-1].seq
+        completion = machine.model.complete(prompt, max_tokens=max_tokens, stop=list(stop))
+        machine._append(ModelCalled(node=self.node, prompt=prompt, text=completion.text, began_after=began,
+                                    prompt_tokens=completion.prompt_tokens,
+                                    completion_tokens=completion.completion_tokens))
+        return completion.text
+
+    def call_tool(self, tool: str, fn: Callable[..., Any], **args: Any) -> Any:
+        """Run a tool (a side effect), recorded; an abort seen first means no call."""
+        machine = self.machine
+        machine._checkpoint(self.node)
+        began = machine.log.events[-1].seq
+        result = fn(**args)
+        machine._append(ToolCalled(node=self.node, tool=tool, args=args, result=result, began_after=began))
+        return result
+
+
+class LayeredMachine:
+    """A run of a :class:`LayeredSpec`. Everything it knows is in ``self.log``; pass a log to resume.
+
+    ``model`` is any :class:`labkit.llm.Backend` (scripted, cassette, or the embedded model).
+    ``clock`` stamps events. The three ``check_*``/``abort_checkpoints`` switches exist to *show* the
+    traps; leave them on.
+    """
+
+    def __init__(self, spec: LayeredSpec, *, model: Any = None, log: EventLog | None = None,
+                 clock: Callable[[], float] = time.time, check_rules: bool = True, check_routes: bool = True,
+                 abort_checkpoints: bool = True, params: Mapping[str, Any] | None = None,
+                 versions: Mapping[str, str] | None = None) -> None:
+        self.spec = spec
+        self.model = model
+        self.log = log if log is not None else EventLog()
+        self.clock = clock
+        self.check_rules = check_rules
+        self.check_routes = check_routes
+        self.abort_checkpoints = abort_checkpoints
+        self._invariants = spec.invariants() if check_rules else []
+        self._lock = threading.RLock()
+        self._runner: int | None = None  # the thread running the loop, while it runs
+        existing = list(self.log.events)
+        if existing:
+            self.state = self._resumed(existing)
+        else:
+            self.state = LayeredState()
+            layers = {layer.name: layer.initial for layer in spec.all_layers()}
+            transient = {layer.name: layer.initial for layer in spec.all_layers() if not layer.persisted}
+            self._append(RunStarted(table=spec.name, initial=spec.graph.start, versions=dict(versions or {}),
+                                    params={**dict(params or {}), "layers": layers, "transient": transient}))
+
+    def _resumed(self, existing: list[Event]) -> LayeredState:
+        if not isinstance(existing[0], RunStarted) or existing[0].table != self.spec.name:
+            raise LabkitError(f"the log does not start a run of layered machine '{self.spec.name}'",
+                              "resume a log with the machine that wrote it.")
+        try:
+            result = replay_layers(existing, self.spec)
+        except ReplayDivergence as exc:
+            raise LabkitError(f"cannot resume: {exc.message}", exc.hint) from None
+        if result.violations and self.check_rules:
+            seq, name, detail = result.violations[0]
+            raise LabkitError(f"cannot resume: the log breaks rule '{name}' at seq {seq} ({detail}) without "
+                              "recording it", "the log was altered, or the rules changed since it was written.")
+        return result.state
+
+    # ------------------------------------------------------------------ views
+    @property
+    def lifecycle(self) -> str:
+        """The lifecycle, computed from the persisted layers and control facts; there is no setter."""
+        return self.spec.view(self.state)
+
+    @property
+    def layers(self) -> Mapping[str, str]:
+        return dict(self.state.layers)
+
+    @property
+    def events(self) -> Sequence[Event]:
+        return self.log.events
+
+    # ------------------------------------------------------------------ control
+    def abort(self, reason: str = "") -> bool:
+        """Ask the run to stop: recorded at once; the loop honours it at its next checkpoint.
+
+        Returns False (and records nothing) when the lifecycle is not ``running``.
+        """
+        with self._lock:
+            if self.lifecycle != "running":
+                return False
+            self._append(AbortRequested(reason=reason))
+            return True
+
+    def run(self, max_nodes: int = 200) -> str:
+        """Work until the graph ends, an abort is honoured, or something is refused; return the lifecycle."""
+        if self.state.halted is not None:
+            raise LabkitError(f"the run stopped for good: {self.state.halted}",
+                              "read the log's last events (labkit replay) to see which step; start a new run.")
+        graph = self.spec.graph
+        self._runner = threading.get_ident()
+        self._append(LoopStarted(resumed=len(self.log) > 1))
+        try:
+            for _ in range(max_nodes):
+                node = self.state.layers[graph.name]
+                if node in graph.end:
+                    self._stop("finished", node)
+                    break
+                self._checkpoint(node)
+                self._step(node)
+            else:
+                self._stop("budget", self.state.layers[graph.name])
+        except _Stop:
+            pass
+        finally:
+            self._runner = None
+        return self.lifecycle
+
+    def _step(self, name: str) -> None:
+        node = self.spec.graph.nodes[name]
+        self._move_all(node.enters, name)
+        if node.run is not None:
+            node.run(Ctx(self, name))
+        self._move_all(node.leaves, name)
+        key, dest = self._next(name)
+        self._append(LayerMoved(layer=self.spec.graph.name, trigger=key, source=name, dest=dest, node=name))
+
+    def _move_all(self, wanted: Mapping[str, str], node: str) -> None:
+        for lname, dest in wanted.items():
+            source = self.state.layers[lname]
+            if source == dest:
+                continue
+            found = self.spec.layer(lname).row_to(source, dest)
+            if isinstance(found, Refusal):
+                self._append(MoveRefused(layer=lname, source=source, dest=dest, node=node, reason=found.reason))
+                self._stop("refused", node)
+            self._append(LayerMoved(layer=lname, trigger=found.event, source=source, dest=dest, node=node))
+
+    def _next(self, name: str) -> tuple[str, str]:
+        edge = self.spec.graph.edges[name]
+        if not isinstance(edge, Router):
+            return NEXT, edge
+        key = edge.choose(self.state)
+        if self.check_routes and key not in edge.keys:
+            self._append(RouteRefused(router=edge.name, node=name, key=str(key), declared=list(edge.keys)))
+            self._stop("route_refused", name)
+        return key, edge.routes[key]  # unchecked, an undeclared key fails here as a KeyError
+
+    def _checkpoint(self, node: str) -> None:
+        if self.state.halted is not None:
+            self._stop("halted", node)
+        if self.abort_checkpoints and self.state.aborted is not None:
+            self._stop("aborted", node)
+
+    def _stop(self, reason: str, node: str) -> None:
+        self._append(LoopStopped(reason=reason, node=node))
+        if reason != "finished" and reason != "budget":
+            raise _Stop(reason)
+
+    def _append(self, event: Event) -> Event:
+        """Seal, persist and fold one event, then check the rules; a broken rule is recorded at once.
+
+        In the loop's own thread a broken rule also stops the loop here; from any other thread (an
+        abort, say) the loop sees the recorded violation at its next checkpoint.
+        """
+        with self._lock:
+            sealed = self.log.append(event, at=self.clock())
+            self.state = reduce_layers(self.state, sealed)
+            if self.state.halted is None and not isinstance(event, InvariantViolated):
+                for invariant in self._invariants:
+                    detail = invariant.violation(self.state, self.log.events)
+                    if detail is not None:
+                        here = self.state.status
+                        self._append(InvariantViolated(invariant=invariant.name, detail=detail,
+                                                       after_seq=sealed.seq, state=here, dest=here))
+                        if self._runner == threading.get_ident():
+                            self._stop("invariant", here)
+                        break
+            return sealed
+
+
+def replay_layers(events: Sequence[Event], spec: LayeredSpec) -> Replay[LayeredState]:
+    """Fold a layered run's log from the empty state, checking every layer move against its table.
+
+    Raises :class:`ReplayDivergence` at the first move whose source is not where replay is, or that
+    is not a row of its layer; rule violations the log does not record are in ``.violations``.
+    """
+    result = replay(events, reduce_layers, LayeredState(), spec.invariants())
+    before = LayeredState()
+    for event, after in zip(events, result.states, strict=True):
+        if isinstance(event, LayerMoved):
+            layer = spec.layer(event.layer)
+            here = before.layers.get(event.layer)
+            if here != event.source:
+                raise ReplayDivergence(Divergence(event.seq, f"the log moves layer {event.layer} from "
+                                                  f"{event.source}, but replay has it in {here}", before, event))
+            if Row(event.source, event.trigger, event.dest) not in layer.table.rows:
+                raise ReplayDivergence(Divergence(event.seq, f"the log moves {event.layer} {event.source} "
+                                                  f"--{event.trigger}--> {event.dest}, which is not a row of "
+                                                  f"layer '{event.layer}'"))
+        before = after
+    return result
+
+
+def calls_after_abort(events: Sequence[Event]) -> dict[str, int]:
+    """Model and tool calls that *began* after the first abort request, counted from the log.
+
+    A call already running when the abort arrived began before it and is not counted: it was in
+    flight. Returns ``{"abort_seq": -1, ...}`` with zero counts when no abort was requested.
+    """
+    abort = next((e.seq for e in events if isinstance(e, AbortRequested)), None)
+    if abort is None:
+        return {"abort_seq": -1, "model_calls": 0, "tool_calls": 0}
+    late = [e for e in events if isinstance(e, ModelCalled | ToolCalled) and e.began_after >= abort]
+    return {"abort_seq": abort,
+            "model_calls": sum(isinstance(e, ModelCalled) for e in late),
+            "tool_calls": sum(isinstance(e, ToolCalled) for e in late)}
+
+
+def timeline(events: Sequence[Event], spec: LayeredSpec) -> list[dict[str, Any]]:
+    """One row per event after replay: seq, what happened, every layer, and the lifecycle view.
+
+    The lifecycle column is computed from each replayed state, exactly as the machine computes it live.
+    """
+    rows = []
+    for event, state in zip(events, replay_layers(events, spec).states, strict=True):
+        if isinstance(event, LayerMoved):
+            what = f"{event.layer}: {event.source} -> {event.dest}"
+        elif isinstance(event, ModelCalled | ToolCalled):
+            what = f"{'model' if isinstance(event, ModelCalled) else event.tool} call in {event.node}"
+        else:
+            what = event.type
+        rows.append({"seq": event.seq, "event": what, **dict(state.layers), "lifecycle": spec.view(state)})
+    return rows
