@@ -55,7 +55,8 @@ def record_live(out_dir: Path) -> dict[str, Any]:
     run = run_demo(JsonlLog(out_dir / LIVE_FILES["log"]), model)
     provenance = {
         "what": "notebook 07's live run of the layered writing machine (labkit.layers.demo --live)",
-        "backend": model.describe(), "model_sha256": model.model_id(), "weight_repacking": backend.load_plan.use_extra_bufts,
+        "backend": model.describe(), "model_sha256": model.model_id(),
+        "weight_repacking": backend.load_plan.use_extra_bufts,
         "decoding": {"temperature": 0.0, "max_tokens": 48, "stop": ["\n\n", "Section"], "seed": 0},
         "job": {"title": TITLE, "topics": list(TOPICS)}, "clock": "tick clock 0, 1, 2, ...",
         "lifecycle": run.lifecycle, "events": len(run.events), "model_calls": run.state.model_calls,
