@@ -118,6 +118,12 @@ class LayeredSpec:
         return self.graph.layer.table.states
 
     @property
+    def terminal(self) -> frozenset[str]:
+        """None for replay's absorption check: reaching the graph's end node is followed by the loop's
+        own ``loop_stopped`` record, so a layered run ends with its loop, not with a state."""
+        return frozenset()
+
+    @property
     def rows(self) -> tuple[Row, ...]:
         return tuple(row for layer in self.all_layers() for row in layer.table.rows)
 
