@@ -35,10 +35,13 @@ def _cmd_diagram(args: argparse.Namespace) -> int:
 
 
 def _cmd_paths(args: argparse.Namespace) -> int:
-    from labkit.paths import build_suite
+    from labkit.paths import build_suite, tables_of
 
-    suite = build_suite(catalog.resolve_table(args.table), args.cover)
-    print(json.dumps(suite.to_dict(), indent=2) if args.json else suite.render())
+    suites = [build_suite(table, args.cover) for table in tables_of(catalog.resolve_table(args.table))]
+    if args.json:
+        print(json.dumps(suites[0].to_dict() if len(suites) == 1 else [s.to_dict() for s in suites], indent=2))
+    else:
+        print("\n\n".join(suite.render() for suite in suites))
     return 0
 
 

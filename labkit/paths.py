@@ -177,6 +177,17 @@ def _exclusive(rows: Sequence[Row]) -> bool:
             and rows[0].negated != rows[1].negated)
 
 
+def tables_of(spec: Any) -> list[TransitionTable]:
+    """The checked tables behind a catalog entry: the table itself, or each layer of a layered machine."""
+    if isinstance(spec, TransitionTable):
+        return [spec]
+    layers = getattr(spec, "all_layers", None)
+    if layers is None:
+        raise LabkitError(f"cannot derive paths from a {type(spec).__name__}",
+                          "give a transition table, or a layered machine (its layers are covered one by one).")
+    return [layer.table for layer in layers()]
+
+
 def build_suite(table: TransitionTable, cover: str = "transitions") -> PathSuite:
     """The path suite of ``table`` for ``cover`` (``transitions`` or ``pairs``)."""
     if cover not in COVERS:

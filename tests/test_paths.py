@@ -15,7 +15,7 @@ from labkit.errors import IllegalTransition, LabkitError
 from labkit.events import RunStarted
 from labkit.exercises import _import_file
 from labkit.machine import LabMachine
-from labkit.paths import build_suite, drive, shortest_routes
+from labkit.paths import build_suite, drive, shortest_routes, tables_of
 from labkit.table import Row, TransitionTable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +28,7 @@ def _exercise_tables() -> list[TransitionTable]:
 
 
 def _shipped_tables() -> list[TransitionTable]:
-    return [catalog.lookup(name).table() for name in catalog.names()] + _exercise_tables()
+    return [t for name in catalog.names() for t in tables_of(catalog.lookup(name).table())] + _exercise_tables()
 
 
 @pytest.mark.parametrize("table", _shipped_tables(), ids=lambda t: t.name)
@@ -46,7 +46,10 @@ def test_every_shipped_table_is_covered_and_the_machine_follows_and_refuses(tabl
 
 
 def test_the_cover_is_as_small_as_the_terminal_bound_on_the_shipped_tables() -> None:
-    for table in _shipped_tables():
+    """On the flat tables. A layered machine's forward-only layer and graph cannot go back for a row they
+    skipped, so each skipped row costs a sequence of its own and the terminal bound is not reached there."""
+    flat = [entry.table() for entry in map(catalog.lookup, catalog.names())]
+    for table in [t for t in flat if isinstance(t, TransitionTable)] + _exercise_tables():
         suite = build_suite(table)
         assert len(suite.paths) == suite.lower_bound, (table.name, len(suite.paths), suite.lower_bound)
 
