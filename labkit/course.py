@@ -194,7 +194,8 @@ class Quiz:
     def __repr__(self) -> str:
         lines = [f"Quiz: {len(self.questions)} questions (answer them in the widget, then press check answers)"]
         for number, question in enumerate(self.questions, start=1):
-            kind = "choose one" if isinstance(question, Choice) else "one line of code"
+            kind = ("choose one: " + " / ".join(map(str, question.choices)) if isinstance(question, Choice)
+                    else "one line of code")
             lines.append(f"{number}. {question.prompt} [{kind}]")
         return "\n".join(lines)
 
