@@ -96,7 +96,7 @@ class Choice:
     def judge(self, given: Any, namespace: Mapping[str, Any]) -> tuple[bool, str]:
         if given not in self.choices:
             return False, f"pick one of: {', '.join(map(str, self.choices))}"
-        return (True, self.explain) if given == self.answer else (False, "not yet; read the question again")
+        return (True, self.explain) if given == self.answer else (False, "read the question again")
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class CodeLine:
             right = bool(self.accept(value))
         except Exception:  # a value of the wrong kind is a wrong answer
             right = False
-        return (True, self.explain) if right else (False, f"not yet: {self.hint}")
+        return (True, self.explain) if right else (False, self.hint)
 
 
 Question = Choice | CodeLine
