@@ -65,7 +65,7 @@ class Prediction:
         right = chosen == self.answer
         verdict = "Right." if right else f"Not quite: you chose <code>{html.escape(chosen)}</code>."
         self.reveal.value = (f"<p><b>{verdict}</b> The answer is <code>{html.escape(self.answer)}</code>.</p>"
-                             f"<pre>{html.escape(self.explain)}</pre>")
+                             f"<pre style='white-space: pre-wrap'>{html.escape(self.explain)}</pre>")
         return right
 
     def __repr__(self) -> str:
