@@ -104,17 +104,18 @@ Markdown(mermaid_markdown(table, current="UNKNOWN"))
 #
 # ## 1. `normal_success`: the cycle
 #
-# One read takes eleven events. The first thirteen lines of the trace show one full cycle.
+# Each line of a timeline is one event, with the status after it. The run starts, and the planner looks at what
+# it has read so far:
 
 # %%
 trace = traces["normal_success"]
-print(render_timeline(trace, 0, 13))
+at = trace.first("proposed")
+print(render_timeline(trace, 0, at))
 
 # %% [markdown]
-# The planner has just proposed a read. Here is the state before, and the event:
+# Next the planner proposes a read. Here is the state before, and the event:
 
 # %%
-at = trace.first("proposed")
 print(render_question(trace.step(at)))
 
 # %% jupyter={"source_hidden": true}
@@ -131,6 +132,13 @@ print(render_question(trace.step(at + 1)))
 
 # %%
 print(render_answer(trace.step(at + 1)))
+
+# %% [markdown]
+# One read takes eleven events. The first thirteen lines of the trace show the whole cycle: proposal, verdict,
+# call, answer, observation, commit, and back to planning.
+
+# %%
+print(render_timeline(trace, 0, 13))
 
 # %% [markdown]
 # The last event commits the saved draft:
@@ -157,7 +165,7 @@ predict_step(trace.step(-1), "Where does `committed` lead from COMMITTING here?"
 # %%
 trace = traces["argument_error"]
 at = trace.first("validation", verdict="rejected")
-print(render_timeline(trace, at - 4, at + 4))
+print(render_timeline(trace, at - 4, at))
 
 # %% [markdown]
 # The validator's verdict arrives:
@@ -192,7 +200,7 @@ print(render_answer(trace.step(at + 1)))
 # %%
 trace = traces["permission_denied"]
 at = trace.first("transitioned", trigger="denied")
-print(render_timeline(trace, at - 3))
+print(render_timeline(trace, at - 3, at))
 
 # %% [markdown]
 # The run's policy escalates denials (sends them to a person).
@@ -251,7 +259,7 @@ print(render_trace(strict.events[-3:]))
 # %%
 trace = traces["read_timeout"]
 at = trace.first("transitioned", trigger="timeout")
-print(render_timeline(trace, at - 4, at + 4))
+print(render_timeline(trace, at - 4, at))
 
 # %% [markdown]
 # The action in flight is a read:
@@ -283,7 +291,7 @@ print(render_answer(trace.step(at + 1)))
 # %%
 trace = traces["write_timeout_unknown"]
 at = trace.first("transitioned", trigger="timeout")
-print(render_timeline(trace, at - 4))
+print(render_timeline(trace, at - 4, at))
 
 # %% [markdown]
 # The action in flight is `save_draft`, a write:
