@@ -436,6 +436,7 @@ shutil.rmtree(scratch)
 from labkit import Choice, CodeLine, Quiz
 
 _swapped = [*events[:5], events[6], events[5], *events[7:]]
+_relinked = [*events[:5], events[5].model_copy(update={"prev_hash": "0" * 64}), *events[6:]]
 quiz = Quiz([
     Choice("One event in the middle of a log is edited. What does load_events report?",
            ["the edited event's seq: its hash no longer matches", "the next event's seq: its link is broken",
@@ -451,7 +452,8 @@ quiz = Quiz([
            "The call may have taken effect; a status query settles it, so the write is not repeated."),
     CodeLine("Write a function (a lambda) that takes a list of events and is True only when every event's "
              "prev_hash is the hash of the event before it.",
-             lambda check: bool(check(events)) and not check(_swapped) and not check([*events[:5], *events[6:]]),
+             lambda check: (bool(check(events)) and not check(_swapped) and not check(_relinked)
+                            and not check([*events[:5], *events[6:]])),
              hint="compare e.prev_hash with the .hash of the event before, for each neighbouring pair (zip)",
              explain="lambda evs: all(b.prev_hash == a.hash for a, b in zip(evs, evs[1:])) is the link check."),
     CodeLine("Write the line that lists the invariant violations replay finds in `forged`.",
