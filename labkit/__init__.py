@@ -30,6 +30,8 @@ from labkit.table import Row, TransitionTable, table_from_dict
 __version__ = "0.1.0"
 
 __all__ = [
+    "Choice",
+    "CodeLine",
     "Divergence",
     "Event",
     "EventLog",
@@ -42,6 +44,7 @@ __all__ = [
     "LabMachine",
     "LabkitError",
     "MachineState",
+    "Quiz",
     "Replay",
     "ReplayDivergence",
     "Row",
@@ -56,6 +59,7 @@ __all__ = [
     "find_divergence",
     "load_events",
     "mermaid_markdown",
+    "predict",
     "read_jsonl",
     "read_sqlite",
     "reduce_machine",
@@ -65,3 +69,14 @@ __all__ = [
     "to_mermaid",
     "write_jsonl",
 ]
+
+_COURSE = {"Choice", "CodeLine", "Quiz", "predict"}
+
+
+def __getattr__(name: str) -> object:
+    """The course helpers load ipywidgets, so they are imported only when a notebook asks for them."""
+    if name in _COURSE:
+        from labkit import course
+
+        return getattr(course, name)
+    raise AttributeError(f"module 'labkit' has no attribute {name!r}")

@@ -45,10 +45,13 @@ class IllegalTransition(LabkitError):
 class InvariantViolation(LabkitError):
     """An invariant did not hold after a step; the violation is already in the event log."""
 
-    def __init__(self, name: str, detail: str, seq: int) -> None:
+    def __init__(self, name: str, detail: str, seq: int, after_seq: int | None = None) -> None:
+        """``seq`` is the recorded violation's own seq; ``after_seq`` the event that broke the invariant."""
         self.name, self.detail, self.seq = name, detail, seq
+        self.after_seq = seq - 1 if after_seq is None else after_seq
         super().__init__(
-            f"invariant '{name}' violated at event seq {seq}: {detail}",
+            f"invariant '{name}' broken by event seq {self.after_seq}: {detail} "
+            f"(the violation is recorded as event seq {seq})",
             "read the events up to that seq to see which step broke it; the log keeps the violation.",
         )
 

@@ -224,5 +224,5 @@ class LabMachine:
                                                    after_seq=seq, state=here, dest=dest))
         if self.on_violation == "raise":
             self._halted = invariant.name
-            raise InvariantViolation(invariant.name, detail, violation.seq)
+            raise InvariantViolation(invariant.name, detail, violation.seq, seq)
         self._machine.set_state(dest, model=self._model)

@@ -13,9 +13,22 @@
 # | `read_timeout` | a read gets no answer in time |
 # | `write_timeout_unknown` | a write gets no answer — but it may have happened |
 #
-# **How to use it.** At the interesting steps you see the state *before* an event and the event itself; write
-# down what you expect the state to be after it, then run the next cell. Predicting first is the point: the
-# rules only stick once you have been surprised by one.
+# **After this notebook you can**
+# - follow a planner–executor run event by event, telling a [fact](../docs/glossary.md) from the
+#   [transition](../docs/glossary.md) it calls for;
+# - say, for each way a tool call can end (ok, rejected, denied, timeout on a read, timeout on a write), which row
+#   of the table handles it and why;
+# - explain why a write that timed out goes to `UNKNOWN`, and how a [status query](../docs/glossary.md) and an
+#   [idempotency key](../docs/glossary.md) settle it without writing twice;
+# - run a task live with a [fault schedule](../docs/glossary.md) and read its trace.
+#
+# **Prerequisites:** notebook 01 (transition table, guard, invariant, event log, replay).
+# **Time:** about 50 minutes, the quiz included.
+#
+# **How to use it.** At the interesting steps you see the state *before* an event and the event itself. A
+# **Predict** box below it asks what comes next: choose, press *check*, and only then read on. The answer is hidden
+# until you do (the box's code cell is collapsed, because it holds the answer; it computes the answer from the
+# recorded trace). Predicting first is the point: the rules only stick once you have been surprised by one.
 #
 # The traces are files in `data/traces/`, recorded by the runtime with a scripted planner, a fixed fault
 # schedule and an injected clock (`scripts/make_traces.py` records them again, byte for byte). Everything below is
@@ -26,7 +39,7 @@ from pathlib import Path
 
 from IPython.display import Markdown
 
-from labkit import load_events, mermaid_markdown
+from labkit import load_events, mermaid_markdown, predict
 from labkit.runtime import FAULTS, describe_event, planner_executor_table
 from labkit.viewer import Trace, render_answer, render_question, render_timeline, run_view
 
@@ -38,6 +51,11 @@ def open_trace(name):
     """A recorded run, viewed through the fields that decide the next move (see labkit.viewer.run_view)."""
     events = load_events(TRACES / f"{name}.jsonl")
     return Trace.from_catalog(events, project=run_view, describe=lambda e: f"#{e.seq} {describe_event(e)}")
+
+
+def predict_step(view, question, field, choices, why):
+    """A predict-then-see box for one step; the answer is ``field`` after the step, read from the replay."""
+    return predict(question, choices, str(run_view(view.after)[field]), f"{render_answer(view)}\n\n{why}")
 
 
 traces = {name: open_trace(name) for name in NAMES}
@@ -58,10 +76,26 @@ table = planner_executor_table()
 Markdown(mermaid_markdown(table, current="UNKNOWN"))
 
 # %% [markdown]
+# ## Words used below
+#
 # Each step of a run writes one or more **facts** (what the planner proposed, what the validator decided, what a
 # tool answered) and then one **transition**. The fact does not move the machine by itself: reducing it into the
-# state records which transition it calls for (the field `owed`), and the next event fires exactly that one. The
-# view below shows, for each state, the fields that decide what happens next:
+# state records which transition it calls for, the **owed transition** (the field `owed`), and the next event
+# fires exactly that one. Writing the fact first means a crash between the two loses nothing: a resumed run fires
+# what is owed instead of asking the planner or the tool again.
+#
+# - **Validation token.** When the validator allows a call, it signs exactly that call: a keyed hash (an HMAC)
+#   over the action's id, the tool, the digest of its arguments and the policy version. The executor recomputes
+#   the token for the call in front of it and refuses a mismatch, so a token issued for reading `R03` cannot be
+#   used to read `R04`. In the timelines it shows as `token 5368983a37…`.
+# - **Idempotent, idempotency key.** An operation is *idempotent* when doing it twice has the same effect as doing
+#   it once. `save_draft` is made idempotent by a key that names the one logical draft: saving again under the
+#   same key changes nothing, so a retry cannot write twice.
+# - **UNKNOWN outcome.** A write that timed out may or may not have happened; the run cannot tell from the
+#   timeout. It neither assumes success nor retries blindly: it asks the world with a **status query**.
+#
+# All of these are in the [glossary](../docs/glossary.md). The view below shows, for each state, the fields that
+# decide what happens next:
 #
 # - `status` — the machine state; `owed` — the transition the latest fact calls for;
 # - `action` — the logical action in flight: its id, tool (`(write)` if it has a side effect), attempts, whether a
@@ -70,25 +104,28 @@ Markdown(mermaid_markdown(table, current="UNKNOWN"))
 #
 # ## 1. `normal_success`: the cycle
 #
-# One read takes eleven events. The first thirteen lines of the trace show one full cycle.
+# Each line of a timeline is one event, with the status after it. The run starts, and the planner looks at what
+# it has read so far:
 
 # %%
 trace = traces["normal_success"]
-print(render_timeline(trace, 0, 13))
+at = trace.first("proposed")
+print(render_timeline(trace, 0, at))
 
 # %% [markdown]
-# **Predict.** The planner has just proposed a read. What does that fact change in the state?
+# Next the planner proposes a read. Here is the state before, and the event:
 
 # %%
-at = trace.first("proposed")
 print(render_question(trace.step(at)))
 
-# %%
-print(render_answer(trace.step(at)))
+# %% jupyter={"source_hidden": true}
+predict_step(trace.step(at), "What is the status after the proposal is recorded?", "status",
+             ["PLANNING", "VALIDATING", "EXECUTING"],
+             "Nothing moved: a fact does not move the machine. The proposal only made `proposed` owed. The planner "
+             "has no way to act; it can only add a proposal to the log.")
 
 # %% [markdown]
-# Nothing moved yet: the proposal only made `proposed` owed. The planner has no way to act; it can only add a
-# proposal to the log. Now the transition it called for:
+# Now the transition it called for:
 
 # %%
 print(render_question(trace.step(at + 1)))
@@ -97,18 +134,28 @@ print(render_question(trace.step(at + 1)))
 print(render_answer(trace.step(at + 1)))
 
 # %% [markdown]
-# **Predict.** The last event commits the saved draft. Where does `committed` lead from `COMMITTING`?
+# One read takes eleven events. The first thirteen lines of the trace show the whole cycle: proposal, verdict,
+# call, answer, observation, commit, and back to planning.
+
+# %%
+print(render_timeline(trace, 0, 13))
+
+# %% [markdown]
+# The last event commits the saved draft:
 
 # %%
 print(render_question(trace.step(-1)))
 
-# %%
-print(render_answer(trace.step(-1)))
+# %% jupyter={"source_hidden": true}
+predict_step(trace.step(-1), "Where does `committed` lead from COMMITTING here?", "status",
+             ["SUCCEEDED", "PLANNING", "COMMITTING", "FAILED"],
+             "`committed` has two rows: to SUCCEEDED when the goal predicate holds over the state (all three "
+             "records committed and a draft that names every differing field), and back to PLANNING otherwise. "
+             "Here the goal holds.")
 
 # %% [markdown]
-# `committed` has two rows: to `SUCCEEDED` when the goal predicate holds over the state (all three records
-# committed *and* a draft that names every differing field), and back to `PLANNING` otherwise. The planner never
-# says "done" in a way that counts: the stop condition is a check on the state.
+# The planner never says "done" in a way that counts: the stop condition is a check on the state, the
+# **goal predicate**.
 #
 # ## 2. `argument_error`: rejected before anything runs
 #
@@ -118,16 +165,21 @@ print(render_answer(trace.step(-1)))
 # %%
 trace = traces["argument_error"]
 at = trace.first("validation", verdict="rejected")
-print(render_timeline(trace, at - 4, at + 4))
+print(render_timeline(trace, at - 4, at))
 
 # %% [markdown]
-# **Predict.** The validator's verdict arrives. What becomes owed, and does the tool-call count change?
+# The validator's verdict arrives:
 
 # %%
 print(render_question(trace.step(at)))
 
-# %%
-print(render_answer(trace.step(at)))
+# %% jupyter={"source_hidden": true}
+predict_step(trace.step(at), "Which transition becomes owed?", "owed", ["allowed", "rejected", "proposed", "error"],
+             "The verdict is a fact: it makes `rejected` owed. `tool_calls` does not move, because nothing was "
+             "executed.")
+
+# %% [markdown]
+# And the transition it called for:
 
 # %%
 print(render_question(trace.step(at + 1)))
@@ -148,16 +200,22 @@ print(render_answer(trace.step(at + 1)))
 # %%
 trace = traces["permission_denied"]
 at = trace.first("transitioned", trigger="denied")
-print(render_timeline(trace, at - 3))
+print(render_timeline(trace, at - 3, at))
 
 # %% [markdown]
-# **Predict.** The run's policy escalates denials. Where does `denied` lead from `EXECUTING`?
+# The run's policy escalates denials (sends them to a person).
 
 # %%
 print(render_question(trace.step(at)))
 
-# %%
-print(render_answer(trace.step(at)))
+# %% jupyter={"source_hidden": true}
+predict_step(trace.step(at), "Where does `denied` lead from EXECUTING?", "status",
+             ["FAILED", "PLANNING", "WAITING_HUMAN", "EXECUTING"],
+             "`denied` has two rows, split by the guard `escalate` (a policy setting): WAITING_HUMAN when denials go "
+             "to a person, FAILED when they do not. This run's policy escalates.")
+
+# %% [markdown]
+# What did the person decide? The last step:
 
 # %%
 print(render_question(trace.step(-1)))
@@ -166,8 +224,7 @@ print(render_question(trace.step(-1)))
 print(render_answer(trace.step(-1)))
 
 # %% [markdown]
-# `denied` has two rows, split by the guard `escalate` (a policy setting): `WAITING_HUMAN` when denials go to a
-# person, `FAILED` when they do not. In this trace the person refused, so the run failed with the reason recorded.
+# The person refused, so the run failed with the reason recorded.
 # Unlike an `error` (definitely not done, so the planner may try something else) a denial is not the planner's to
 # route around.
 #
@@ -202,22 +259,29 @@ print(render_trace(strict.events[-3:]))
 # %%
 trace = traces["read_timeout"]
 at = trace.first("transitioned", trigger="timeout")
-print(render_timeline(trace, at - 4, at + 4))
+print(render_timeline(trace, at - 4, at))
 
 # %% [markdown]
-# **Predict.** The action in flight is a read. Where does `timeout` lead from `EXECUTING`?
+# The action in flight is a read:
 
 # %%
 print(render_question(trace.step(at)))
 
+# %% jupyter={"source_hidden": true}
+predict_step(trace.step(at), "Where does `timeout` lead from EXECUTING for a read?", "status",
+             ["EXECUTING", "UNKNOWN", "FAILED", "PLANNING"],
+             "`timeout` is split by the guard `side_effect_possible`. A read changes nothing in the world, so asking "
+             "again is safe: the machine stays in EXECUTING.")
+
+# %% [markdown]
+# The next event is the second attempt:
+
 # %%
-print(render_answer(trace.step(at)))
 print(render_answer(trace.step(at + 1)))
 
 # %% [markdown]
-# `timeout` is split by the guard `side_effect_possible`. A read changes nothing in the world, so asking again is
-# safe: the machine stays in `EXECUTING` and the executor makes attempt 2 of the *same* logical action `a2`, under
-# the same validation token. The retry budget (`max_retries`) bounds how often.
+# It is attempt 2 of the *same* logical action `a2`, under the same validation token: the validator allowed this
+# call once, and the retry is the same call. The retry budget (`max_retries`) bounds how often.
 #
 # ## 5. `write_timeout_unknown`: the outcome is not known
 #
@@ -227,26 +291,35 @@ print(render_answer(trace.step(at + 1)))
 # %%
 trace = traces["write_timeout_unknown"]
 at = trace.first("transitioned", trigger="timeout")
-print(render_timeline(trace, at - 4))
+print(render_timeline(trace, at - 4, at))
 
 # %% [markdown]
-# **Predict.** The action in flight is `save_draft`, a write. Where does `timeout` lead from `EXECUTING`?
+# The action in flight is `save_draft`, a write:
 
 # %%
 print(render_question(trace.step(at)))
 
-# %%
-print(render_answer(trace.step(at)))
+# %% jupyter={"source_hidden": true}
+predict_step(trace.step(at), "Where does `timeout` lead from EXECUTING for a write?", "status",
+             ["EXECUTING", "UNKNOWN", "FAILED", "SUCCEEDED"],
+             "The guard `side_effect_possible` holds for a write: it may have happened, so the run goes to UNKNOWN "
+             "and may do only one thing there, ask the world.")
 
 # %% [markdown]
-# **Predict.** The status query (it asks the draft area whether a draft with this key and this text's digest
-# exists) answers `present`. What is owed, and where does it lead?
+# The status query asks the draft area whether a draft with this key and this text's digest exists. It answers
+# `present`:
 
 # %%
 print(render_question(trace.step(at + 1)))
 
-# %%
-print(render_answer(trace.step(at + 1)))
+# %% jupyter={"source_hidden": true}
+predict_step(trace.step(at + 1), "Which transition does the answer `present` make owed?", "owed",
+             ["confirmed_present", "confirmed_absent", "committed", "timeout"],
+             "`present` makes `confirmed_present` owed; the row UNKNOWN --confirmed_present--> COMMITTING follows, "
+             "and the draft is committed with the status query's answer as its observation.")
+
+# %% [markdown]
+# The two events that follow:
 
 # %%
 print(render_answer(trace.step(at + 2)))
@@ -261,7 +334,8 @@ print(render_answer(trace.step(at + 3)))
 #   one was; a timeout is the absence of an answer, not a success.
 # - **`UNKNOWN`** is the honest state: it allows exactly one kind of next step, asking the world. `present` leads to
 #   `COMMITTING` (the status query's answer is the observation), `absent` back to `EXECUTING` to write again (safe,
-#   because the write is known not to have happened and the key makes it idempotent), and `status_unavailable`
+#   because the write is known not to have happened and the idempotency key means a second save cannot write
+#   twice), and `status_unavailable`
 #   stays in `UNKNOWN` until the retry budget ends the run as `needs_review` — never as a success.
 #
 # Both other branches, run live: first the reply and the write are both lost, then the status query itself fails.
@@ -300,7 +374,9 @@ for spec in FAULTS.values():
 from labkit.viewer_widget import decide_with, view_trace
 
 paused = live(TASKS["diff3-restricted"], "paused")
-print(paused.run().outcome, "-", paused.pending_decision())
+print("the run is", paused.run().outcome)
+pending = paused.pending_decision()
+print(f"waiting for a person on action {pending.action_id}: {pending.tool}({pending.args})\n  because {pending.reason}")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -313,6 +389,56 @@ for runtime in (strict, lost, blind):
     runtime.world.drafts.close()
 
 # %% [markdown]
+# ## Wrap-up quiz
+#
+# Answer in the boxes and press *check answers*; a wrong answer gets a hint, not the answer. Code answers are one
+# line of Python, evaluated in this notebook: `traces`, `table`, `FAULTS` and `run_view` are there to use.
+
+# %% jupyter={"source_hidden": true}
+from labkit import Choice, CodeLine, Quiz
+
+quiz = Quiz([
+    Choice("A fact (say, the validator's verdict) is recorded. What does it change?",
+           ["the status", "only what is owed (and the facts it records)", "nothing at all"],
+           "only what is owed (and the facts it records)",
+           "A fact records what happened and the transition it calls for; the next event fires that transition."),
+    Choice("A read times out. Where does the run go?", ["EXECUTING", "UNKNOWN", "FAILED"], "EXECUTING",
+           "A read has no side effect, so it is simply tried again, within the retry budget."),
+    Choice("A write times out and the status query never answers. How does the run end?",
+           ["succeeded", "failed", "needs_review"], "needs_review",
+           "Nobody knows whether the draft exists, so neither success nor failure may be claimed."),
+    Choice("Why may the run write again after the status query answered `absent`?",
+           ["the retry budget allows it", "the write is known not to have happened, and the idempotency key makes a "
+            "second save harmless", "the validation token has expired"],
+           "the write is known not to have happened, and the idempotency key makes a second save harmless",
+           "Asking first turns 'maybe' into 'no'; the key guards against the rare case where it still lands twice."),
+    CodeLine("How many events does the `read_timeout` trace have? (one expression, from `traces`)",
+             lambda v: v == len(traces["read_timeout"]),
+             hint="each trace is a Trace object in the dict `traces`; len() works on it",
+             explain="len(traces['read_timeout']): every number here is read from the recorded file."),
+    CodeLine("Which state does the run `permission_denied` end in? (one expression)",
+             lambda v: v == traces["permission_denied"].states[-1].status,
+             hint="a Trace keeps the replayed states in `.states`; the last one has a `.status`",
+             explain="traces['permission_denied'].states[-1].status: the state comes from replaying the events."),
+    CodeLine("Write the set of the table's states a run can end in.",
+             lambda v: set(v) == set(table.terminal),
+             hint="the table declares them; look at the attributes of `table` (the terminal ones)",
+             explain="table.terminal: the states nothing leaves."),
+], namespace=globals())
+quiz
+
+# %% [markdown]
+# ## Take-aways
+#
+# - A fact records what happened and makes one transition owed; the next event fires it. The planner can only
+#   add proposals to the log, never move the machine.
+# - Each way a tool call ends has its own typed result and its own row: `rejected` replans, `denied` goes to a
+#   person or fails, a read `timeout` retries the same action, a write `timeout` goes to `UNKNOWN`.
+# - `UNKNOWN` allows one thing: asking the world. `present` commits, `absent` writes again under the same
+#   idempotency key, no answer ends as `needs_review`, never as a success.
+# - A validation token binds one exact call; a retry is the same call, a changed call needs a new verdict.
+# - Success is a check on the state (the goal predicate), not the planner's word.
+#
 # ## Your turn
 #
 # - Exercise 02 (`exercises/02_validator/`): write the validator — allowlist, argument schema, policy version,

@@ -13,12 +13,25 @@
 #    run ends, without writing twice.
 #
 # All files are written to a scratch folder; the shipped traces in `data/traces/` are only read.
+#
+# **After this notebook you can**
+# - rebuild a run's every state by [replay](../docs/glossary.md) (a [fold](../docs/glossary.md) of the
+#   [reducer](../docs/glossary.md) over the log), and check it against the live run;
+# - say which event a tampered log is refused at, and why, from its [hash chain](../docs/glossary.md);
+# - find the first [divergence](../docs/glossary.md) between a replay and recorded states, and tell a wrong
+#   reducer from a wrong record;
+# - state [the three invariants](../docs/glossary.md) of the planner–executor machine and show each one firing;
+# - [resume](../docs/glossary.md) a crashed run from its SQLite log without writing twice.
+#
+# **Prerequisites:** notebooks 01 and 02 (transition table, invariant, replay; facts, owed transitions, `UNKNOWN`,
+# status query, idempotency key). **Time:** about 50 minutes, the quiz included. The **Predict** boxes hide their
+# answer until you choose and press *check* (their code cell is collapsed, because it holds the answer).
 
 # %%
 import tempfile
 from pathlib import Path
 
-from labkit import EventLogError, find_divergence, load_events, replay, write_jsonl
+from labkit import EventLogError, find_divergence, load_events, predict, replay, write_jsonl
 from labkit.runtime import empty_run_state, outcome_view, reduce_run, runtime_invariants
 from labkit.runtime.traces import TRACE_SPECS, record_trace
 from labkit.viewer import run_view
@@ -56,9 +69,41 @@ print("state after every event equal:", list(rebuilt.states) == live.machine.sta
 # %% [markdown]
 # ## 2. Tampering is caught, and named by its sequence number
 #
-# Every event carries its own SHA-256 and the hash of the event before it. Editing an event breaks its own
-# hash; deleting or reordering events breaks the links. `load_events` checks both on every load. Here are three
-# tampered copies of the trace.
+# Every event carries `seq`, its position in the log, its own SHA-256 `hash`, and `prev_hash`, the hash of the
+# event before it (the first event points at a fixed genesis value). That is a **hash chain**. Here are the last
+# events of the trace, drawn from the file: each arrow is a `prev_hash` that must equal the hash of the event it
+# points at.
+
+# %%
+import matplotlib.pyplot as plt
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+
+def draw_chain(chain, mark=None):
+    """The events of ``chain`` as boxes, each linked by its prev_hash to the event before it."""
+    _, ax = plt.subplots(figsize=(2.3 * len(chain), 2.4))
+    for i, event in enumerate(chain):
+        colour = "#fde2c8" if event.seq == mark else "#dbe8f6"
+        ax.add_patch(FancyBboxPatch((i * 2.3, 0), 1.9, 1.5, boxstyle="round,pad=0.05", fc=colour, ec="#335"))
+        ax.text(i * 2.3 + 0.95, 1.2, f"#{event.seq} {event.type}", ha="center", fontsize=8, weight="bold")
+        ax.text(i * 2.3 + 0.95, 0.75, f"hash {event.hash[:8]}…", ha="center", fontsize=8, family="monospace")
+        ax.text(i * 2.3 + 0.95, 0.3, f"prev {event.prev_hash[:8]}…", ha="center", fontsize=8, family="monospace")
+        if i:
+            ax.add_patch(FancyArrowPatch((i * 2.3 - 0.02, 0.35), (i * 2.3 - 0.38, 0.75), arrowstyle="-|>",
+                                         mutation_scale=12, color="#335"))
+    ax.set_xlim(-0.2, 2.3 * len(chain))
+    ax.set_ylim(-0.2, 1.8)
+    ax.axis("off")
+    plt.show()
+
+
+status_seq = next(e.seq for e in events if e.type == "status_checked")
+draw_chain(events[status_seq - 3:status_seq + 3], mark=status_seq)
+
+# %% [markdown]
+# Editing an event changes what its hash should be, so its stored `hash` no longer matches; deleting or
+# reordering events breaks the links. `load_events` checks both on every load. Three tampered copies of the trace
+# are made below: the status query (the orange box) is edited, deleted, or swapped with the event before it.
 
 # %%
 lines = (TRACES / "write_timeout_unknown.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
@@ -69,20 +114,43 @@ edited[status_line] = edited[status_line].replace('"outcome":"present"', '"outco
 deleted = lines[:status_line] + lines[status_line + 1:]
 reordered = [*lines[:status_line - 1], lines[status_line], lines[status_line - 1], *lines[status_line + 1:]]
 
+caught = {}
 for name, copy in [("edited.jsonl", edited), ("deleted.jsonl", deleted), ("reordered.jsonl", reordered)]:
     (scratch / name).write_text("".join(copy), encoding="utf-8")
     try:
         load_events(scratch / name)
     except EventLogError as err:
-        print(f"{name:16} seq {err.seq}: {err.message}")
+        caught[name] = err
+
+# %% jupyter={"source_hidden": true}
+
+
+def at_seqs(edit, delete, swap):
+    return f"edited: seq {edit} · deleted: seq {delete} · reordered: seq {swap}"
+
+
+k = status_seq
+predict(f"The status query is event seq {k}. At which seq is each tampered copy refused?",
+        [at_seqs(k, k, k - 1), at_seqs(k, k + 1, k), at_seqs(k + 1, k + 1, k), at_seqs(k, k - 1, k - 1)],
+        at_seqs(*(caught[n].seq for n in ("edited.jsonl", "deleted.jsonl", "reordered.jsonl"))),
+        "Edited: the event's own hash no longer matches its content, so it is named itself. Deleted: where seq "
+        f"{k} should be, the file holds seq {k + 1}: the first event that does not fit is named. Reordered: the "
+        f"line where seq {k - 1} should be holds seq {k}, and that seq is named. The check reads the file top "
+        "down and stops at the first event that breaks the chain.")
+
+# %% [markdown]
+# The errors, as `load_events` words them:
+
+# %%
+for name, err in caught.items():
+    print(f"{name:16} seq {err.seq}: {err.message}")
 
 # %% [markdown]
 # The edit is the dangerous one: it turns "the draft is there" into "the draft is not there", which would make the
 # runtime write it again. It is refused before anything reads it.
 #
 # A forger can go further and re-seal the whole chain, so that every hash is valid again. Below, the status query
-# is cut out and the log is re-sealed, as if the runtime had committed the timed-out write on faith. The chain
-# checks pass — and replay with the invariants still finds the lie, at the exact event.
+# is cut out and the log is re-sealed, as if the runtime had committed the timed-out write on faith.
 
 # %%
 from labkit import EventLog, ReplayDivergence, Transitioned
@@ -99,6 +167,18 @@ def resealed(kept, name):
 
 cut = next(i for i, e in enumerate(events) if e.type == "status_checked")
 forged = resealed([*events[:cut], *events[cut + 1:]], "forged.jsonl")
+
+# %% jupyter={"source_hidden": true}
+_found = replay(forged, reduce_run, empty_run_state(), runtime_invariants()).violations
+predict("The re-sealed forgery loads (every hash and link is valid). Is the lie found?",
+        ["no: a valid chain is all there is to check", "yes: replay with the invariants names it",
+         "yes: load_events still refuses it"],
+        "yes: replay with the invariants names it" if _found else "no: a valid chain is all there is to check",
+        "The hash chain only proves that the file was not changed after it was written. Whoever re-seals it "
+        "passes that check. Replay with the invariants checks what the log says happened: a commit of a write "
+        "nobody saw succeed breaks committed_implies_observed.")
+
+# %%
 print("forged chain loads:", len(forged), "events")
 for seq, name, detail in replay(forged, reduce_run, empty_run_state(), runtime_invariants()).violations:
     print(f"replay finds: {name} at seq {seq}: {detail}")
@@ -137,15 +217,24 @@ def optimistic_reduce(state, event):
 
 
 divergence = find_divergence(events, live.machine.states, optimistic_reduce, empty_run_state())
+timeout_seq = next(e.seq for e in events if isinstance(e, ToolResult) and e.outcome == "timeout")
+
+# %% jupyter={"source_hidden": true}
+predict(f"The write timed out at event seq {timeout_seq} (the tool's answer), and the transition `timeout` "
+        f"follows at seq {timeout_seq + 1}. Where is the first divergence with this broken reducer?",
+        [f"seq {timeout_seq}", f"seq {timeout_seq + 1}", "at the last event", "nowhere: the outcome is the same"],
+        f"seq {divergence.seq}" if divergence else "nowhere: the outcome is the same",
+        "At the tool's answer itself: reducing it already gives another state (the replay owes `ok` where the "
+        "record owes `timeout`), even though nothing has moved yet. A divergence is found at the first event "
+        "whose resulting state differs, not where its consequences show.")
+
+# %%
 print("first divergence at event seq", divergence.seq, "-", describe_event(events[divergence.seq]))
 for row in compare_states(run_view(divergence.replayed), run_view(divergence.recorded)):
     if row.changed:
         print(f"  {row.name}: replayed {row.before}, recorded {row.after}")
 
 # %% [markdown]
-# The divergence is placed at the tool's answer, not later where a wrong transition would follow: the replayed
-# state owes `ok` where the recorded one owes `timeout`.
-#
 # **A wrong recorded state.** Now the reducer is right, but one recorded state was changed: after the status
 # query, it claims the draft is already committed.
 
@@ -224,7 +313,7 @@ machine.fire("confirmed_present", action_id="a4")
 try:
     machine.fire("committed", action_id="a4")
 except InvariantViolation as err:
-    print(err.name, "at seq", err.seq, "-", err.detail)
+    print(err.name, "broken by seq", err.after_seq, "(recorded as seq", f"{err.seq}) -", err.detail)
 
 # %% [markdown]
 # The other careless move: after the timeout, retry the write without asking whether the first one happened. The
@@ -253,7 +342,7 @@ try:
     machine.record(ToolCalled(action_id="a4", attempt=2, tool=action.tool, args_sha256=action.args_sha256,
                               policy_version=action.policy_version, side_effect=True))
 except InvariantViolation as err:
-    print(err.name, "at seq", err.seq, "-", err.detail)
+    print(err.name, "broken by seq", err.after_seq, "(recorded as seq", f"{err.seq}) -", err.detail)
 print("last event in the log:", describe(machine.events[-1]))
 
 # %% [markdown]
@@ -337,6 +426,63 @@ resumed.log.close()
 shutil.rmtree(scratch)
 
 # %% [markdown]
+# ## Wrap-up quiz
+#
+# Answer in the boxes and press *check answers*; a wrong answer gets a hint, not the answer. Code answers are one
+# line of Python, evaluated in this notebook: `events`, `forged`, `replay`, `reduce_run`, `empty_run_state`,
+# `runtime_invariants` and `outcome_view` are there to use.
+
+# %% jupyter={"source_hidden": true}
+from labkit import Choice, CodeLine, Quiz
+
+_swapped = [*events[:5], events[6], events[5], *events[7:]]
+_relinked = [*events[:5], events[5].model_copy(update={"prev_hash": "0" * 64}), *events[6:]]
+quiz = Quiz([
+    Choice("One event in the middle of a log is edited. What does load_events report?",
+           ["the edited event's seq: its hash no longer matches", "the next event's seq: its link is broken",
+            "nothing: edits are allowed"],
+           "the edited event's seq: its hash no longer matches",
+           "The own-hash check comes first and names the edited event itself."),
+    Choice("A forger re-seals the whole chain after cutting out the status query. What still catches it?",
+           ["load_events", "replay with the invariants", "nothing"], "replay with the invariants",
+           "A valid chain proves the file is unchanged since sealing, not that the run was sound."),
+    Choice("A process dies after tool_called and before tool_result. How does the resumed run treat the call?",
+           ["as a success", "as an unknown outcome, like a timeout", "as never made"],
+           "as an unknown outcome, like a timeout",
+           "The call may have taken effect; a status query settles it, so the write is not repeated."),
+    CodeLine("Write a function (a lambda) that takes a list of events and is True only when every event's "
+             "prev_hash is the hash of the event before it.",
+             lambda check: (bool(check(events)) and not check(_swapped) and not check(_relinked)
+                            and not check([*events[:5], *events[6:]])),
+             hint="compare e.prev_hash with the .hash of the event before, for each neighbouring pair (zip)",
+             explain="lambda evs: all(b.prev_hash == a.hash for a, b in zip(evs, evs[1:])) is the link check."),
+    CodeLine("Write the line that lists the invariant violations replay finds in `forged`.",
+             lambda v: list(v) == list(replay(forged, reduce_run, empty_run_state(),
+                                              runtime_invariants()).violations) and len(list(v)) > 0,
+             hint="replay takes the events, the reducer, the empty state and the invariants; its result has "
+                  "a `.violations`",
+             explain="replay(forged, reduce_run, empty_run_state(), runtime_invariants()).violations"),
+    CodeLine("Write the line that gives the part of the final state of `events` that a resumed run must match "
+             "(its outcome view).",
+             lambda v: v == outcome_view(replay(events, reduce_run, empty_run_state()).state),
+             hint="replay the events to get the final state, then keep the outcome part with outcome_view",
+             explain="outcome_view(replay(events, reduce_run, empty_run_state()).state)"),
+], namespace=globals())
+quiz
+
+# %% [markdown]
+# ## Take-aways
+#
+# - The state is a fold over the log: replay gives back every state the live run had, byte for byte.
+# - The hash chain makes edits, deletions and reorderings visible at the first event that does not fit; it proves
+#   the file is unchanged since it was sealed, no more.
+# - Replay with the invariants checks what the log *says happened*: a re-sealed forgery that commits an unseen
+#   write is still found, at its event.
+# - `find_divergence` names the first event whose state differs, whether the reducer or the record is wrong.
+# - Each invariant fires on a deliberately broken part; its violation is written to the log before the error.
+# - A crash between call and result is an unknown outcome: the resumed run asks before it writes, and ends where
+#   an uninterrupted run ends.
+#
 # ## Your turn
 #
 # Exercise 04 (`exercises/04_replay_and_compare/`): write a reducer, a hash-chain check and a divergence finder for

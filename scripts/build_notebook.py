@@ -19,7 +19,7 @@ from nbclient import NotebookClient
 
 def parse_percent(text: str) -> nbformat.NotebookNode:
     cells: list[nbformat.NotebookNode] = []
-    kind, lines = None, []
+    kind, lines, hidden = None, [], False
 
     def flush() -> None:
         source = "\n".join(lines).strip("\n")
@@ -28,12 +28,16 @@ def parse_percent(text: str) -> nbformat.NotebookNode:
                                source.splitlines())
             cells.append(nbformat.v4.new_markdown_cell(source))
         elif kind == "code" and source.strip():
-            cells.append(nbformat.v4.new_code_cell(source))
+            cell = nbformat.v4.new_code_cell(source)
+            if hidden:  # the cell holds answers: JupyterLab shows it collapsed until the learner opens it
+                cell.metadata["jupyter"] = {"source_hidden": True}
+            cells.append(cell)
 
     for line in text.splitlines():
         if line.startswith("# %%"):
             flush()
             kind, lines = ("markdown" if "[markdown]" in line else "code"), []
+            hidden = 'jupyter={"source_hidden": true}' in line  # jupytext's spelling of a collapsed input
         elif kind is not None:
             lines.append(line)
     flush()

@@ -180,9 +180,11 @@ def page_config(html: str) -> dict:
     return json.loads(found.group(1))
 
 
-# Every code cell shows a number in its prompt: run, and not running ("[*]") or never run ("[ ]").
+# Every code cell shows a number in its prompt: run, and not running ("[*]") or never run ("[ ]"). A collapsed
+# input (a cell holding a quiz's answers) shows a placeholder whose own prompt stays empty: it is not a prompt.
 ALL_CELLS_RAN = """() => {
-    const prompts = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')];
+    const prompts = [...document.querySelectorAll(
+        '.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt:not(.jp-Placeholder-prompt)')];
     return prompts.length > 0 && prompts.every(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));
 }"""
 

@@ -89,7 +89,8 @@ def test_an_invariant_violation_is_an_event_and_halts_the_run():
     m.fire("start")
     with pytest.raises(InvariantViolation) as info:
         m.fire("ask_customer")
-    assert info.value.name == "short" and info.value.seq == 4
+    assert info.value.name == "short" and info.value.seq == 4 and info.value.after_seq == 3
+    assert "broken by event seq 3" in str(info.value)
     last = m.events[-1]
     assert isinstance(last, InvariantViolated)
     assert (last.invariant, last.after_seq, last.state) == ("short", 3, "WAITING_CUSTOMER")

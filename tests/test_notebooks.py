@@ -8,6 +8,7 @@ slip through, and that the .ipynb and its .py source say the same thing.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -51,3 +52,13 @@ def test_the_notebook_matches_its_source(source):
     expected = [c.source for c in parse_percent(source.read_text(encoding="utf-8")).cells]
     actual = ["".join(c["source"]) for c in json.loads(built.read_text(encoding="utf-8"))["cells"]]
     assert actual == expected, f"{built.name} differs from {source.name}: rebuild it"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_cells_that_hold_answers_are_collapsed(path):
+    """A predict-then-see box or a quiz carries its answers in its source; JupyterLab must show it collapsed."""
+    for cell in code_cells(path):
+        source = "".join(cell["source"])
+        if re.search(r"^(\w+ = )?(predict\w*|Quiz)\(", source, re.M):  # a box or quiz is made here
+            hidden = cell.get("metadata", {}).get("jupyter", {}).get("source_hidden")
+            assert hidden, f"{path.name}: a cell with answers is not collapsed:\n{source[:200]}"

@@ -1,0 +1,204 @@
+"""Course helpers: predict-then-see moments and self-checking quizzes for the notebooks.
+
+A lesson sticks when the learner commits to an answer before seeing it. :func:`predict` shows a
+question with choices and a *check* button; the answer and its explanation are revealed only after a
+choice was made and checked, so an executed notebook never shows them under the question. Where no
+widget can be drawn (a terminal, nbval, a static renderer) the cell shows only the question and
+"choose, then press check".
+
+:class:`Quiz` ends a notebook: multiple-choice questions (:class:`Choice`) and one-line-of-code
+questions (:class:`CodeLine`, the learner's line is evaluated and its value judged by a function).
+It renders as widgets, and the same judging is available from plain Python as
+:meth:`Quiz.check`, which is what the tests call. A wrong answer is told "not yet" with a hint,
+never the right answer, so a quiz cannot be passed by reading its feedback.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ipywidgets as widgets
+
+from labkit.errors import LabkitError
+
+FALLBACK = "choose, then press check"
+
+
+def _require_choice(question: str, choices: Sequence[str], answer: str) -> None:
+    if len(choices) < 2 or len(set(choices)) != len(choices):
+        raise LabkitError(f"the question {question!r} needs at least two different choices, got {list(choices)}",
+                          "list each possible answer once")
+    if answer not in choices:
+        raise LabkitError(f"the answer {answer!r} of {question!r} is not one of its choices {list(choices)}",
+                          "make the answer one of the choices (spelled the same way)")
+
+
+class Prediction:
+    """One predict-then-see moment; display it as the last expression of a cell.
+
+    Args:
+        question: what to predict.
+        choices: the possible answers, shown in this order.
+        answer: the right choice (ideally computed from the recorded run, not typed in).
+        explain: why it is right; shown, with the answer, only after a checked choice.
+    """
+
+    def __init__(self, question: str, choices: Sequence[str], answer: str, explain: str) -> None:
+        _require_choice(question, choices, answer)
+        self.question, self.choices, self.answer, self.explain = question, list(choices), answer, explain
+        self.picker = widgets.RadioButtons(options=self.choices, value=None, layout={"width": "max-content"})
+        self.button = widgets.Button(description="check", icon="eye")
+        self.reveal = widgets.HTML(value="")
+        self.button.on_click(lambda _: self.check())
+        self.box = widgets.VBox([widgets.HTML(value=f"<b>Predict.</b> {html.escape(question)}"), self.picker,
+                                 self.button, self.reveal])
+
+    def check(self) -> bool | None:
+        """Reveal the answer for the chosen option; None (and nothing revealed) when nothing is chosen."""
+        chosen = self.picker.value
+        if chosen is None:
+            self.reveal.value = "<i>Choose an answer first: the point is to commit before you see it.</i>"
+            return None
+        right = chosen == self.answer
+        verdict = "Right." if right else f"Not quite: you chose <code>{html.escape(chosen)}</code>."
+        self.reveal.value = (f"<p><b>{verdict}</b> The answer is <code>{html.escape(self.answer)}</code>.</p>"
+                             f"<pre style='white-space: pre-wrap'>{html.escape(self.explain)}</pre>")
+        return right
+
+    def __repr__(self) -> str:
+        return f"Predict: {self.question}\n  " + "\n  ".join(self.choices) + f"\n({FALLBACK})"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = self.box._repr_mimebundle_(**kwargs) or {}
+        return {**bundle, "text/plain": repr(self)}
+
+
+def predict(question: str, choices: Sequence[str], answer: str, explain: str) -> Prediction:
+    """A predict-then-see moment: the answer and ``explain`` stay hidden until a choice is checked."""
+    return Prediction(question, choices, answer, explain)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A multiple-choice quiz question; ``explain`` is shown once it is answered right."""
+
+    prompt: str
+    choices: Sequence[str]
+    answer: str
+    explain: str = ""
+
+    def __post_init__(self) -> None:
+        _require_choice(self.prompt, self.choices, self.answer)
+
+    def judge(self, given: Any, namespace: Mapping[str, Any]) -> tuple[bool, str]:
+        if given not in self.choices:
+            return False, f"pick one of: {', '.join(map(str, self.choices))}"
+        return (True, self.explain) if given == self.answer else (False, "read the question again")
+
+
+@dataclass(frozen=True)
+class CodeLine:
+    """A question answered by one line of Python; ``accept`` judges the value the line evaluates to.
+
+    ``accept`` returns True for a right value; ``hint`` is what a wrong answer is told (it should
+    point at the idea, not give the line).
+    """
+
+    prompt: str
+    accept: Callable[[Any], bool]
+    hint: str
+    explain: str = ""
+
+    def judge(self, given: Any, namespace: Mapping[str, Any]) -> tuple[bool, str]:
+        if not isinstance(given, str) or not given.strip():
+            return False, "write one line of Python"
+        try:
+            value = eval(given, dict(namespace))  # the learner's own line, in the learner's own kernel
+        except Exception as err:  # any error of the learner's line is feedback, not a crash
+            return False, f"your line raised {type(err).__name__}: {err}"
+        try:
+            right = bool(self.accept(value))
+        except Exception:  # a value of the wrong kind is a wrong answer
+            right = False
+        return (True, self.explain) if right else (False, self.hint)
+
+
+Question = Choice | CodeLine
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The judgement of one answer: question number (from 1), right or not, and what to read next."""
+
+    number: int
+    right: bool
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.number}. {'right' if self.right else 'not yet'}" + (f" - {self.message}" if self.message
+                                                                           else "")
+
+
+class Quiz:
+    """A wrap-up quiz that checks itself, as widgets in a notebook and from plain Python.
+
+    Args:
+        questions: the questions, numbered from 1 in this order.
+        namespace: the names a :class:`CodeLine` answer may use (a notebook passes ``globals()``).
+    """
+
+    def __init__(self, questions: Sequence[Question], namespace: Mapping[str, Any] | None = None) -> None:
+        if not questions:
+            raise LabkitError("a quiz needs at least one question", "pass a list of Choice and CodeLine questions")
+        self.questions = list(questions)
+        self.namespace = namespace if namespace is not None else {}
+        self._inputs = [widgets.RadioButtons(options=list(q.choices), value=None) if isinstance(q, Choice)
+                        else widgets.Text(placeholder="one line of Python", layout={"width": "80%"})
+                        for q in self.questions]
+        self._feedback = [widgets.HTML(value="") for _ in self.questions]
+        self.button = widgets.Button(description="check answers", icon="check")
+        self.button.on_click(lambda _: self._check_widgets())
+        rows: list[widgets.Widget] = []
+        for number, (question, field, said) in enumerate(zip(self.questions, self._inputs, self._feedback,
+                                                            strict=True), start=1):
+            rows += [widgets.HTML(value=f"<b>{number}.</b> {html.escape(question.prompt)}"), field, said]
+        self.box = widgets.VBox([*rows, self.button])
+
+    def check(self, answers: Mapping[int, Any] | Sequence[Any]) -> list[Feedback]:
+        """Judge ``answers`` (by question number from 1, or a list in order); unanswered ones are not yet right."""
+        given = dict(answers) if isinstance(answers, Mapping) else dict(enumerate(answers, start=1))
+        unknown = sorted(set(given) - set(range(1, len(self.questions) + 1)))
+        if unknown:
+            raise LabkitError(f"the quiz has questions 1-{len(self.questions)}, not {unknown}",
+                              "number the answers from 1")
+        feedback = []
+        for number, question in enumerate(self.questions, start=1):
+            if given.get(number) is None:
+                feedback.append(Feedback(number, False, "no answer yet"))
+                continue
+            right, message = question.judge(given[number], self.namespace)
+            feedback.append(Feedback(number, right, message))
+        return feedback
+
+    def _check_widgets(self) -> list[Feedback]:
+        answers = {n: (field.value or None) for n, field in enumerate(self._inputs, start=1)}
+        feedback = self.check(answers)
+        for said, item in zip(self._feedback, feedback, strict=True):
+            colour = "green" if item.right else "#b35900"
+            said.value = f"<span style='color:{colour}'>{html.escape(str(item))}</span>"
+        return feedback
+
+    def __repr__(self) -> str:
+        lines = [f"Quiz: {len(self.questions)} questions (answer them in the widget, then press check answers)"]
+        for number, question in enumerate(self.questions, start=1):
+            kind = ("choose one: " + " / ".join(map(str, question.choices)) if isinstance(question, Choice)
+                    else "one line of code")
+            lines.append(f"{number}. {question.prompt} [{kind}]")
+        return "\n".join(lines)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = self.box._repr_mimebundle_(**kwargs) or {}
+        return {**bundle, "text/plain": repr(self)}

@@ -1,0 +1,57 @@
+"""Each notebook's wrap-up quiz can be passed, and only by right answers.
+
+The notebook's source is run as a plain script (its quiz is built against the notebook's own
+names), then its quiz is checked with an answer key and with plausible wrong answers. A quiz whose
+checker rejects the right line, or accepts a wrong one, fails here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import runpy
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+KEYS = {
+    "01_transition_tables.py": (
+        ["nothing", "an invariant", "guards g and not g on the two rows", "table.allowed_events('RESOLVED')",
+         "Row('WAITING_CUSTOMER', 'resolve', 'RESOLVED', 'has_fix_note')",
+         "lambda s, p: bool(str(p.get('fix_note', '')).strip())", "replay(risky.events).state"],
+        ["an illegal_transition event", "a guard", "putting them in a fixed order", "['confirm', 'reopen', 'close']",
+         "Row('WAITING_CUSTOMER', 'resolve', 'RESOLVED')", "lambda s, p: bool(p.get('fix_note'))",
+         "replay(machine.events).state"],
+    ),
+    "02_failure_traces.py": (
+        ["only what is owed (and the facts it records)", "EXECUTING", "needs_review",
+         "the write is known not to have happened, and the idempotency key makes a second save harmless",
+         "len(traces['read_timeout'])", "traces['permission_denied'].states[-1].status", "table.terminal"],
+        ["the status", "UNKNOWN", "failed", "the retry budget allows it", "len(traces['read_timeout']) - 1",
+         "'SUCCEEDED'", "{'SUCCEEDED'}"],
+    ),
+    "03_invariants_and_replay.py": (
+        ["the edited event's seq: its hash no longer matches", "replay with the invariants",
+         "as an unknown outcome, like a timeout",
+         "lambda evs: all(b.prev_hash == a.hash for a, b in zip(evs, evs[1:]))",
+         "replay(forged, reduce_run, empty_run_state(), runtime_invariants()).violations",
+         "outcome_view(replay(events, reduce_run, empty_run_state()).state)"],
+        ["the next event's seq: its link is broken", "load_events", "as a success",
+         "lambda evs: all(b.seq == a.seq + 1 for a, b in zip(evs, evs[1:]))", "[]",
+         "outcome_view(empty_run_state())"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEYS))
+def test_the_quiz_accepts_the_key_and_refuses_wrong_answers(name, monkeypatch):
+    monkeypatch.chdir(NOTEBOOKS)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    with contextlib.redirect_stdout(io.StringIO()):
+        quiz = runpy.run_path(str(NOTEBOOKS / name), run_name="notebook")["quiz"]
+    right, wrong = KEYS[name]
+    assert 5 <= len(quiz.questions) <= 8
+    assert [f.right for f in quiz.check(right)] == [True] * len(right), [str(f) for f in quiz.check(right)]
+    assert [f.right for f in quiz.check(wrong)] == [False] * len(wrong), [str(f) for f in quiz.check(wrong)]
