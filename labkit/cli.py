@@ -22,11 +22,16 @@ from labkit.events import RunStarted
 from labkit.reducer import replay
 from labkit.store import load_events, read_jsonl
 
-_COMMAND_MODULES = ["labkit.runtime.cli", "labkit.llm.cli", "labkit.experiment.cli", "labkit.inference.cli"]
+_COMMAND_MODULES = ["labkit.runtime.cli", "labkit.llm.cli", "labkit.experiment.cli", "labkit.inference.cli",
+                    "labkit.dialog.cli"]
 
 
 def _cmd_diagram(args: argparse.Namespace) -> int:
     table = catalog.resolve_table(args.table)
+    if args.drawio:
+        from labkit.drawio import to_drawio
+
+        Path(args.drawio).write_text(to_drawio(table), encoding="utf-8")
     print(to_mermaid(table, current=args.current), end="")
     if args.unhandled:
         pairs = table.unhandled()
@@ -97,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("table", help=f"catalog name ({', '.join(catalog.names())}), a .json file, or module:attr")
     p.add_argument("--current", help="highlight this state")
     p.add_argument("--unhandled", action="store_true", help="also list (state, event) pairs nobody handles")
+    p.add_argument("--drawio", metavar="FILE", help="also write the diagram as a draw.io file")
     p.set_defaults(func=_cmd_diagram)
 
     p = commands.add_parser("replay", help="verify an event log and print the state it rebuilds")
