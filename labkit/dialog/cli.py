@@ -24,13 +24,38 @@ from labkit.store import JsonlLog
 ARMS = {"machine": DialogBot, "prompt_only": PromptOnlyBot}
 
 
-def model_backend(model: str | None, *, n_ctx: int = 4096) -> Backend:
+def _without_extra_buffers() -> None:
+    """Load weights without llama.cpp's extra (repacking) buffer types.
+
+    On CPUs with AMX the repacked path crashed on the first decode in this llama.cpp build; the
+    plain path gives the same numbers. (The backend itself is getting this switch; until then the
+    dialog commands set it here.)
+    """
+    import llama_cpp
+    import llama_cpp.llama as llama_module
+
+    original = llama_cpp.llama_model_default_params
+    if getattr(original, "_labkit_plain", False):
+        return
+
+    def plain() -> Any:
+        params = original()
+        if hasattr(params, "use_extra_bufts"):
+            params.use_extra_bufts = False
+        return params
+
+    plain._labkit_plain = True  # type: ignore[attr-defined]
+    llama_module.llama_cpp.llama_model_default_params = plain  # type: ignore[attr-defined]
+
+
+def model_backend(model: str | None, *, n_ctx: int = 4096, threads: int | None = None) -> Backend:
     """A live llama.cpp backend for a registered model name or a GGUF path (None: the embedded model)."""
     from labkit.llm.llamacpp import LlamaCppBackend
     from labkit.llm.models import resolve_model
 
     path, kind = resolve_model(model)
-    return LlamaCppBackend(path, n_ctx=n_ctx, chat=kind == "chat")
+    _without_extra_buffers()
+    return LlamaCppBackend(path, n_ctx=n_ctx, chat=kind == "chat", n_threads=threads)
 
 
 def _backend(args: argparse.Namespace) -> Backend:
@@ -38,7 +63,7 @@ def _backend(args: argparse.Namespace) -> Backend:
         from labkit.llm.cassette import ReplayBackend
 
         return ReplayBackend(args.replay)
-    backend = model_backend(args.model)
+    backend = model_backend(args.model, threads=args.threads)
     if args.record:
         from labkit.llm.cassette import RecordingBackend
 
@@ -100,7 +125,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     if args.replay:
         inner: Backend = ReplayBackend(out / "cassette.jsonl")
     else:
-        inner = RecordingBackend(model_backend(args.model), out / "cassette.jsonl")
+        inner = RecordingBackend(model_backend(args.model, threads=args.threads), out / "cassette.jsonl")
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
@@ -151,6 +176,8 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--replay", metavar="CASSETTE", help="answer from this cassette, never from a model")
     p.add_argument("--show-prompts", action="store_true", help="with --script: print every prompt and raw answer")
     p.add_argument("--verbose", action="store_true", help="interactive: show steps and calls after each reply")
+    p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core; on a shared, busy machine "
+                   "1 thread was several times faster than 2 here, because busy threads wait for each other)")
     p.set_defaults(func=_cmd_chat)
 
     p = commands.add_parser("dialog-measure", help="run the scripted users against both bots and record the runs")
@@ -161,4 +188,6 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--only", help="comma-separated user script names or prefixes (a01,s03) to run a subset")
     p.add_argument("--out", default="data/dialog/runs", help="results folder (default data/dialog/runs)")
     p.add_argument("--replay", action="store_true", help="re-run from the recorded cassette (no model)")
+    p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core; on a shared, busy machine "
+                   "1 thread was several times faster than 2 here, because busy threads wait for each other)")
     p.set_defaults(func=_cmd_measure)
