@@ -291,3 +291,53 @@ def test_viewer_data_shows_calls_reasks_and_changes_live() -> None:
     assert view.bot == ["Thanks", "Thanks."]
     assert "re-asked" in viewer.html.value and "&lt;" not in view.user
     assert conversation_view(bot.events) == turns
+
+
+# ----------------------------------------------------------------------------- command line
+def test_diagram_command_reads_a_scenario_and_writes_drawio(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from labkit.cli import main
+
+    target = tmp_path / "analyst.drawio"
+    assert main(["diagram", str(ANALYST), "--drawio", str(target)]) == 0
+    assert "goal --> users : next" in capsys.readouterr().out
+    assert ET.parse(target).getroot().tag == "mxfile"
+
+
+def test_a_broken_scenario_is_a_clear_cli_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from labkit.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(MINI.replace("to: done", "to: nowhere"))
+    assert main(["diagram", str(bad)]) == 2
+    assert f"{bad}, line 9, column 7: signal 'next' of step 'ask' leads to unknown step 'nowhere'" \
+        in capsys.readouterr().err
+
+
+def test_models_list_shows_kind_and_presence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture) -> None:
+    from labkit.cli import main
+
+    monkeypatch.setenv("LABKIT_CACHE", str(tmp_path))
+    assert main(["models", "list"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split()[1:4] for line in out.splitlines()[1:]}
+    assert rows["qwen2.5-coder-1.5b"] == ["chat", "1,117,320,768", "no"]
+    assert rows["gemma3-270m"][0] == "base"
+
+
+def test_measure_replays_a_recording_exactly(tmp_path: Path) -> None:
+    from labkit.dialog.simulate import measure
+    from labkit.llm.cassette import RecordingBackend, ReplayBackend
+
+    scenario = parse_scenario(MINI)
+    user = UserScript("u1", "mini", ("hello", "red"), "done", {"colour": ("red",)})
+    answers = iter(["{", answer("Which colour?", "stay"), answer("Red.", "next", {"colour": "red"}),
+                    answer("Which colour?", "ask"), answer("Red.", "done", {"colour": "red"})])
+    recording = RecordingBackend(ScriptedBackend(lambda r: next(answers)), tmp_path / "c.jsonl")
+    live, live_summary = measure({"mini": scenario}, [user], recording, ["machine", "prompt_only"],
+                                 log_dir=tmp_path / "logs")
+    again, again_summary = measure({"mini": scenario}, [user], ReplayBackend(tmp_path / "c.jsonl"),
+                                   ["machine", "prompt_only"])
+    assert [r.to_dict() for r in again] == [r.to_dict() for r in live] and again_summary == live_summary
+    assert live_summary["machine"]["calls_per_message"] == 1.5 and live_summary["machine"]["adhered"] == 1
+    assert (tmp_path / "logs" / "machine" / "u1.jsonl").exists()

@@ -15,9 +15,8 @@ from typing import Any
 
 from labkit.dialog.engine import DialogBot, PromptOnlyBot
 from labkit.dialog.scenario import load_scenario
-from labkit.dialog.simulate import load_user_script, load_user_scripts, run_user, summarize, write_json
+from labkit.dialog.simulate import load_scenarios, load_user_script, load_user_scripts, measure, write_json
 from labkit.dialog.viewer import conversation_view, render_text
-from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
 from labkit.store import JsonlLog
 
@@ -110,48 +109,34 @@ def _git_commit() -> str:
 
 
 def _cmd_measure(args: argparse.Namespace) -> int:
-    scenarios = {p.parent.name: load_scenario(p) for p in sorted(Path(args.scenarios).glob("*/scenario.yaml"))}
+    scenarios = load_scenarios(args.scenarios)
     users = load_user_scripts(args.users)
     if args.only:
         wanted = set(args.only.split(","))
         users = [u for u in users if u.name in wanted or u.name.split("_")[0] in wanted]
-    unknown = sorted({u.scenario for u in users} - set(scenarios))
-    if unknown:
-        raise LabkitError(f"user scripts name unknown scenario(s): {', '.join(unknown)}",
-                          f"known under {args.scenarios}: {', '.join(scenarios)}.")
     out = Path(args.out) / args.model
     from labkit.llm.cassette import RecordingBackend, ReplayBackend
 
+    commit = _git_commit()
+    backend: Backend
     if args.replay:
-        inner: Backend = ReplayBackend(out / "cassette.jsonl")
+        backend = ReplayBackend(out / "cassette.jsonl")
     else:
-        inner = RecordingBackend(model_backend(args.model, threads=args.threads), out / "cassette.jsonl")
+        backend = RecordingBackend(model_backend(args.model, threads=args.threads), out / "cassette.jsonl")
+
+    def progress(r: Any) -> None:
+        print(f"{args.model} {r.arm:11s} {r.user:26s} end={r.end_step:12s} calls={r.calls}/{r.user_messages} "
+              f"adhered={r.adhered}", flush=True)
+
     started = time.perf_counter()
-    rows: list[dict[str, Any]] = []
-    summary: dict[str, Any] = {}
-    for arm in args.arms:
-        results = []
-        for user in users:
-            log_path = out / "logs" / arm / f"{user.name}.jsonl"
-            if not args.replay:
-                log_path.unlink(missing_ok=True)
-            log = JsonlLog(log_path) if not args.replay else None
-            bot = ARMS[arm](scenarios[user.scenario], inner, log=log, clock=lambda: 0.0)
-            result = run_user(bot, user, arm)
-            results.append(result)
-            rows.append(result.to_dict())
-            print(f"{args.model} {arm:11s} {user.name:26s} end={result.end_step:12s} calls={result.calls}/"
-                  f"{result.user_messages} adhered={result.adhered}", flush=True)
-        summary[arm] = summarize(results)
+    results, summary = measure(scenarios, users, backend, args.arms,
+                               log_dir=None if args.replay else out / "logs", progress=progress)
     seconds = round(time.perf_counter() - started, 1)
-    if args.replay:
-        recorded = ReplayBackend(out / "cassette.jsonl")
-        print(f"replayed {recorded.path}: every call answered from the cassette")
-    else:
-        write_json(out / "results.json", rows)
+    if not args.replay:
+        write_json(out / "results.json", [r.to_dict() for r in results])
         write_json(out / "summary.json", summary)
         write_json(out / "provenance.json", {
-            "backend": inner.describe(), "git_commit": _git_commit(), "python": platform.python_version(),
+            "backend": backend.describe(), "git_commit": commit, "python": platform.python_version(),
             "argv": sys.argv[1:], "arms": args.arms, "users": [u.name for u in users], "seconds": seconds,
             "decoding": "greedy (temperature 0, seed 0)", "machine": platform.machine()})
     for arm, row in summary.items():

@@ -142,6 +142,47 @@ def summarize(results: list[ConversationResult]) -> dict[str, Any]:
             "prompt_tokens_max": max(tokens) if tokens else None}
 
 
+def load_scenarios(folder: str | Path) -> dict[str, Any]:
+    """Every ``<name>/scenario.yaml`` under ``folder``, by name."""
+    from labkit.dialog.scenario import load_scenario
+
+    return {p.parent.name: load_scenario(p) for p in sorted(Path(folder).glob("*/scenario.yaml"))}
+
+
+def measure(scenarios: dict[str, Any], users: list[UserScript], backend: Any, arms: list[str], *,
+            log_dir: Path | None = None, progress: Any = None) -> tuple[list[ConversationResult], dict[str, Any]]:
+    """Run every user against every arm on ``backend``; return the results and one summary per arm.
+
+    ``log_dir``: write each conversation's event log to ``<log_dir>/<arm>/<user>.jsonl`` (replaced).
+    The clock is fixed at 0 so that logs of the same answers are identical byte for byte.
+    """
+    from labkit.store import EventLog, JsonlLog
+
+    bots = {"machine": DialogBot, "prompt_only": PromptOnlyBot}
+    unknown = sorted({u.scenario for u in users} - set(scenarios))
+    if unknown:
+        raise ScenarioError(f"user scripts name unknown scenario(s): {', '.join(unknown)}",
+                            f"known: {', '.join(scenarios)}.")
+    results: list[ConversationResult] = []
+    summary: dict[str, Any] = {}
+    for arm in arms:
+        mine = []
+        for user in users:
+            log: EventLog | None = None
+            if log_dir is not None:
+                path = log_dir / arm / f"{user.name}.jsonl"
+                path.unlink(missing_ok=True)
+                log = JsonlLog(path)
+            bot = bots[arm](scenarios[user.scenario], backend, log=log, clock=lambda: 0.0)
+            result = run_user(bot, user, arm)
+            mine.append(result)
+            if progress is not None:
+                progress(result)
+        results += mine
+        summary[arm] = summarize(mine)
+    return results, summary
+
+
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
