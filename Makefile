@@ -1,5 +1,5 @@
 # labkit: two commands do all set-up. See README.md.
-#   make experiment   bootstrap .venv, run the small-model comparison live, write results/
+#   make experiment   bootstrap .venv, check the machine (labkit doctor), run the comparison live, write results/
 #   make test         bootstrap .venv, run lint, unit tests, exercise checks and nbval on notebooks/
 #   make lab          start JupyterLab on notebooks/
 
@@ -23,7 +23,9 @@ test: $(STAMP)
 	$(BIN)/ruff check labkit tests scripts exercises notebooks
 	$(BIN)/python -m pytest tests notebooks/*.ipynb $(NBVAL)
 
+# The doctor runs first (a few seconds): a machine that cannot run the model gets advice, not a segfault.
 experiment: $(STAMP)
+	@$(BIN)/labkit doctor --for experiment || { echo "make experiment: stopped before the run; fix what labkit doctor says above, then run make experiment again."; exit 1; }
 	$(BIN)/labkit experiment
 
 lab: $(STAMP)

@@ -9,6 +9,7 @@ from labkit.errors import (
     IllegalTransition,
     InvariantViolation,
     LabkitError,
+    RunFinished,
     TableError,
 )
 from labkit.events import (
@@ -44,6 +45,7 @@ __all__ = [
     "Replay",
     "ReplayDivergence",
     "Row",
+    "RunFinished",
     "RunStarted",
     "SqliteLog",
     "TableError",

@@ -1,52 +1,47 @@
-"""Named tables, with the reducer and invariants that belong to each.
+"""Named tables, with the reducer, invariants and state guards that belong to each.
 
 A log's ``run_started`` event names its table; the catalog turns that name back into the table,
-the reducer that folds its events and the invariants to re-check, so ``labkit replay`` and
-``labkit diagram`` work on any registered table without being told how.
+the reducer that folds its events, the invariants to re-check and the guards replay can verify,
+so ``labkit replay`` and ``labkit diagram`` work on any declared table without being told how.
+Tables are declared as ``TABLES`` in the modules listed in ``labkit.registry.TABLE_MODULES`` and
+read on the first lookup; :func:`register` adds one at run time (a notebook's own table, say).
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from labkit import registry
 from labkit.errors import LabkitError
-from labkit.invariants import Invariant
-from labkit.reducer import MachineState, Reduce, reduce_machine
+from labkit.reducer import TableEntry
 from labkit.table import TransitionTable, table_from_dict
 
+Entry = TableEntry  # the name this module has always exported
 
-@dataclass(frozen=True)
-class Entry:
-    """Everything needed to rebuild and re-check runs of one table."""
-
-    table: Callable[[], TransitionTable]
-    reduce: Reduce[Any] = reduce_machine
-    empty: Callable[[], Any] = MachineState
-    invariants: Callable[[], Sequence[Invariant]] = field(default=tuple)
+_ENTRIES: dict[str, TableEntry] = {}
+_loaded = False
 
 
-_ENTRIES: dict[str, Entry] = {}
-# Modules that register tables when imported; the catalog imports them on first lookup so that
-# `labkit replay` knows every shipped table without importing the whole kit up front.
-_PROVIDERS = ["labkit.examples", "labkit.runtime.table"]
-
-
-def register(name: str, entry: Entry) -> None:
+def register(name: str, entry: TableEntry) -> None:
+    """Add a table at run time; declared tables (``TABLES`` in a registry module) need no call."""
     _ENTRIES[name] = entry
 
 
 def _load_providers() -> None:
-    for module in _PROVIDERS:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not module.startswith(exc.name):
-                raise  # a real import error inside an existing provider must not be hidden
+    global _loaded
+    if _loaded:
+        return
+    for module in registry.load(registry.TABLE_MODULES):
+        declared = getattr(module, "TABLES", None)
+        if not isinstance(declared, dict):
+            raise LabkitError(f"{module.__name__} is listed in labkit.registry.TABLE_MODULES but declares no "
+                              "TABLES mapping", "declare TABLES = {name: TableEntry(...)} there, or remove "
+                              "it from the list.")
+        for name, entry in declared.items():
+            _ENTRIES.setdefault(name, entry)
+    _loaded = True
 
 
 def names() -> list[str]:

@@ -2,28 +2,25 @@
 
 Core commands live here; larger parts of the kit (the runtime, the experiment, inference) add
 their own subcommands through a ``register(commands, bench)`` function in their ``cli`` module,
-so this file stays a table of contents rather than a pile of options.
+named in ``labkit.registry.COMMAND_MODULES``, so this file stays a table of contents rather than
+a pile of options.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from labkit import catalog
+from labkit import catalog, registry
 from labkit.diagram import to_mermaid
+from labkit.dispatch import dispatch
 from labkit.errors import LabkitError
 from labkit.events import RunStarted
 from labkit.reducer import replay
 from labkit.store import load_events, read_jsonl
-
-_COMMAND_MODULES = ["labkit.runtime.cli", "labkit.llm.cli", "labkit.experiment.cli", "labkit.inference.cli",
-                    "labkit.dialog.cli"]
 
 
 def _cmd_diagram(args: argparse.Namespace) -> int:
@@ -53,7 +50,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
               file=sys.stderr)
         result = replay(events)
     else:
-        result = replay(events, entry.reduce, entry.empty(), list(entry.invariants()), entry.table())
+        result = replay(events, entry.reduce, entry.empty(), list(entry.invariants()), entry.table(),
+                        entry.guards())
     torn = read_jsonl(args.file).torn_tail if Path(args.file).suffix == ".jsonl" else None
     state = result.state
     fields = getattr(state, "__dataclass_fields__", None)
@@ -125,27 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_cmd_bench_core)
 
-    for module_name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and module_name.startswith(exc.name):
-                continue  # that part of the kit is not installed in this checkout
-            raise
+    for module in registry.load(registry.COMMAND_MODULES):  # parts missing from this checkout are skipped
         module.register(commands, bench)
     return parser
-
-
-def dispatch(args: argparse.Namespace) -> int:
-    """Run a parsed command; a LabkitError becomes its message on stderr and exit status 2."""
-    try:
-        return int(args.func(args) or 0)
-    except LabkitError as exc:
-        print(f"labkit: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # `labkit show ... | head` closed the pipe early: not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

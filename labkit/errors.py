@@ -53,6 +53,21 @@ class InvariantViolation(LabkitError):
         )
 
 
+class RunFinished(LabkitError):
+    """Something was to be recorded in a run that already reached a terminal state.
+
+    A terminal state is absorbing: the run's log ends there, so a late fact (a decision, a tool
+    call) is refused instead of silently changing a finished run's outcome.
+    """
+
+    def __init__(self, state: str, event: str, end_seq: int) -> None:
+        self.state, self.event, self.end_seq = state, event, end_seq
+        super().__init__(
+            f"the run ended in '{state}' at event seq {end_seq}; '{event}' cannot be recorded after the end",
+            "a finished run stays finished: start a new run for new work (nothing was recorded).",
+        )
+
+
 class EventLogError(LabkitError):
     """An event log (JSONL or SQLite) could not be read as a valid, untampered chain."""
 

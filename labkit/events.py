@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from labkit import registry
 from labkit.errors import EventLogError
 
 SCHEMA_VERSION = 1
@@ -49,13 +50,16 @@ class Event(BaseModel):
 
 _REGISTRY: dict[str, type[Event]] = {}
 _adapter: TypeAdapter[Any] | None = None
+_declared_loaded = False
 
 
 def register_event(cls: type[Event]) -> type[Event]:
     """Class decorator: add an event type to the discriminated union used for parsing.
 
-    Layers above the core (the planner runtime, the experiment) declare their own event types;
-    registering them keeps one parser and one replay path for every log.
+    Layers above the core (the planner runtime, the experiment) declare their own event types in
+    a module named in ``labkit.registry.EVENT_MODULES``; the parser imports those modules before
+    it reads its first line, so one parser and one replay path serve every log and no caller has
+    to import a layer first.
     """
     global _adapter
     tag = cls.model_fields["type"].default
@@ -68,14 +72,24 @@ def register_event(cls: type[Event]) -> type[Event]:
     return cls
 
 
+def _load_declared() -> None:
+    """Import the modules that declare event types (once), so their types are registered."""
+    global _declared_loaded
+    if not _declared_loaded:
+        registry.load(registry.EVENT_MODULES)
+        _declared_loaded = True
+
+
 def event_types() -> dict[str, type[Event]]:
-    """The registered event types by tag (a copy)."""
+    """Every event type by tag, the declared layers' included (a copy)."""
+    _load_declared()
     return dict(_REGISTRY)
 
 
 def _union_adapter() -> TypeAdapter[Any]:
     global _adapter
-    if _adapter is None:
+    if _adapter is None:  # built once (again after a new registration), with every declared type
+        _load_declared()
         members = tuple(_REGISTRY.values())
         union = members[0] if len(members) == 1 else Union[members]  # noqa: UP007 - built at run time
         _adapter = TypeAdapter(Annotated[union, Field(discriminator="type")])
@@ -215,7 +229,8 @@ def _validation_error(exc: ValidationError, line: bytes, where: str) -> EventLog
     if tag not in _REGISTRY:
         known = ", ".join(sorted(_REGISTRY))
         return EventLogError(f"{where}: unknown event type {tag!r} (seq {seq}); known types: {known}",
-                             "import the module that defines this event type before loading the log.",
+                             "add the module that declares this event type to EVENT_MODULES in "
+                             "labkit/registry.py, or load the log with the labkit that wrote it.",
                              seq=seq)
     first = exc.errors()[0]
     field = ".".join(str(p) for p in first["loc"][1:]) or "(event)"

@@ -15,15 +15,12 @@ from typing import Any
 
 from transitions import Machine
 
-from labkit.errors import IllegalTransition, InvariantViolation, LabkitError
+from labkit.errors import IllegalTransition, InvariantViolation, LabkitError, RunFinished
 from labkit.events import Event, InvariantViolated, RunStarted, Transitioned
 from labkit.invariants import Invariant
-from labkit.reducer import MachineState, Reduce, ReplayDivergence, reduce_machine, replay
+from labkit.reducer import Guard, MachineState, Reduce, ReplayDivergence, reduce_machine, replay
 from labkit.store import EventLog
 from labkit.table import TransitionTable
-
-Guard = Callable[[Any, Mapping[str, Any]], bool]
-"""A guard sees the reduced state and the event's payload, and says whether its row may fire."""
 
 Clock = Callable[[], float]
 
@@ -152,6 +149,8 @@ class LabMachine:
         source = self.status
         if self._halted is not None:
             raise IllegalTransition(source, trigger, [], f"the run halted after invariant '{self._halted}' failed")
+        if source in self.table.terminal:
+            raise IllegalTransition(source, trigger, [], f"the run ended at seq {self.end_seq}")
         if trigger not in self._allowed[source]:
             raise IllegalTransition(source, trigger, self._allowed[source])
         if not self._model.trigger(trigger, **payload):
@@ -168,11 +167,28 @@ class LabMachine:
         self._check_invariants(sealed)
         return sealed
 
+    @property
+    def end_seq(self) -> int | None:
+        """The seq of the event that took the run into its terminal state (None while it runs)."""
+        if self.status not in self.table.terminal:
+            return None
+        for event in reversed(self.log.events):
+            if isinstance(event, Transitioned | InvariantViolated) and event.dest == self.status:
+                return event.seq
+        return self.log.events[-1].seq
+
     def record(self, event: Event) -> Event:
-        """Append a fact that is not a transition (a tool result, an observation) and check invariants."""
+        """Append a fact that is not a transition (a tool result, an observation) and check invariants.
+
+        A terminal state is absorbing: once the run has ended, :class:`RunFinished` is raised and
+        nothing is recorded, so a late fact can never change a finished run's outcome.
+        """
         if isinstance(event, Transitioned | RunStarted | InvariantViolated):
             raise LabkitError(f"'{event.type}' events are written by the machine itself",
                               "use fire() for transitions; record() is for facts.")
+        end = self.end_seq
+        if end is not None:
+            raise RunFinished(self.status, event.type, end)
         if self._halted is not None:
             raise IllegalTransition(self.status, event.type, [],
                                     f"the run halted after invariant '{self._halted}' failed")

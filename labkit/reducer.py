@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from labkit.errors import LabkitError
@@ -33,6 +33,8 @@ class MachineState:
 
 S = TypeVar("S")
 Reduce = Callable[[S, Event], S]
+Guard = Callable[[Any, Mapping[str, Any]], bool]
+"""A guard sees the reduced state and the event's payload, and says whether its row may fire."""
 
 
 def reduce_machine(state: MachineState, event: Event) -> MachineState:
@@ -45,6 +47,23 @@ def reduce_machine(state: MachineState, event: Event) -> MachineState:
         return dataclasses.replace(state, status=event.dest, seq=event.seq,
                                    violations=(*state.violations, event.invariant))
     return dataclasses.replace(state, seq=event.seq)
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """Everything needed to rebuild and re-check the runs of one table.
+
+    ``guards`` gives the predicates of the guards that depend on the reduced state alone, so
+    :func:`replay` can check that each logged transition's guard held (guards that need a task or
+    a policy are checked live only). Modules named in ``labkit.registry.TABLE_MODULES`` declare
+    ``TABLES = {name: TableEntry(...)}``; :mod:`labkit.catalog` reads them.
+    """
+
+    table: Callable[[], TransitionTable]
+    reduce: Reduce[Any] = reduce_machine
+    empty: Callable[[], Any] = MachineState
+    invariants: Callable[[], Sequence[Invariant]] = field(default=tuple)
+    guards: Callable[[], Mapping[str, Guard]] = field(default=dict)
 
 
 @dataclass(frozen=True)
@@ -63,10 +82,18 @@ class Divergence:
 class ReplayDivergence(LabkitError):
     """Replaying the log does not lead where the log says it went."""
 
-    def __init__(self, divergence: Divergence) -> None:
+    def __init__(self, divergence: Divergence, hint: str = "compare the event at that seq with the state "
+                 "before it; a reducer change or an edited log is the usual cause.") -> None:
         self.divergence = divergence
-        super().__init__(str(divergence), "compare the event at that seq with the state before it; "
-                         "a reducer change or an edited log is the usual cause.")
+        super().__init__(str(divergence), hint)
+
+
+class EventAfterEnd(ReplayDivergence):
+    """The log goes on after its run reached a terminal state, which is absorbing."""
+
+    def __init__(self, divergence: Divergence) -> None:
+        super().__init__(divergence, "a finished run records nothing more: the events from that seq on were "
+                         "appended after the end (by hand or by a broken writer); keep the log up to its end.")
 
 
 @dataclass(frozen=True)
@@ -84,14 +111,18 @@ def replay(
     empty: Any = None,
     invariants: Sequence[Invariant] = (),
     table: TransitionTable | None = None,
+    guards: Mapping[str, Guard] | None = None,
 ) -> Replay[Any]:
     """Fold ``reduce`` over ``events`` from the empty state, checking the log's own claims.
 
     Each transition event says which state it left; if the replayed state disagrees, the log and
     the reducer disagree and :class:`ReplayDivergence` names the event. Given the ``table``, every
-    transition must also be one of its rows: a log re-sealed with an invented move is refused.
-    Invariants are checked after every event, as they were live; violations found here that the
-    log does not itself record are reported in ``Replay.violations``.
+    transition must also be one of its rows (a log re-sealed with an invented move is refused), a
+    row's guard must hold on the state before it wherever ``guards`` gives its predicate, and the
+    log must end at its terminal transition: a terminal state is absorbing, so any event after it
+    (except the machine's own invariant findings on the step that ended the run) raises
+    :class:`EventAfterEnd`. Invariants are checked after every event, as they were live;
+    violations found here that the log does not itself record are reported in ``Replay.violations``.
     """
     state = MachineState() if empty is None else empty
     states: list[Any] = []
@@ -100,6 +131,10 @@ def replay(
     recorded: set[tuple[int, str]] = set()
     seen: set[str] = set()
     rows = {(r.source, r.event, r.dest) for r in table.rows} if table is not None else None
+    guarded = _guarded_rows(table, guards or {}) if table is not None else {}
+    terminal = table.terminal if table is not None else frozenset()
+    last_fact = -1  # the seq of the newest event that is not an invariant finding
+    end: int | None = None  # the seq at which the run entered a terminal state
     collecting = gc.isenabled()
     gc.disable()  # every state is kept: the cyclic collector would re-walk them all (see store.read_jsonl)
     try:
@@ -108,12 +143,21 @@ def replay(
                 raise ReplayDivergence(Divergence(
                     event.seq, f"the log says '{event.trigger}' left '{event.source}', "
                     f"but replay is in '{state.status}'", state, event))
+            if end is not None and not (isinstance(event, InvariantViolated) and event.after_seq == last_fact):
+                raise EventAfterEnd(Divergence(
+                    event.seq, f"'{event.type}' comes after the run ended in '{state.status}' at seq {end}"))
             if rows is not None:
                 _check_against_table(event, rows, table)
+            if guarded and isinstance(event, Transitioned):
+                _check_guard(event, state, guarded)
             if isinstance(event, InvariantViolated):
                 recorded.add((event.after_seq, event.invariant))
+            else:
+                last_fact = event.seq
             state = reduce(state, event)
             states.append(state)
+            if end is None and terminal and getattr(state, "status", None) in terminal:
+                end = event.seq
             if invariants:
                 history.append(event)
             if invariants and not isinstance(event, InvariantViolated):
@@ -139,6 +183,31 @@ def _check_against_table(event: Event, rows: set[tuple[str, str, str]], table: T
         raise ReplayDivergence(Divergence(
             event.seq, f"the log moves {event.source} --{event.trigger}--> {event.dest}, "
             f"which is not a row of table '{table.name}'"))
+
+
+def _guarded_rows(table: TransitionTable,
+                  guards: Mapping[str, Guard]) -> dict[tuple[str, str, str], list[tuple[str, bool, Guard]]]:
+    """(source, event, dest) -> (guard, negated, predicate) for each row whose guard ``guards`` knows."""
+    found: dict[tuple[str, str, str], list[tuple[str, bool, Guard]]] = {}
+    for row in table.rows:
+        if row.guard_name in guards:
+            found.setdefault((row.source, row.event, row.dest), []).append(
+                (str(row.guard), row.negated, guards[row.guard_name]))
+    return found
+
+
+def _check_guard(event: Transitioned, state: Any,
+                 guarded: Mapping[tuple[str, str, str], list[tuple[str, bool, Guard]]]) -> None:
+    """The transition's row must have been allowed to fire: its guard holds on the state before it."""
+    checks = guarded.get((event.source, event.trigger, event.dest))
+    if not checks:
+        return
+    if any(bool(predicate(state, event.payload)) != negated for _, negated, predicate in checks):
+        return
+    names = ", ".join(name for name, _, _ in checks)
+    raise ReplayDivergence(Divergence(
+        event.seq, f"the log moves {event.source} --{event.trigger}--> {event.dest}, but the row's guard "
+        f"[{names}] does not hold on the state before it", state, event))
 
 
 def find_divergence(

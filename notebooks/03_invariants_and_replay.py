@@ -202,15 +202,15 @@ print(result.status, result.outcome, "-", result.reason)
 # what a careless runtime would.
 
 # %%
-from labkit import InvariantViolation, JsonlLog, LabMachine, describe
+from labkit import IllegalTransition, InvariantViolation, JsonlLog, LabMachine, describe
 from labkit.runtime import ToolCalled, planner_executor_table
+from labkit.runtime.table import state_guards
 
 
-def careless_runtime(prefix, name):
+def careless_runtime(prefix, name, **lying_guards):
     """The machine resumed from the first ``prefix`` events of the trace, with the real invariants."""
     write_jsonl(scratch / f"{name}.jsonl", list(prefix))
-    guards = {"goal_met": lambda s, p: True, "escalate": lambda s, p: True,
-              "side_effect_possible": lambda s, p: bool(s.action and s.action.side_effect)}
+    guards = {**state_guards(), "goal_met": lambda s, p: True, "escalate": lambda s, p: True, **lying_guards}
     return LabMachine(planner_executor_table(), guards=guards, invariants=runtime_invariants(), reduce=reduce_run,
                       empty=empty_run_state(), log=JsonlLog(scratch / f"{name}.jsonl"), clock=lambda: 1_790_000_100.0,
                       on_violation="raise")
@@ -228,12 +228,26 @@ except InvariantViolation as err:
 
 # %% [markdown]
 # The other careless move: after the timeout, retry the write without asking whether the first one happened. The
-# third invariant counts a write whose outcome is unknown as an effect that *may* have happened, until a status
-# query settles it — so it fires when the second call is announced, before that write can run.
+# table itself refuses it: the row `UNKNOWN --confirmed_absent--> EXECUTING` is guarded by `status_checked` (a
+# status query since the last attempt found the draft absent), so without one there is no row to take, and
+# nothing is recorded.
 
 # %%
 machine = careless_runtime(events[:unknown_at], "blind_retry")
-machine.fire("confirmed_absent", action_id="a4")  # nobody asked the draft area
+try:
+    machine.fire("confirmed_absent", action_id="a4")  # nobody asked the draft area
+except IllegalTransition as err:
+    print(err.message)
+print("last event in the log:", describe(machine.events[-1]))
+
+# %% [markdown]
+# Defence in depth: a runtime whose guard lies ("yes, I checked") gets past the table, and then the third
+# invariant stops it. It counts a write whose outcome is unknown as an effect that *may* have happened, until a
+# status query settles it — so it fires when the second call is announced, before that write can run.
+
+# %%
+machine = careless_runtime(events[:unknown_at], "lying_guard", status_checked=lambda s, p: True)
+machine.fire("confirmed_absent", action_id="a4")
 action = machine.state.action
 try:
     machine.record(ToolCalled(action_id="a4", attempt=2, tool=action.tool, args_sha256=action.args_sha256,
@@ -243,13 +257,15 @@ except InvariantViolation as err:
 print("last event in the log:", describe(machine.events[-1]))
 
 # %% [markdown]
-# In both cases the violation was written to the log before the error was raised, and the run is halted: a broken
-# property is a fact of the run, not a line in a console that scrolls away.
+# Where an invariant fired, the violation was written to the log before the error was raised, and the run is
+# halted: a broken property is a fact of the run, not a line in a console that scrolls away. Where the table
+# refused, nothing happened, so nothing was written.
 #
 # ## 5. Crash and resume
 #
-# The log is also what lets a run survive its process. The runtime writes `tool_called` *before* it calls a tool
-# and `tool_result` after, each in its own SQLite transaction. A run that dies in between leaves a call without a
+# The log is also what lets a run survive its process. The executor first authorizes the attempt (a refused one
+# is recorded as `execution_refused`, never as a call); the runtime then writes `tool_called` *before* the tool
+# runs and `tool_result` after, each in its own SQLite transaction. A run that dies in between leaves a call without a
 # result: its outcome is unknown, exactly like a timeout, and the resumed run treats it that way.
 #
 # Here the power is cut inside `save_draft`, after the draft reached the draft area and before the reply came back.

@@ -52,12 +52,11 @@ print(f"sliding window {arch.n_swa} tokens on layers "
 # The model is a *base* model: no chat template, so we use plain completions.
 
 # %%
-import llama_cpp
-
 from labkit.inference import capture_llama_log
+from labkit.llm import open_llama
 
 with capture_llama_log():  # keeps llama.cpp's load log out of the notebook
-    llm = llama_cpp.Llama(str(model_path), n_ctx=512, n_threads=2, n_gpu_layers=0, seed=0, verbose=False)
+    llm = open_llama(model_path, n_ctx=512, n_threads=2, n_gpu_layers=0, seed=0, verbose=False)
 
 prompt = "The three primary colours are"
 

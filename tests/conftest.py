@@ -28,14 +28,14 @@ def unused_port() -> int:
 
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory) -> Iterator[str]:
-    """A real ``python -m llama_cpp.server`` with the embedded model, always stopped.
+    """A real llama.cpp server (``python -m labkit.llm.serve``) with the embedded model, always stopped.
 
     Module-scoped: an idle server still costs CPU, so it lives only while the module that needs it runs.
     """
     port = free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
     with log.open("wb") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()),
+        proc = subprocess.Popen([sys.executable, "-m", "labkit.llm.serve", "--model", str(embedded_model_path()),
                                  "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2"],
                                 stdout=sink, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

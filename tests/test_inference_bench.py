@@ -34,6 +34,12 @@ def test_bench_on_the_embedded_model_reports_sane_numbers_with_provenance() -> N
     assert r["grammar_to_free_ratio"] == pytest.approx(r["gen_grammar_tokens_per_s"] / r["gen_tokens_per_s"])
     table = render_inference(r)
     assert r["model_sha256"] in table and "(matches the package)" in table and "GPU offload" in table
+    from labkit.llm.native import load_plan
+
+    plan = load_plan()  # the route that ran is reported, with the facts that chose it
+    assert (r["extra_buffer_types"], r["cpu_amx"], r["build_amx"]) == (plan.use_extra_bufts, plan.cpu_amx,
+                                                                      plan.build_amx)
+    assert f"weights route      {plan.label}" in table
     json.dumps(r)  # the --json output must serialise
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from labkit.inference.bench import default_model_path
 from labkit.inference.loadlog import capture_llama_log, check_against_load
+from labkit.llm.native import open_llama
 
 pytestmark = pytest.mark.slow
 
@@ -34,11 +35,9 @@ def test_estimate_matches_llama_cpp_buffer_report(n_ctx: int, swa_full: bool) ->
 
 
 def test_log_capture_is_released_after_the_block() -> None:
-    import llama_cpp
-
     with capture_llama_log() as log:
-        llama_cpp.Llama(str(default_model_path()), n_ctx=256, verbose=False).close()
+        open_llama(default_model_path(), n_ctx=256, verbose=False).close()
     seen = len(log.lines)
     assert seen > 0 and "model buffer size" in log.text
-    llama_cpp.Llama(str(default_model_path()), n_ctx=256, verbose=False).close()
+    open_llama(default_model_path(), n_ctx=256, verbose=False).close()
     assert len(log.lines) == seen  # our callback is no longer installed

@@ -52,3 +52,47 @@ def test_catalog_entry_is_registered() -> None:
     assert [i.name for i in entry.invariants()] == [
         "executed_implies_validated", "committed_implies_observed", "single_side_effect"]
     assert entry.empty().status == ""
+
+
+def test_a_retry_of_an_unknown_write_needs_a_recorded_status_query(tmp_path) -> None:
+    """The guard is a row of the table: the live machine refuses the blind retry, and replay refuses a log
+    that was written around the machine with one."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    from labkit import EventLog, IllegalTransition, JsonlLog, LabMachine, Transitioned, read_jsonl, write_jsonl
+    from labkit.reducer import ReplayDivergence, replay
+    from labkit.runtime import empty_run_state, reduce_run, runtime_invariants
+    from labkit.runtime.table import state_guards
+
+    rows = planner_executor_table().rows_for("UNKNOWN", "confirmed_absent")
+    assert [r.guard for r in rows] == ["status_checked"]
+    events = read_jsonl(Path(__file__).resolve().parents[1] / "data/traces/write_timeout_unknown.jsonl").events
+    unknown_at = next(i for i, e in enumerate(events) if isinstance(e, Transitioned) and e.dest == "UNKNOWN") + 1
+    write_jsonl(tmp_path / "prefix.jsonl", list(events[:unknown_at]))
+    guards = {**state_guards(), "goal_met": lambda s, p: True, "escalate": lambda s, p: True}
+    machine = LabMachine(planner_executor_table(), guards=guards, invariants=runtime_invariants(), reduce=reduce_run,
+                         empty=empty_run_state(), log=JsonlLog(tmp_path / "prefix.jsonl"), clock=lambda: 0.0)
+    with pytest.raises(IllegalTransition, match="no row's guard holds: status_checked"):
+        machine.fire("confirmed_absent", action_id="a4")
+    assert len(machine.events) == unknown_at
+
+    forged = EventLog(events[0].run_id)
+    for event in events[:unknown_at]:
+        forged.append(event, at=event.at)
+    forged.append(Transitioned(trigger="confirmed_absent", source="UNKNOWN", dest="EXECUTING",
+                               payload={"action_id": "a4"}), at=events[unknown_at].at)
+    with pytest.raises(ReplayDivergence, match=rf"seq {unknown_at}: .*guard \[status_checked\] does not hold"):
+        replay(forged.events, reduce_run, empty_run_state(), runtime_invariants(), planner_executor_table(),
+               state_guards())
+    write_jsonl(tmp_path / "forged.jsonl", list(forged.events))
+    out = subprocess.run([sys.executable, "-m", "labkit", "replay", str(tmp_path / "forged.jsonl")],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 2 and "guard [status_checked] does not hold" in out.stderr
+    # every shipped trace passes the same check
+    for trace in sorted((Path(__file__).resolve().parents[1] / "data/traces").glob("*.jsonl")):
+        replay(read_jsonl(trace).events, reduce_run, empty_run_state(), runtime_invariants(),
+               planner_executor_table(), state_guards())

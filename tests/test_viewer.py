@@ -330,3 +330,24 @@ def test_steps_are_found_by_what_happened():
 def test_a_state_alone_is_rendered_as_aligned_lines(run):
     assert render_state(run.state, focus=["status", "transitions"]) == "  status       'RESOLVED'\n  transitions  3"
     assert render_state(None) == "  (empty)"
+
+
+def test_a_refused_attempt_reads_as_a_refusal_and_counts_no_call(tmp_path):
+    """The executor checks with another key than the validator signed with: the viewer shows what happened."""
+    from labkit.runtime import TASKS, DraftStore, Executor, Runtime, Signer, TickClock, World, describe_event
+    from labkit.runtime.events import ExecutionRefused
+
+    world = World(DraftStore(tmp_path / "drafts.sqlite"))
+    runtime = Runtime(TASKS["diff3"], None, world, log=EventLog("refused"), clock=TickClock(0.0),
+                      executor=Executor(world, Signer(b"another key"), TASKS["diff3"].policy().version))
+    runtime.run()
+    trace = Trace.from_catalog(list(runtime.events), project=run_view,
+                               describe=lambda e: f"#{e.seq} {describe_event(e)}")
+    first = trace.find(lambda e: isinstance(e, ExecutionRefused))[0]
+    view = trace.step(first)
+    assert "executor REFUSES read_record for a1 (bad_token; the tool did not run)" in view.description
+    fields = {f.name: f for f in view.fields}
+    assert fields["tool_calls"].before == fields["tool_calls"].after == "0"
+    assert "attempts=0" in fields["action"].after and "call open" not in fields["action"].after
+    assert not any("executor calls" in trace.step(i).description for i in range(len(trace)))
+    assert world.drafts.calls() == []

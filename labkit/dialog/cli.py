@@ -6,6 +6,7 @@ Registered by ``labkit.cli`` through :func:`register`.
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import subprocess
 import sys
@@ -17,34 +18,11 @@ from labkit.dialog.engine import DialogBot, PromptOnlyBot
 from labkit.dialog.scenario import load_scenario
 from labkit.dialog.simulate import load_scenarios, load_user_script, load_user_scripts, measure, write_json
 from labkit.dialog.viewer import conversation_view, render_text
+from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
 from labkit.store import JsonlLog
 
 ARMS = {"machine": DialogBot, "prompt_only": PromptOnlyBot}
-
-
-def _without_extra_buffers() -> None:
-    """Load weights without llama.cpp's extra (repacking) buffer types.
-
-    On CPUs with AMX the repacked path crashed on the first decode in this llama.cpp build; the
-    plain path gives the same numbers. (The backend itself is getting this switch; until then the
-    dialog commands set it here.)
-    """
-    import llama_cpp
-    import llama_cpp.llama as llama_module
-
-    original = llama_cpp.llama_model_default_params
-    if getattr(original, "_labkit_plain", False):
-        return
-
-    def plain() -> Any:
-        params = original()
-        if hasattr(params, "use_extra_bufts"):
-            params.use_extra_bufts = False
-        return params
-
-    plain._labkit_plain = True  # type: ignore[attr-defined]
-    llama_module.llama_cpp.llama_model_default_params = plain  # type: ignore[attr-defined]
 
 
 def model_backend(model: str | None, *, n_ctx: int = 4096, threads: int | None = None) -> Backend:
@@ -53,7 +31,6 @@ def model_backend(model: str | None, *, n_ctx: int = 4096, threads: int | None =
     from labkit.llm.models import resolve_model
 
     path, kind = resolve_model(model)
-    _without_extra_buffers()
     return LlamaCppBackend(path, n_ctx=n_ctx, chat=kind == "chat", n_threads=threads)
 
 
@@ -129,10 +106,15 @@ def _cmd_measure(args: argparse.Namespace) -> int:
               f"adhered={r.adhered}", flush=True)
 
     started = time.perf_counter()
-    results, summary = measure(scenarios, users, backend, args.arms,
-                               log_dir=None if args.replay else out / "logs", progress=progress)
+    results, summary = measure(scenarios, users, backend, args.arms, log_dir=out / "logs", progress=progress)
     seconds = round(time.perf_counter() - started, 1)
-    if not args.replay:
+    if args.replay:
+        recorded = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        if [r.to_dict() for r in results] != recorded:
+            raise LabkitError(f"replaying {out / 'cassette.jsonl'} does not give the recorded {out / 'results.json'}",
+                              "the engine's prompts or checks changed since the recording; record again.")
+        print(f"replayed from the cassette: results identical to {out / 'results.json'}; event logs rewritten")
+    else:
         write_json(out / "results.json", [r.to_dict() for r in results])
         write_json(out / "summary.json", summary)
         write_json(out / "provenance.json", {
@@ -172,7 +154,8 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--users", default="data/dialog/users", help="folder of user scripts (default data/dialog/users)")
     p.add_argument("--only", help="comma-separated user script names or prefixes (a01,s03) to run a subset")
     p.add_argument("--out", default="data/dialog/runs", help="results folder (default data/dialog/runs)")
-    p.add_argument("--replay", action="store_true", help="re-run from the recorded cassette (no model)")
+    p.add_argument("--replay", action="store_true", help="re-run from the recorded cassette (no model): check the "
+                   "results against results.json and rewrite the event logs")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core; on a shared, busy machine "
                    "1 thread was several times faster than 2 here, because busy threads wait for each other)")
     p.set_defaults(func=_cmd_measure)

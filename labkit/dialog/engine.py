@@ -192,12 +192,11 @@ class DialogBot(_Bot):
     def _after_answer(self, answer: Answer, step: Step, turn: int) -> str:
         self._record(BotSaid(turn=turn, step=step.name, text=answer.message, summary=answer.summary,
                              signal=answer.signal))
+        target = self.scenario.step(self.machine.table.rows_for(step.name, answer.signal)[0].dest)
+        if target.final and target.message:  # a final step is absorbing: its message is recorded before entering it
+            self._record(BotSaid(turn=turn, step=target.name, text=target.message))
         self._fire(answer.signal, turn)
-        reached = self.scenario.step(self.state.status)
-        if reached.final and reached.message:
-            self._record(BotSaid(turn=turn, step=reached.name, text=reached.message))
-            return f"{answer.message}\n{reached.message}"
-        return answer.message
+        return f"{answer.message}\n{target.message}" if target.final and target.message else answer.message
 
 
 def _type_text(f: ResultField) -> str:

@@ -30,6 +30,7 @@ from labkit.errors import LabkitError
 from labkit.inference.gguf_meta import read_gguf
 from labkit.inference.loadlog import capture_llama_log
 from labkit.llm.modelfile import embedded_model_path, file_sha256
+from labkit.llm.native import load_plan, open_llama, system_info
 
 # A fixed-length plan: six steps from an enum. The grammar therefore forces ~40 tokens of output, so
 # constrained and free generation are timed over comparable lengths.
@@ -95,9 +96,11 @@ def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int =
     threads = threads or os.cpu_count() or 1
     started = now()
 
+    plan = load_plan()
+
     def load() -> Any:
         with capture_llama_log():  # keeps llama.cpp's load chatter off the terminal
-            return llama_cpp.Llama(str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+            return open_llama(path, plan, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
                                    n_gpu_layers=n_gpu_layers, seed=seed, verbose=False)
 
     load().close()  # warm-up: page cache and library initialisation
@@ -148,6 +151,8 @@ def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int =
         "threads": threads,
         "cpu_count": os.cpu_count(),
         "machine": f"{platform.system()} {platform.machine()}",
+        "cpu_amx": plan.cpu_amx, "build_amx": plan.build_amx, "llama_system_info": system_info().strip(),
+        "extra_buffer_types": plan.use_extra_bufts, "load_route": plan.label, "load_route_reason": plan.reason,
         "n_ctx": n_ctx, "prompt_tokens": len(ids), "gen_tokens_max": gen_tokens,
         "gen_steps_free": free_steps, "gen_steps_grammar": constrained_steps,
         "runs": runs, "warmup_runs": 1, "seed": seed,
@@ -181,6 +186,7 @@ def render_inference(r: dict[str, Any]) -> str:
         f"  llama-cpp-python   {r['llama_cpp_python']}, GPU offload: {offload}",
         f"  machine            {r['machine']}, {r['cpu_count']} CPUs, threads={r['threads']}, "
         f"n_gpu_layers={r['n_gpu_layers']}, n_ctx={r['n_ctx']}",
+        f"  weights route      {r.get('load_route', 'extra buffer types on (not recorded)')}",
         f"  sizes              prompt {r['prompt_tokens']} tokens; generation up to {r['gen_tokens_max']} "
         f"(steps timed: free {r['gen_steps_free']}, grammar {r['gen_steps_grammar']})",
         f"  median of {r['runs']} runs after {r['warmup_runs']} warm-up",

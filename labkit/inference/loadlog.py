@@ -116,12 +116,12 @@ class LoadCheck:
 def check_against_load(model_path: str | Path, n_ctx: int, *, swa_full: bool = True,
                        n_threads: int = 1) -> LoadCheck:
     """Load ``model_path`` on the CPU with llama.cpp, capture its buffer report, compare with the estimate."""
-    import llama_cpp
+    from labkit.llm.native import open_llama
 
     arch = read_gguf_arch(model_path)
     estimate = estimate_memory(arch, n_ctx, 0, swa_full=swa_full)
     with capture_llama_log() as log:
-        llm = llama_cpp.Llama(str(model_path), n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=0,
+        llm = open_llama(model_path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=0,
                               swa_full=swa_full, verbose=False)
         llm.close()
     return LoadCheck(n_ctx=n_ctx, swa_full=swa_full, estimate=estimate, report=parse_buffers(log.text))

@@ -5,6 +5,9 @@
 - :class:`RecordingBackend` / :class:`ReplayBackend` — JSONL cassettes of real calls;
 - :class:`ScriptedBackend` — scripted answers for unit tests of logic.
 
+Every model this kit opens goes through :func:`open_llama`, which loads it by this machine's
+:class:`LoadPlan` (no AMX weight-repack route where it crashes; see :mod:`labkit.llm.native`).
+
 Structured output: pass ``schema=`` (a JSON schema) to ``complete``; read the answer with
 :func:`parse_json_output` (or an :class:`OutputTally`, which counts invalid outputs).
 """
@@ -16,9 +19,10 @@ from labkit.llm.fake import ScriptedBackend
 from labkit.llm.grammar import CompiledSchema, compile_schema
 from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.llamacpp import LlamaCppBackend
+from labkit.llm.native import LoadPlan, decide_load_plan, load_plan, open_llama
 from labkit.llm.parse import OutputTally, parse_json_output
 
 __all__ = ["Backend", "BackendError", "CassetteError", "CassetteMiss", "CompiledSchema", "Completion",
-           "GrammarError", "LlamaCppBackend", "ModelFileError", "OpenAICompatBackend", "OutputTally",
+           "GrammarError", "LlamaCppBackend", "LoadPlan", "ModelFileError", "OpenAICompatBackend", "OutputTally",
            "RecordingBackend", "ReplayBackend", "Request", "ScriptedBackend", "ServerError", "cassette_key",
-           "compile_schema", "parse_json_output"]
+           "compile_schema", "decide_load_plan", "load_plan", "open_llama", "parse_json_output"]

@@ -42,7 +42,7 @@ from labkit.llm.grammar import check_gbnf_offline, compile_schema
 from labkit.llm.modelfile import check_gguf, file_sha256
 
 SCHEMA_MODES = ("grammar", "json_schema", "none")
-_START_HINT = ("start one, e.g. `python -m llama_cpp.server --model FILE.gguf --host 127.0.0.1 --port 8000`, "
+_START_HINT = ("start one, e.g. `python -m labkit.llm.serve --model FILE.gguf --host 127.0.0.1 --port 8000`, "
                "or check the URL (--server).")
 
 

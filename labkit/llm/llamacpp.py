@@ -26,6 +26,7 @@ from labkit.llm.backend import Backend, Completion, Request
 from labkit.llm.errors import BackendError, ModelFileError
 from labkit.llm.grammar import check_gbnf, compile_schema
 from labkit.llm.modelfile import check_gguf, embedded_model_path, file_sha256
+from labkit.llm.native import LoadPlan, load_plan, open_llama
 
 
 class LlamaCppBackend(Backend):
@@ -54,10 +55,11 @@ class LlamaCppBackend(Backend):
         self._sha256: str | None = None
         self._grammars: dict[str, Any] = {}  # schema sha256 -> LlamaGrammar, checked once
         self._lock = threading.Lock()
+        self.load_plan: LoadPlan = load_plan()
         started = clock()
         try:
-            self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=self.n_threads,
-                                        n_threads_batch=self.n_threads, seed=0, verbose=False)
+            self._llm = open_llama(path, self.load_plan, n_ctx=n_ctx, n_threads=self.n_threads,
+                                   n_threads_batch=self.n_threads, seed=0, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelFileError(f"llama.cpp could not load {path}: {exc}",
                                  "the file may be truncated or use an architecture this llama.cpp build "
@@ -104,7 +106,7 @@ class LlamaCppBackend(Backend):
         return {"backend": self.kind, "model": str(self.model_path), "model_sha256": self.model_sha256,
                 "embedded_model": self.embedded, "llama_cpp_python": self.llama_cpp_version,
                 "n_ctx": self.n_ctx, "n_threads": self.n_threads, "sampling": self.sampling(),
-                "prefix_cache": "reset before every call",
+                "prefix_cache": "reset before every call", "extra_buffer_types": self.load_plan.use_extra_bufts,
                 "model_kind": "chat" if self.chat else "base",
                 "prompt_format": "the GGUF's chat template, one user turn" if self.chat else "plain completion"}
 

@@ -9,7 +9,8 @@ Modules (one concept each):
 - :mod:`~labkit.runtime.records`, :mod:`~labkit.runtime.redact` — synthetic data and redaction
 - :mod:`~labkit.runtime.tools` — the tools, the draft area (SQLite) and the :class:`World`
 - :mod:`~labkit.runtime.policy` — permissions and budgets
-- :mod:`~labkit.runtime.validator`, :mod:`~labkit.runtime.executor` — allow with a token; run only with one
+- :mod:`~labkit.runtime.validator`, :mod:`~labkit.runtime.executor` — allow with a token; run only with one,
+  once per attempt, in EXECUTING
 - :mod:`~labkit.runtime.faults` — seeded fault schedules and the coverage matrix
 - :mod:`~labkit.runtime.planner` — the planner interface and scripted planners
 - :mod:`~labkit.runtime.task` — tasks as data, the goal predicate and the verifier
@@ -26,6 +27,7 @@ from labkit.runtime.clock import TickClock
 from labkit.runtime.events import (
     CandidateRecord,
     DuplicateDelivery,
+    ExecutionRefused,
     FaultInjected,
     Finding,
     HumanDecision,
@@ -39,7 +41,7 @@ from labkit.runtime.events import (
     Usage,
     Validation,
 )
-from labkit.runtime.executor import Delivery, Executor, UnauthorizedAction
+from labkit.runtime.executor import Attempt, Delivery, Executor, UnauthorizedAction
 from labkit.runtime.faults import Fault, FaultPlan, coverage_matrix, fault_states
 from labkit.runtime.invariants import runtime_invariants, side_effect_count
 from labkit.runtime.loop import PendingDecision, RunResult, Runtime, run_task
@@ -62,7 +64,7 @@ from labkit.runtime.records import differences, differences_text, generate_recor
 from labkit.runtime.redact import redact, scrub_text
 from labkit.runtime.report import TextTable, describe_event, render_trace
 from labkit.runtime.state import ActionState, RunState, empty_run_state, outcome_view, reduce_run
-from labkit.runtime.table import EVENT_SOURCES, FAULTS, STATES, TABLE_NAME, planner_executor_table
+from labkit.runtime.table import EVENT_SOURCES, FAULTS, STATES, TABLE_NAME, planner_executor_table, state_guards
 from labkit.runtime.task import TASKS, Goal, Task, Verdict, goal_met, resolve_task, verify
 from labkit.runtime.tools import TOOLS, DraftStore, World
 from labkit.runtime.validator import Signer, Validator, args_sha256
@@ -75,6 +77,7 @@ __all__ = [
     "TASKS",
     "TOOLS",
     "ActionState",
+    "Attempt",
     "Budget",
     "Candidate",
     "CandidateRecord",
@@ -82,6 +85,7 @@ __all__ = [
     "DiffPlanner",
     "DraftStore",
     "DuplicateDelivery",
+    "ExecutionRefused",
     "Executor",
     "Fault",
     "FaultInjected",
@@ -141,5 +145,6 @@ __all__ = [
     "runtime_invariants",
     "scrub_text",
     "side_effect_count",
+    "state_guards",
     "verify",
 ]

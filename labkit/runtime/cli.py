@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from labkit.dispatch import dispatch
 from labkit.errors import LabkitError
 from labkit.events import RunStarted
 from labkit.store import SqliteLog, load_events, sqlite_runs
@@ -152,8 +153,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labkit.runtime.cli")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     register(commands, None)
-    from labkit.cli import dispatch
-
     return dispatch(parser.parse_args(argv))
 
 

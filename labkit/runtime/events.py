@@ -4,8 +4,9 @@ Each step of a run writes one or more *facts* and then one transition. Keeping t
 the point of the lesson: ``Proposed`` is what the planner suggested (with a short rationale, never
 hidden reasoning), ``Interpreted`` is what the planner made of the last observation, ``Validation``
 is the validator's verdict, ``ToolCalled``/``ToolResult`` are what the executor did and what the
-tool answered, ``Observation`` is the typed fact taken from a successful answer. A reader (or an
-auditor) can always tell a fact from somebody's reading of it.
+tool answered, ``ExecutionRefused`` is an attempt the executor did not let through (the tool never
+ran), ``Observation`` is the typed fact taken from a successful answer. A reader (or an auditor)
+can always tell a fact from somebody's reading of it, and an attempt from a call.
 
 Every fact that decides the next transition names it (see ``RunState.owed`` in
 :mod:`labkit.runtime.state`): if a process dies between writing the fact and firing the
@@ -130,7 +131,12 @@ class Validation(Event):
 
 @register_event
 class ToolCalled(Event):
-    """Written *before* a tool runs (write-ahead): if no ``ToolResult`` follows, the outcome is unknown."""
+    """The executor authorized this attempt and is about to run the tool.
+
+    Written *after* the executor's check and *before* the tool runs (write-ahead): if no
+    ``ToolResult`` follows, the outcome is unknown. An attempt the executor refuses is an
+    :class:`ExecutionRefused` instead, so every ``ToolCalled`` is a call that really ran (or may have).
+    """
 
     type: Literal["tool_called"] = "tool_called"
     action_id: str
@@ -139,6 +145,30 @@ class ToolCalled(Event):
     args_sha256: str
     policy_version: str
     side_effect: bool
+
+
+# Why the executor refused an attempt, as a type (see ``labkit.runtime.executor.UnauthorizedAction``).
+RefusalCode = Literal[
+    "unknown_tool",  # the executor has no tool of that name
+    "no_token",  # the action carries no validation token
+    "bad_token",  # the token does not match the action, the run or the key
+    "policy_version",  # validated under another policy than the executor enforces
+    "out_of_state",  # the run is not in EXECUTING, or has no such action in flight
+    "replayed",  # this attempt of this action was already authorized once
+]
+
+
+@register_event
+class ExecutionRefused(Event):
+    """The executor refused an attempt: the tool did not run, and nothing counts as a call."""
+
+    type: Literal["execution_refused"] = "execution_refused"
+    action_id: str
+    attempt: int
+    tool: str
+    args_sha256: str
+    code: RefusalCode
+    reason: str = ""
 
 
 @register_event
@@ -238,6 +268,6 @@ class Resumed(Event):
 
 
 RUNTIME_EVENTS: tuple[type[Event], ...] = (
-    Proposed, Interpreted, Validation, ToolCalled, ToolResult, DuplicateDelivery, Observation,
+    Proposed, Interpreted, Validation, ToolCalled, ExecutionRefused, ToolResult, DuplicateDelivery, Observation,
     StatusChecked, HumanDecision, FaultInjected, Resumed,
 )

@@ -1,9 +1,22 @@
-"""The executor: runs a validated action, and nothing else.
+"""The executor: runs a validated action, once per attempt, and nothing else.
 
-It recomputes the validation token from the action it is handed and refuses the action if the
-token is missing or does not match (other arguments, another tool, another policy version,
-another run). Faults are applied here, between the executor and the tool, because that is where
-real timeouts, denials and duplicate deliveries happen.
+Running is two steps, so that the log can say what happened rather than what was attempted:
+
+1. :meth:`Executor.authorize` looks at the run state it is handed. The run must be in EXECUTING
+   with the action in flight; the token is recomputed from that action (other arguments, another
+   tool, another policy version, another run or key: refused); and the attempt — the action's next
+   attempt number — must not have been authorized before. It returns an :class:`Attempt`, good
+   for one execution, or raises :class:`UnauthorizedAction` with a typed ``code``.
+2. :meth:`Executor.execute` runs the tool for an attempt that ``authorize`` issued and that has not
+   run yet; anything else (a hand-made attempt, or the same one twice) is refused.
+
+The runtime records ``ToolCalled`` between the two (write-ahead), and ``ExecutionRefused`` when
+step 1 refuses, so a refused attempt never reads as a call. Binding each execution to one attempt
+of one action in EXECUTING is what makes a replayed or out-of-state execution fail here, at the
+door, and not only in the runtime that should not have asked.
+
+Faults are applied here, between the executor and the tool, because that is where real timeouts,
+denials and duplicate deliveries happen.
 """
 
 from __future__ import annotations
@@ -12,14 +25,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from labkit.errors import LabkitError
+from labkit.runtime.events import RefusalCode
 from labkit.runtime.faults import Fault
-from labkit.runtime.state import ActionState
+from labkit.runtime.state import ActionState, RunState
 from labkit.runtime.tools import TOOLS, CallContext, ToolAnswer, ToolSpec, World
 from labkit.runtime.validator import Signer, args_sha256
 
 
 class UnauthorizedAction(LabkitError):
-    """The executor was handed an action without a valid validation token."""
+    """The executor refused an attempt; ``code`` says why (see ``ExecutionRefused``)."""
+
+    def __init__(self, message: str, hint: str, code: RefusalCode) -> None:
+        self.code: RefusalCode = code
+        super().__init__(message, hint)
 
 
 @dataclass(frozen=True)
@@ -31,8 +49,21 @@ class Delivery:
     ran_args_sha256: str
 
 
+@dataclass(frozen=True, eq=False)
+class Attempt:
+    """One authorized execution of an action: attempt ``number`` of ``action`` in run ``run_id``.
+
+    Only :meth:`Executor.authorize` makes attempts that :meth:`Executor.execute` accepts (it keeps
+    the very objects it issued), and each runs at most once.
+    """
+
+    run_id: str
+    action: ActionState
+    number: int
+
+
 class Executor:
-    """Runs token-bearing actions against a :class:`World`."""
+    """Runs token-bearing actions against a :class:`World`, one authorized attempt at a time."""
 
     def __init__(self, world: World, signer: Signer, policy_version: str,
                  tools: Mapping[str, ToolSpec] = TOOLS) -> None:
@@ -40,28 +71,58 @@ class Executor:
         self.signer = signer
         self.policy_version = policy_version
         self.tools = dict(tools)
+        self._authorized: set[tuple[str, str, str, int]] = set()  # (run, action, token, attempt) ever issued
+        self._issued: dict[tuple[str, str, int], Attempt] = {}  # issued and not run yet
 
-    def authorize(self, run_id: str, action: ActionState) -> None:
-        """Raise :class:`UnauthorizedAction` unless ``action`` carries a token for exactly itself."""
+    def authorize(self, state: RunState) -> Attempt:
+        """The next attempt of the action in flight, if the run may execute it now; else raise
+        :class:`UnauthorizedAction` (nothing runs, nothing is remembered)."""
+        action = state.action
+        if state.status != "EXECUTING" or action is None:
+            what = f"action {action.action_id} ({action.tool})" if action else "an action"
+            raise UnauthorizedAction(
+                f"{what} was handed to the executor while the run is in {state.status or 'no state'}",
+                "the executor runs only the action in flight while the run is in EXECUTING.", "out_of_state")
         if action.tool not in self.tools:
-            raise UnauthorizedAction(f"unknown tool {action.tool!r}", "only validated tools can run.")
-        if not self.signer.verify(run_id, action):
+            raise UnauthorizedAction(f"unknown tool {action.tool!r}", "only validated tools can run.", "unknown_tool")
+        if not action.token:
+            raise UnauthorizedAction(f"action {action.action_id} ({action.tool}) carries no validation token",
+                                     "send every action through the validator; the executor runs only what "
+                                     "it allowed.", "no_token")
+        if not self.signer.verify(state.run_id, action):
             raise UnauthorizedAction(
                 f"action {action.action_id} ({action.tool}) has no valid validation token",
-                "send every action through the validator; the executor runs only what it allowed.")
+                "send every action through the validator; the executor runs only what it allowed.", "bad_token")
         if action.policy_version != self.policy_version:
             raise UnauthorizedAction(
                 f"action {action.action_id} was validated under policy {action.policy_version!r}, "
-                f"the executor enforces {self.policy_version!r}", "validate the action again.")
+                f"the executor enforces {self.policy_version!r}", "validate the action again.", "policy_version")
+        number = action.attempts + 1
+        key = (state.run_id, action.action_id, action.token, number)
+        if key in self._authorized:
+            raise UnauthorizedAction(
+                f"attempt {number} of action {action.action_id} ({action.tool}) was already authorized once",
+                "an attempt runs at most once; a retry is a new attempt of a run state that recorded the "
+                "previous one.", "replayed")
+        self._authorized.add(key)
+        attempt = Attempt(state.run_id, action, number)
+        self._issued[(state.run_id, action.action_id, number)] = attempt
+        return attempt
 
-    def execute(self, run_id: str, action: ActionState, fault: Fault | None = None) -> Delivery:
-        """Authorize, then run the tool once (with ``fault`` applied, if any)."""
-        self.authorize(run_id, action)
-        return self._run_tool(action, fault)
+    def execute(self, attempt: Attempt, fault: Fault | None = None) -> Delivery:
+        """Run the tool once for an attempt :meth:`authorize` issued (with ``fault`` applied, if any)."""
+        key = (attempt.run_id, attempt.action.action_id, attempt.number)
+        if self._issued.get(key) is not attempt:
+            raise UnauthorizedAction(
+                f"attempt {attempt.number} of action {attempt.action.action_id} was not issued by this "
+                "executor, or has run already", "ask authorize() for each attempt and run it once.", "replayed")
+        del self._issued[key]
+        return self._run_tool(attempt.action, fault)
 
     def _run_tool(self, action: ActionState, fault: Fault | None) -> Delivery:
         """Run the tool without any check. Private on purpose: :meth:`execute` is the only way in, so
-        nothing can reach a tool around the token (a test that breaks the executor overrides this)."""
+        nothing can reach a tool around the token and the attempt (a test that breaks the executor
+        overrides this)."""
         spec = self.tools[action.tool]
         args = spec.args.model_validate(dict(action.args))
         ctx = CallContext(action_id=action.action_id, human_grant=action.human_grant)

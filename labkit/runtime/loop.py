@@ -23,6 +23,7 @@ from labkit.machine import LabMachine
 from labkit.runtime.events import (
     CandidateRecord,
     DuplicateDelivery,
+    ExecutionRefused,
     FaultInjected,
     HumanDecision,
     Interpreted,
@@ -33,14 +34,14 @@ from labkit.runtime.events import (
     ToolCalled,
     ToolResult,
 )
-from labkit.runtime.executor import Delivery, Executor, UnauthorizedAction
+from labkit.runtime.executor import Executor, UnauthorizedAction
 from labkit.runtime.faults import Fault, FaultPlan
 from labkit.runtime.invariants import runtime_invariants
 from labkit.runtime.planner import Candidate, Planner, PlannerContext, PlannerError, Proposal, make_planner
 from labkit.runtime.policy import Budget, Policy
 from labkit.runtime.redact import redact, scrub_text
 from labkit.runtime.state import RunState, commit_pending, empty_run_state, outcome_view, reduce_run
-from labkit.runtime.table import planner_executor_table
+from labkit.runtime.table import planner_executor_table, state_guards
 from labkit.runtime.task import Task, goal_met
 from labkit.runtime.tools import TOOLS, CallContext, DraftStatusArgs, World, text_sha256
 from labkit.runtime.validator import DEFAULT_SECRET, Signer, Validator
@@ -120,8 +121,8 @@ class Runtime:
         self._candidates: list[dict[str, Any]] | None = None  # the planner's unredacted candidates
         self.machine = LabMachine(
             planner_executor_table(),
-            guards={"goal_met": self._goal_met, "escalate": lambda s, p: self.policy.escalate_denials,
-                    "side_effect_possible": lambda s, p: bool(s.action and s.action.side_effect)},
+            guards={**state_guards(), "goal_met": self._goal_met,
+                    "escalate": lambda s, p: self.policy.escalate_denials},
             invariants=runtime_invariants(), reduce=reduce_run, empty=empty_run_state(), log=self.log,
             clock=clock, on_violation=on_violation,
             versions={"runtime": RUNTIME_VERSION, "policy": self.policy.version,
@@ -307,36 +308,31 @@ class Runtime:
         if action.attempts > self.budget.max_retries:
             outcome = "needs_review" if action.side_effect else "incomplete"
             return self._stop(outcome, f"retries in EXECUTING: {action.tool} tried {action.attempts} times")
+        try:  # the executor checks first: a refused attempt is its own fact, never a call
+            attempt = self.executor.authorize(s)
+        except UnauthorizedAction as exc:
+            self._record(ExecutionRefused(action_id=action.action_id, attempt=action.attempts + 1, tool=action.tool,
+                                          args_sha256=action.args_sha256, code=exc.code,
+                                          reason=scrub_text(exc.message)[:300]))
+            return True
         n = sum(1 for e in self.log.events if isinstance(e, ToolCalled) and e.tool == action.tool) + 1
         fault = self._fault(action.tool, n)
         if fault is not None:
             self._record(FaultInjected(fault=fault.kind, state="EXECUTING", target=action.tool,
                                        detail=f"{action.tool} call {n}"))
-        self._record(ToolCalled(action_id=action.action_id, attempt=action.attempts + 1, tool=action.tool,
+        self._record(ToolCalled(action_id=action.action_id, attempt=attempt.number, tool=action.tool,
                                 args_sha256=action.args_sha256, policy_version=self.policy.version,
                                 side_effect=action.side_effect))
         if self.machine.finished:  # an invariant stopped the run: the tool must not run
             return True
-        try:
-            delivery = self.executor.execute(self.run_id, action, fault)
-        except UnauthorizedAction as exc:
-            delivery = Delivery((), action.args_sha256)
-            refused = exc.message
-        else:
-            refused = ""
-        attempt = action.attempts + 1
-        if not delivery.answers:
-            self._record(ToolResult(action_id=action.action_id, attempt=attempt, tool=action.tool,
-                                    args_sha256=delivery.ran_args_sha256, outcome="error",
-                                    side_effect=action.side_effect, detail=f"executor refused: {refused}"))
-            return True
+        delivery = self.executor.execute(attempt, fault)
         first = delivery.answers[0]
-        self._record(ToolResult(action_id=action.action_id, attempt=attempt, tool=action.tool,
+        self._record(ToolResult(action_id=action.action_id, attempt=attempt.number, tool=action.tool,
                                 args_sha256=delivery.ran_args_sha256, outcome=first.outcome,
                                 side_effect=action.side_effect, data=redact(dict(first.data)),
                                 detail=scrub_text(first.detail)))
-        self._inbox = [(action.action_id, attempt)] * (len(delivery.answers) - 1)
-        if fault is not None and fault.kind == "duplicate_result":
+        self._inbox = [(action.action_id, attempt.number)] * (len(delivery.answers) - 1)
+        if fault is not None and fault.kind == "duplicate_result" and not self.machine.finished:
             self._record(FaultInjected(fault=fault.kind, state="OBSERVING", target=action.tool,
                                        detail="the answer will arrive twice"))
         return True

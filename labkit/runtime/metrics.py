@@ -7,7 +7,7 @@ from typing import Any
 
 from labkit.events import Event, InvariantViolated, RunStarted, Transitioned
 from labkit.reducer import replay
-from labkit.runtime.events import FaultInjected, Proposed, ToolResult, Validation
+from labkit.runtime.events import ExecutionRefused, FaultInjected, Proposed, ToolResult, Validation
 from labkit.runtime.state import empty_run_state, reduce_run
 
 
@@ -36,7 +36,8 @@ def run_metrics(events: Sequence[Event]) -> dict[str, Any]:
         "cost": state.cost,
         "unreadable_planner_outputs": sum(1 for p in proposals if p.problem),
         "done_claims": sum(1 for p in proposals if p.claims_done),
-        "tool_calls": state.tool_calls,
+        "tool_calls": state.tool_calls,  # calls that ran (or may have): refused attempts are not calls
+        "executions_refused": sum(1 for e in events if isinstance(e, ExecutionRefused)),
         "rejections": sum(1 for f in findings if f.verdict == "rejected"),
         "schema_invalid": sum(1 for f in findings if f.verdict == "rejected" and f.code == "bad_args"),
         "not_allowlisted": sum(1 for f in findings if f.verdict == "rejected"

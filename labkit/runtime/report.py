@@ -69,6 +69,8 @@ def describe_event(event: Event) -> str:
         return f"validator: {e.verdict} ({_short(e.reason or '; '.join(f.reason for f in e.findings), 80)})"
     if kind == "tool_called":
         return f"executor calls {e.tool} for {e.action_id} (attempt {e.attempt})"
+    if kind == "execution_refused":
+        return f"executor REFUSES {e.tool} for {e.action_id} ({e.code}; the tool did not run): {_short(e.reason, 60)}"
     if kind == "tool_result":
         return f"{e.tool} answered {e.outcome}{': ' + _short(e.detail, 60) if e.detail else ''}"
     if kind == "duplicate_delivery":

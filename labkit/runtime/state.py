@@ -17,6 +17,7 @@ from typing import Any
 from labkit.events import Event, InvariantViolated, RunStarted, Transitioned
 from labkit.runtime.events import (
     DuplicateDelivery,
+    ExecutionRefused,
     FaultInjected,
     HumanDecision,
     Observation,
@@ -52,6 +53,7 @@ class ActionState:
     call_open: bool = False  # a ToolCalled without its ToolResult: outcome unknown
     status_checks: int = 0
     last_outcome: str = ""
+    last_status: str = ""  # what the latest status query since the last attempt found ("" if none)
 
 
 @dataclass(frozen=True)
@@ -194,7 +196,8 @@ def _on_tool_result(s: RunState, e: ToolResult) -> RunState:
 
 def _on_status(s: RunState, e: StatusChecked) -> RunState:
     checks = s.action.status_checks + 1 if s.action else 1
-    s = _with_action(s, status_checks=checks)
+    if s.action is not None and s.action.action_id == e.action_id:
+        s = _with_action(s, status_checks=checks, last_status=e.outcome)
     if e.outcome == "present":
         args = s.action.args if s.action else {}
         facts = {"key": e.key, "sha256": e.sha256, "text": args.get("text", "")}
@@ -229,8 +232,11 @@ def reduce_run(state: RunState, event: Event) -> RunState:
         return _on_validation(s, event)
     if isinstance(event, ToolCalled):
         attempts = s.action.attempts + 1 if s.action else 1
-        s = _with_action(s, attempts=attempts, call_open=True)
+        s = _with_action(s, attempts=attempts, call_open=True, last_status="")
         return dataclasses.replace(s, tool_calls=s.tool_calls + 1)
+    if isinstance(event, ExecutionRefused):  # the tool never ran: nothing is counted as a call
+        return _owe(dataclasses.replace(s, feedback=f"the executor refused {event.tool}: {event.reason}"),
+                    "error", action_id=event.action_id, reason=f"executor refused ({event.code})")
     if isinstance(event, ToolResult):
         return _on_tool_result(s, event)
     if isinstance(event, DuplicateDelivery):

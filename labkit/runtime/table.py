@@ -11,14 +11,23 @@ Guards (resolved by :mod:`labkit.runtime.loop`):
 
 - ``goal_met``: the task's goal predicate holds over the state *after* the pending commit;
 - ``escalate``: the policy sends denials to a human instead of failing the run;
-- ``side_effect_possible``: the action in flight is a write (a timeout may have changed the world).
+- ``side_effect_possible``: the action in flight is a write (a timeout may have changed the world);
+- ``status_checked``: a status query recorded since the action's last attempt found the write
+  absent, so running it again cannot repeat an effect (a blind retry has no row to take).
+
+The last two read the run state alone (:func:`state_guards`), so ``labkit replay`` checks them on
+every logged transition as well; the first two need the task and the policy and are checked live.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from labkit import catalog
+from labkit.reducer import Guard, TableEntry
+from labkit.runtime.invariants import runtime_invariants
+from labkit.runtime.state import empty_run_state, reduce_run
 from labkit.table import Row, TransitionTable
 
 TABLE_NAME = "planner_executor"
@@ -55,7 +64,7 @@ ROWS = (
     Row("COMMITTING", "committed", "PLANNING", "not goal_met"),
     # an unknown write is settled by asking the world, not by guessing
     Row("UNKNOWN", "confirmed_present", "COMMITTING"),
-    Row("UNKNOWN", "confirmed_absent", "EXECUTING"),
+    Row("UNKNOWN", "confirmed_absent", "EXECUTING", "status_checked"),
     Row("UNKNOWN", "status_unavailable", "UNKNOWN"),
     Row("UNKNOWN", "budget_exhausted", "FAILED"),
     Row("WAITING_HUMAN", "approved", "VALIDATING"),
@@ -95,6 +104,20 @@ def _impossible() -> list[tuple[str, str]]:
             for event in events if state not in EVENT_SOURCES.get(event, ())]
 
 
+def _side_effect_possible(state: Any, payload: Mapping[str, Any]) -> bool:
+    return bool(state.action and state.action.side_effect)
+
+
+def _status_checked(state: Any, payload: Mapping[str, Any]) -> bool:
+    return bool(state.action and state.action.last_status == "absent")
+
+
+def state_guards() -> dict[str, Guard]:
+    """The table's guards that depend on the run state alone (the runtime adds ``goal_met`` and
+    ``escalate``, which need its task and policy)."""
+    return {"side_effect_possible": _side_effect_possible, "status_checked": _status_checked}
+
+
 def planner_executor_table() -> TransitionTable:
     """The checked planner–executor table (every (state, event) pair handled or declared impossible)."""
     return TransitionTable.build(TABLE_NAME, STATES, ROWS, initial="INIT", terminal=TERMINAL,
@@ -132,12 +155,6 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
 )}
 
 
-def _register() -> None:
-    from labkit.runtime.invariants import runtime_invariants
-    from labkit.runtime.state import empty_run_state, reduce_run
-
-    catalog.register(TABLE_NAME, catalog.Entry(table=planner_executor_table, reduce=reduce_run,
-                                               empty=empty_run_state, invariants=runtime_invariants))
-
-
-_register()
+# read by labkit.catalog (this module is listed in labkit.registry.TABLE_MODULES)
+TABLES = {TABLE_NAME: TableEntry(table=planner_executor_table, reduce=reduce_run, empty=empty_run_state,
+                                 invariants=runtime_invariants, guards=state_guards)}

@@ -1,0 +1,59 @@
+"""Where labkit finds what its parts declare: event types, tables and command-line commands.
+
+The core reads logs, replays tables and builds the ``labkit`` parser without knowing the layers
+above it. Each layer *declares* what it adds in one of its modules, and this file names those
+modules, one per line:
+
+- ``EVENT_MODULES`` define event types (``@register_event`` classes);
+- ``TABLE_MODULES`` define ``TABLES``, a mapping of table name to :class:`labkit.reducer.TableEntry`;
+- ``COMMAND_MODULES`` define ``register(commands, bench)``, which adds their subcommands.
+
+Nothing is imported until somebody looks something up (:func:`load`): reading a trace imports the
+event modules, ``labkit replay`` the table modules, ``labkit --help`` the command modules. So no
+caller has to import a layer first for its events or tables to be known, and no module imports the
+module that reads its declarations (the provider modules depend on the core, never the other way).
+
+To add a part, add its module's name to the right list (one line each, so that merges stay trivial).
+This module imports nothing from labkit on purpose.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from types import ModuleType
+
+EVENT_MODULES: list[str] = [
+    "labkit.runtime.events",
+    "labkit.dialog.events",
+]
+
+TABLE_MODULES: list[str] = [
+    "labkit.examples",
+    "labkit.runtime.table",
+]
+
+COMMAND_MODULES: list[str] = [
+    "labkit.runtime.cli",
+    "labkit.llm.cli",
+    "labkit.experiment.cli",
+    "labkit.inference.cli",
+    "labkit.doctor",
+    "labkit.dialog.cli",
+]
+
+
+def load(modules: Sequence[str]) -> list[ModuleType]:
+    """Import the named modules (Python imports each once) and return those present.
+
+    A module whose package is not in this checkout is skipped, so a trimmed installation still
+    works; an import error *inside* an existing module is raised, never hidden.
+    """
+    found: list[ModuleType] = []
+    for name in modules:
+        try:
+            found.append(importlib.import_module(name))
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not name.startswith(exc.name):
+                raise
+    return found
