@@ -341,3 +341,16 @@ def test_measure_replays_a_recording_exactly(tmp_path: Path) -> None:
     assert [r.to_dict() for r in again] == [r.to_dict() for r in live] and again_summary == live_summary
     assert live_summary["machine"]["calls_per_message"] == 1.5 and live_summary["machine"]["adhered"] == 1
     assert (tmp_path / "logs" / "machine" / "u1.jsonl").exists()
+
+
+def test_chat_script_replays_a_recorded_conversation(capsys: pytest.CaptureFixture) -> None:
+    from labkit.cli import main
+
+    cassette = ROOT / "data" / "dialog" / "runs" / "gemma3-270m" / "cassette.jsonl"
+    recorded = json.loads((cassette.parent / "results.json").read_text(encoding="utf-8"))
+    expected = next(r for r in recorded if r["arm"] == "machine" and r["user"] == "s01_happy")
+    assert main(["chat", str(SUPPORT), "--script", str(ROOT / "data" / "dialog" / "users" / "s01_happy.yaml"),
+                 "--replay", str(cassette)]) == 0
+    out = capsys.readouterr().out
+    assert "[1] user: The app crashes every time I open my profile page." in out
+    assert f"-- ended in step {expected['end_step']}; {expected['calls']} model call(s)" in out
