@@ -245,7 +245,7 @@ def test_run_user_and_summary_count_calls() -> None:
     result = run_user(bot, UserScript("u", "mini", ("hi", "red", "ignored"), "done", {"colour": ("red",)}), "machine")
     assert result.adhered and result.user_messages == 2 and result.calls == 3 and result.reasks == 1
     row = summarize([result])
-    assert row["calls_per_message"] == 1.5 and row["adhered"] == 1
+    assert row["calls_per_message"] == 1.5 and row["adhered"] == 1 and row["reasks_repaired"] == 1
 
 
 def test_wilson_interval_matches_hand_computed_values() -> None:

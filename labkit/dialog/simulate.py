@@ -136,6 +136,7 @@ def summarize(results: list[ConversationResult]) -> dict[str, Any]:
             "user_messages": messages, "calls": calls,
             "calls_per_message": round(calls / messages, 3) if messages else None,
             "reasks": turns_reasked, "reask_rate_ci95": list(wilson_interval(turns_reasked, messages)),
+            "reasks_repaired": turns_reasked - sum(r.failures for r in results),
             "contract_violations": sum(r.contract_violations for r in results),
             "contract_failures": sum(r.failures for r in results),
             "prompt_tokens_mean": round(sum(tokens) / len(tokens), 1) if tokens else None,
