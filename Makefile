@@ -28,12 +28,18 @@ experiment: $(STAMP)
 	@$(BIN)/labkit doctor --for experiment || { echo "make experiment: stopped before the run; fix what labkit doctor says above, then run make experiment again."; exit 1; }
 	$(BIN)/labkit experiment
 
+# JupyterLab refuses to start as root (the usual user in a container) unless told --allow-root.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks
+	$(if $(LAB_ROOT),@echo "running as root (as in a container): starting JupyterLab with --allow-root")
+	$(BIN)/jupyter lab $(LAB_ROOT) notebooks
 
 bench: $(STAMP)
 	$(BIN)/labkit bench core
 	$(BIN)/labkit bench inference
+	$(BIN)/labkit bench fuzz --schedules 10000
+	$(BIN)/labkit bench crash --trials 120
 
 # Rebuild every executed notebook from its py:percent source (run after changing a notebook).
 notebooks: $(STAMP)

@@ -38,6 +38,14 @@ def _cmd_diagram(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_paths(args: argparse.Namespace) -> int:
+    from labkit.paths import build_suite
+
+    suite = build_suite(catalog.resolve_table(args.table), args.cover)
+    print(json.dumps(suite.to_dict(), indent=2) if args.json else suite.render())
+    return 0
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     events = load_events(args.file, run_id=args.run)
     if not events or not isinstance(events[0], RunStarted):
@@ -102,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unhandled", action="store_true", help="also list (state, event) pairs nobody handles")
     p.add_argument("--drawio", metavar="FILE", help="also write the diagram as a draw.io file")
     p.set_defaults(func=_cmd_diagram)
+
+    p = commands.add_parser("paths", help="event sequences that cover every row of a table (model-based tests)")
+    p.add_argument("table", help="catalog name, a .json file, or module:attr")
+    p.add_argument("--cover", choices=["transitions", "pairs"], default="transitions",
+                   help="pairs: also every (state, event) the machine must refuse")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_paths)
 
     p = commands.add_parser("replay", help="verify an event log and print the state it rebuilds")
     p.add_argument("file", help="a .jsonl trace or a .sqlite run file")

@@ -80,7 +80,7 @@ def test_a_server_that_is_down_is_reported(capsys):
     assert main(["complete", "x", "--server", f"http://127.0.0.1:{port}", "--server-model", "m",
                  "--retries", "0"]) == 2
     err = capsys.readouterr().err
-    assert "cannot connect" in err and "llama_cpp.server" in err
+    assert "cannot connect" in err and "labkit.llm.serve" in err
 
 
 def test_a_schema_file_that_is_not_json_is_an_error(tmp_path, capsys):

@@ -129,7 +129,7 @@ def test_a_server_that_is_down_is_a_clear_error_after_counted_retries(unused_por
     with pytest.raises(ServerError, match="cannot connect") as info:
         backend.complete("hi")
     assert info.value.attempts == 3 and sleeps == [0.1, 0.2]
-    assert "llama_cpp.server" in str(info.value)  # says how to start one
+    assert "labkit.llm.serve" in str(info.value)  # says how to start one
     assert backend.stats == {"requests": 3, "retries": 2, "failed_calls": 1, "barrier_requests": 0}
 
 

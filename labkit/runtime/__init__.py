@@ -12,6 +12,8 @@ Modules (one concept each):
 - :mod:`~labkit.runtime.validator`, :mod:`~labkit.runtime.executor` — allow with a token; run only with one,
   once per attempt, in EXECUTING
 - :mod:`~labkit.runtime.faults` — seeded fault schedules and the coverage matrix
+- :mod:`~labkit.runtime.fuzz` — random schedules and the checks a run must pass after every step
+- :mod:`~labkit.runtime.bench` — ``labkit bench fuzz`` and ``labkit bench crash``
 - :mod:`~labkit.runtime.planner` — the planner interface and scripted planners
 - :mod:`~labkit.runtime.task` — tasks as data, the goal predicate and the verifier
 - :mod:`~labkit.runtime.loop` — the runtime that drives one step at a time

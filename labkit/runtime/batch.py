@@ -11,13 +11,13 @@ from labkit.runtime.clock import TickClock
 from labkit.runtime.faults import FaultPlan, coverage_matrix
 from labkit.runtime.loop import Runtime
 from labkit.runtime.report import TextTable
-from labkit.runtime.table import FAULTS
+from labkit.runtime.table import IN_PROCESS_FAULTS
 from labkit.runtime.task import TASKS
 from labkit.runtime.tools import DraftStore, World
 
 
 def run_batch(seeds: Iterable[int], task_ids: Sequence[str] = ("diff3", "diff3-restricted"),
-              kinds: Sequence[str] = tuple(FAULTS), faults_per_run: int = 2) -> list[list[Event]]:
+              kinds: Sequence[str] = IN_PROCESS_FAULTS, faults_per_run: int = 2) -> list[list[Event]]:
     """Run every task under ``FaultPlan.random(seed, kinds)`` for each seed; return the logs.
 
     A run that pauses for a human is approved on even seeds and refused on odd ones, so both

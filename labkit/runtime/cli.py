@@ -38,6 +38,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if db.suffix not in (".sqlite", ".db", ".sqlite3"):
         raise LabkitError(f"--db {db} must end in .sqlite, .db or .sqlite3", "name the SQLite file, e.g. runs.sqlite.")
     task = resolve_task(args.task)
+    if args.set:
+        from labkit.runtime.fuzz import apply_overrides
+
+        task = apply_overrides(task, dict(_setting(item) for item in args.set))
     if args.planner:
         task = task.model_copy(update={"planner": args.planner})
     if args.faults and args.seed is not None:
@@ -55,6 +59,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
             result = runtime.decide(bool(args.approve), by="cli", note="decided on the command line")
     _print_result(result, db)
     return 0 if result.outcome in ("succeeded", "paused") else 1
+
+
+def _setting(item: str) -> tuple[str, object]:
+    """``FIELD=VALUE`` from ``--set``: the value is read as JSON when it is JSON, else as text."""
+    import json
+
+    key, sep, text = item.partition("=")
+    if not sep or not key:
+        raise LabkitError(f"--set {item!r} is not FIELD=VALUE", "write e.g. --set budget.max_retries=1.")
+    try:
+        return key, json.loads(text)
+    except json.JSONDecodeError:
+        return key, text
 
 
 def _cmd_decide(args: argparse.Namespace) -> int:
@@ -106,6 +123,26 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench_fuzz(args: argparse.Namespace) -> int:
+    import json
+
+    from labkit.runtime.bench import bench_fuzz, render_fuzz
+
+    result = bench_fuzz(args.schedules, seed=args.seed)
+    print(json.dumps(result, indent=2) if args.json else render_fuzz(result))
+    return 1 if result["violations"] else 0
+
+
+def _cmd_bench_crash(args: argparse.Namespace) -> int:
+    import json
+
+    from labkit.runtime.bench import bench_crash, render_crash
+
+    result = bench_crash(args.trials, seed=args.seed)
+    print(json.dumps(result, indent=2) if args.json else render_crash(result))
+    return 1 if result["failures"] else 0
+
+
 def register(commands: Any, bench: Any) -> None:
     """Add the runtime's subcommands to the ``labkit`` parser."""
     p = commands.add_parser("run", help="run a planner-executor task with a fault schedule into a SQLite file")
@@ -116,6 +153,8 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--run-id", help="run id (an existing one is resumed)")
     p.add_argument("--drafts", help="draft-area SQLite file (default: <db>.drafts.sqlite)")
     p.add_argument("--planner", help="registered planner name (default: the task's)")
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE",
+                   help="set a task field (JSON value), e.g. budget.max_retries=1 or escalate_denials=false")
     p.add_argument("--latency", type=float, default=0.0, help="seconds each tool call takes (default 0)")
     decision = p.add_mutually_exclusive_group()
     decision.add_argument("--approve", action="store_true", help="approve if the run pauses for a human")
@@ -145,6 +184,19 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--runs", type=int, default=30, help="seeds")
     p.add_argument("--seed", type=int, default=0, help="first seed")
     p.set_defaults(func=_cmd_compare)
+
+    if bench is None:
+        return
+    b = bench.add_parser("fuzz", help="seeded random schedules (faults, crashes, budgets) with every check")
+    b.add_argument("--schedules", type=int, default=1000, help="how many schedules (default 1000; goal 10000)")
+    b.add_argument("--seed", type=int, default=0, help="first seed")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=_cmd_bench_fuzz)
+    b = bench.add_parser("crash", help="runner processes killed with SIGKILL at random points, then resumed")
+    b.add_argument("--trials", type=int, default=100, help="kill-and-resume trials (default 100)")
+    b.add_argument("--seed", type=int, default=2026)
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=_cmd_bench_crash)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,9 @@ denials and duplicate deliveries happen.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import signal
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from labkit.errors import LabkitError
@@ -30,6 +32,14 @@ from labkit.runtime.faults import Fault
 from labkit.runtime.state import ActionState, RunState
 from labkit.runtime.tools import TOOLS, CallContext, ToolAnswer, ToolSpec, World
 from labkit.runtime.validator import Signer, args_sha256
+
+
+def kill_runner(reason: str) -> None:
+    """End this process the way a power cut or an OOM kill would: SIGKILL, no clean-up, no flush.
+
+    The ``crash`` fault calls it; whatever the log and the draft area hold at that moment is what a
+    resumed run finds. Tests and the fuzzer pass their own ``die`` that raises instead."""
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 class UnauthorizedAction(LabkitError):
@@ -66,8 +76,9 @@ class Executor:
     """Runs token-bearing actions against a :class:`World`, one authorized attempt at a time."""
 
     def __init__(self, world: World, signer: Signer, policy_version: str,
-                 tools: Mapping[str, ToolSpec] = TOOLS) -> None:
+                 tools: Mapping[str, ToolSpec] = TOOLS, die: Callable[[str], None] = kill_runner) -> None:
         self.world = world
+        self._die = die  # private: the executor's only public ways in are authorize() and execute()
         self.signer = signer
         self.policy_version = policy_version
         self.tools = dict(tools)
@@ -127,6 +138,12 @@ class Executor:
         args = spec.args.model_validate(dict(action.args))
         ctx = CallContext(action_id=action.action_id, human_grant=action.human_grant)
         kind = fault.kind if fault else None
+        if kind == "crash":  # the runner dies inside the call, before or after the tool acted
+            if not fault.landed:  # type: ignore[union-attr]
+                self._die(f"crash before {spec.name} ran")
+            getattr(self.world, spec.name)(args, ctx)
+            self._die(f"crash after {spec.name} ran")
+            raise RuntimeError("the crash fault's die() returned; it must end the runner")
         if kind == "read_timeout" or (kind == "write_timeout" and not fault.landed):  # type: ignore[union-attr]
             answer = ToolAnswer("timeout", detail="no answer before the deadline")
         elif kind == "write_timeout":

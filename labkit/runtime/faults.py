@@ -4,6 +4,11 @@ A ``Fault`` strikes the ``nth`` call of its target (a tool, the status query, or
 counted from the run's own log, so the same schedule strikes the same calls on every run of the
 same task. The fault kinds and the state each strikes in are declared beside the table
 (:data:`labkit.runtime.table.FAULTS`).
+
+``crash`` kills the runner: ``crash/TOOL@n`` during the nth call of TOOL (``:landed``, the default:
+after the tool acted; ``:lost``: before), ``crash@n`` at the first step boundary once the log holds
+n events. Each crash strikes once: it is logged as a ``fault_injected`` fact before the runner
+dies, and a resumed run that finds that fact does not strike again.
 """
 
 from __future__ import annotations
@@ -18,10 +23,12 @@ from labkit.errors import LabkitError
 from labkit.events import Event, Transitioned
 from labkit.runtime.events import FaultInjected
 from labkit.runtime.report import TextTable
-from labkit.runtime.table import FAULTS, STATES, TERMINAL
+from labkit.runtime.table import FAULTS, IN_PROCESS_FAULTS, STATES, TERMINAL
 
 FaultKind = Literal["read_timeout", "write_timeout", "status_timeout", "denied", "bad_args", "unknown_tool",
-                    "duplicate_result", "premature_done"]
+                    "duplicate_result", "premature_done", "crash"]
+CRASH_TOOLS = ("read_record", "save_draft")  # the calls the executor makes (and a crash can strike)
+RUNNER = "runner"  # the target of a crash at a step boundary (``crash@n``: n counts events)
 
 
 class Fault(BaseModel):
@@ -31,18 +38,23 @@ class Fault(BaseModel):
 
     kind: FaultKind
     nth: int = Field(1, ge=1)
-    tool: str | None = Field(None, description="for denied / duplicate_result: the tool (default read_record)")
-    landed: bool = Field(True, description="write_timeout: the write happened before the reply was lost")
+    tool: str | None = Field(None, description="for denied / duplicate_result: the tool (default read_record); "
+                             "for crash: the tool whose call it strikes (none: a step boundary)")
+    landed: bool = Field(True, description="write_timeout, crash: the tool acted before the reply (or the "
+                         "runner) was lost")
 
     @property
     def target(self) -> str:
         spec = FAULTS[self.kind]
         if self.kind in ("denied", "duplicate_result"):
             return self.tool or "read_record"
+        if self.kind == "crash":
+            return self.tool or RUNNER
         return spec.target
 
     def label(self) -> str:
-        extra = "" if self.kind != "write_timeout" else (":landed" if self.landed else ":lost")
+        flagged = self.kind == "write_timeout" or (self.kind == "crash" and self.tool is not None)
+        extra = "" if not flagged else (":landed" if self.landed else ":lost")
         tool = f"/{self.tool}" if self.tool else ""
         return f"{self.kind}{tool}@{self.nth}{extra}"
 
@@ -78,6 +90,9 @@ class FaultPlan(BaseModel):
                                   f"use one of: {', '.join(FAULTS)} (written kind[/tool][@n][:landed|:lost]).")
             if flag not in ("", "landed", "lost"):
                 raise LabkitError(f"unknown fault flag ':{flag}' in {item!r}", "use :landed or :lost.")
+            if kind == "crash" and tool and tool not in CRASH_TOOLS:
+                raise LabkitError(f"crash/{tool} in {item!r}: a crash strikes a call of {' or '.join(CRASH_TOOLS)}",
+                                  "write crash/save_draft@1:landed, or crash@N to crash once the log holds N events.")
             try:
                 number = int(nth) if nth else 1
             except ValueError:
@@ -86,7 +101,7 @@ class FaultPlan(BaseModel):
         return cls(faults=tuple(faults))
 
     @classmethod
-    def random(cls, seed: int, kinds: Sequence[str] = tuple(FAULTS), count: int = 2, max_nth: int = 3) -> FaultPlan:
+    def random(cls, seed: int, kinds: Sequence[str] = IN_PROCESS_FAULTS, count: int = 2, max_nth: int = 3) -> FaultPlan:
         """``count`` faults drawn with ``random.Random(seed)``: same seed, same schedule.
 
         A status timeout only means something after a write timeout, so drawing one adds a write
@@ -129,6 +144,7 @@ def coverage_matrix(runs: Iterable[Sequence[Event]]) -> TextTable:
         for pair in dict.fromkeys(fault_states(events)):  # once per run
             counts[pair] = counts.get(pair, 0) + 1
     states = [s for s in STATES if s != "INIT"]
-    rows = [[kind, *[counts.get((kind, s), 0) or "." for s in states]] for kind in FAULTS]
+    kinds = [k for k in FAULTS if k in IN_PROCESS_FAULTS or any(kind == k for kind, _ in counts)]
+    rows = [[kind, *[counts.get((kind, s), 0) or "." for s in states]] for kind in kinds]
     return TextTable(["fault \\ state", *states], rows,
                      title="runs in which each fault was exercised in each state (struck or recovering)")

@@ -34,8 +34,8 @@ from labkit.runtime.events import (
     ToolCalled,
     ToolResult,
 )
-from labkit.runtime.executor import Executor, UnauthorizedAction
-from labkit.runtime.faults import Fault, FaultPlan
+from labkit.runtime.executor import Executor, UnauthorizedAction, kill_runner
+from labkit.runtime.faults import RUNNER, Fault, FaultPlan
 from labkit.runtime.invariants import runtime_invariants
 from labkit.runtime.planner import Candidate, Planner, PlannerContext, PlannerError, Proposal, make_planner
 from labkit.runtime.policy import Budget, Policy
@@ -99,6 +99,7 @@ class Runtime:
         faults: FaultPlan | None = None,
         executor: Executor | None = None,
         on_violation: str = "FAILED",
+        die: Callable[[str], None] = kill_runner,
     ) -> None:
         self.log = log if log is not None else EventLog()
         existing = list(self.log.events)
@@ -116,7 +117,8 @@ class Runtime:
         self.clock = clock
         self.signer = Signer(secret)
         self.validator = Validator(self.policy, self.budget, self.signer)
-        self.executor = executor or Executor(world, self.signer, self.policy.version)
+        self._die = die  # what a ``crash`` fault calls: SIGKILL by default (see executor.kill_runner)
+        self.executor = executor or Executor(world, self.signer, self.policy.version, die=die)
         self._inbox: list[tuple[str, int]] = []  # duplicate deliveries not yet recorded
         self._candidates: list[dict[str, Any]] | None = None  # the planner's unredacted candidates
         self.machine = LabMachine(
@@ -156,9 +158,10 @@ class Runtime:
                          events=len(self.log), planner_calls=s.planner_calls, tool_calls=s.tool_calls, state=s)
 
     def pending_decision(self) -> PendingDecision | None:
-        """What a person must approve or refuse, while the run waits in WAITING_HUMAN."""
+        """What a person must approve or refuse, while the run waits in WAITING_HUMAN (None once a
+        decision is recorded: a runner stopped before acting on it owes the transition, not a new answer)."""
         s = self.state
-        if not s.waiting or s.action is None:
+        if not s.waiting or s.action is None or s.owed is not None:
             return None
         return PendingDecision(s.action.action_id, s.action.tool, dict(s.action.args), s.feedback)
 
@@ -195,6 +198,7 @@ class Runtime:
         s = self.state
         if self.machine.finished:
             return False
+        self._crash_at_boundary(s)
         if s.owed is not None:
             trigger, payload = s.owed
             self.machine.fire(trigger, **dict(payload))
@@ -202,9 +206,24 @@ class Runtime:
         handler = getattr(self, f"_in_{s.status.lower()}")
         return bool(handler(s))
 
+    def _crash_at_boundary(self, s: RunState) -> None:
+        """Strike a due ``crash@n`` fault (once: the log remembers that it struck)."""
+        for fault in self.faults.faults:
+            if fault.target != RUNNER or len(self.log) < fault.nth:
+                continue
+            label = fault.label()
+            if any(isinstance(e, FaultInjected) and e.fault == "crash" and e.detail == label for e in self.log.events):
+                continue
+            self._record(FaultInjected(fault="crash", state=s.status, target=RUNNER, detail=label))
+            self._die(f"{label}: the runner is killed at a step boundary")
+            raise RuntimeError("the crash fault's die() returned; it must end the runner")
+
     def decide(self, approve: bool, *, by: str = "human", note: str = "") -> RunResult:
         """Record a person's decision on the pending action and continue the run."""
         pending = self.pending_decision()
+        if pending is None and self.state.waiting:
+            raise LabkitError(f"run {self.run_id} already holds a decision it has not acted on yet",
+                              "resume the run (labkit run with its --run-id) instead of deciding again.")
         if pending is None:
             raise LabkitError(f"run {self.run_id} is not waiting for a decision (it is in {self.state.status})",
                               "decide only while the run is in WAITING_HUMAN.")

@@ -140,13 +140,14 @@ class Planner(Protocol):
 
 
 class DiffPlanner:
-    """A scripted planner for "read these records, then save their differences under this key".
+    """A scripted planner for "read these records, then save their differences under this key"
+    (with no key, a read-only task: read the records, then say done).
 
     It decides from the context alone (what has been read and saved), so it proposes the same
     thing whenever the run is in the same situation — also after a crash and resume.
     """
 
-    def __init__(self, reads: Sequence[str], key: str, name: str = "scripted-diff") -> None:
+    def __init__(self, reads: Sequence[str], key: str | None, name: str = "scripted-diff") -> None:
         self.reads = list(reads)
         self.key = key
         self.name = name
@@ -160,12 +161,12 @@ class DiffPlanner:
                 return Proposal(candidates=(Candidate(action="read_record", args={"id": rid},
                                                       rationale_summary=f"{rid} is needed for the comparison"),),
                                 note=note)
-        if self.key not in context.drafts:
+        if self.key is not None and self.key not in context.drafts:
             text = differences_text(context.records[r] for r in self.reads)
             return Proposal(candidates=(Candidate(action="save_draft", args={"text": text, "key": self.key},
                                                   rationale_summary="all records read; save the differences"),),
                             note=note)
-        return Proposal(note="the draft is saved", claims_done=True)
+        return Proposal(note="the draft is saved" if self.key else "the records are read", claims_done=True)
 
 
 class ScriptPlanner:
@@ -206,10 +207,7 @@ def make_planner(name: str, task: Task) -> Planner:
 
 
 def _diff_factory(task: Task) -> Planner:
-    if not task.goal.draft_key:
-        raise LabkitError(f"task {task.id!r} has no draft_key; the scripted-diff planner needs one",
-                          "set goal.draft_key in the task.")
-    return DiffPlanner(task.goal.reads, task.goal.draft_key)
+    return DiffPlanner(task.goal.reads, task.goal.draft_key)  # no draft_key: a read-only task
 
 
 register_planner("scripted-diff", _diff_factory)

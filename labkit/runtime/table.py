@@ -133,6 +133,7 @@ class FaultSpec:
     state: str  # the machine state it strikes in
     event: str  # the event it produces there
     recovery: str
+    kills_runner: bool = False  # ends the runner process; never drawn for in-process batches
 
 
 FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
@@ -152,7 +153,14 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
               "the second copy is recorded and ignored (counted once)"),
     FaultSpec("premature_done", "planner", "PLANNING", "no_proposal",
               "the claim is ignored unless the goal predicate holds; the planner is asked again"),
+    FaultSpec("crash", "save_draft", "EXECUTING", "timeout",
+              "the runner is killed (during the nth call of a tool, or once the log holds n events); "
+              "the resumed run records an open call as interrupted and settles it like a timeout",
+              kills_runner=True),
 )}
+
+# The kinds a seeded batch draws from: every fault that leaves the runner process alive.
+IN_PROCESS_FAULTS: tuple[str, ...] = tuple(k for k, f in FAULTS.items() if not f.kills_runner)
 
 
 # read by labkit.catalog (this module is listed in labkit.registry.TABLE_MODULES)

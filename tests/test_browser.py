@@ -1,0 +1,304 @@
+"""What a learner sees: notebook 02 run in JupyterLab, in a real (headless) Chromium.
+
+nbval proves what the kernel returns; this proves that JupyterLab shows it. The test starts
+``jupyter lab`` from this environment on a free loopback port with a token, opens a copy of
+notebook 02 whose outputs and saved widget state are stripped (so everything on the page must come
+from this run), runs all cells through the Run menu, and checks that
+
+- the table's Mermaid block is drawn as an SVG naming every state of the table,
+- the trace viewer widget (``labkit.viewer_widget``) is drawn with its live kernel behind it,
+- clicking the step slider's track shows another step (the kernel redraws the step it is sent).
+
+The browser is the system's Chromium (Debian package ``chromium``; ``LABKIT_CHROMIUM`` names another
+executable) driven by Playwright; nothing is downloaded. Without either the test is skipped, with
+the reason. Screenshots go to the test's ``tmp_path`` and are copied to ``build/browser/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+from xml.etree import ElementTree
+
+import nbformat
+import pytest
+
+from labkit.runtime import planner_executor_table
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Locator
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = "02_failure_traces.ipynb"
+SHOTS = ROOT / "build" / "browser"
+WIDGETS_EXTENSION = "@jupyter-widgets/jupyterlab-manager"
+
+SERVER_START_S = 60
+PAGE_LOAD_S = 45
+RUN_ALL_S = 90
+STEP_S = 15
+
+# User settings for this server only: every cell in the DOM (no virtual scrolling), no news or
+# update checks popping up over the notebook.
+LAB_SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
+                                                                        "checkForUpdates": False},
+}
+
+pytestmark = pytest.mark.slow
+
+
+def chromium_executable() -> str | None:
+    """The system Chromium: ``$LABKIT_CHROMIUM`` if set, else ``chromium`` or ``chromium-browser`` on PATH."""
+    named = os.environ.get("LABKIT_CHROMIUM")
+    if named:
+        return named if Path(named).is_file() else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    found = chromium_executable()
+    if found is None and os.environ.get("LABKIT_CHROMIUM"):
+        pytest.skip(f"LABKIT_CHROMIUM={os.environ['LABKIT_CHROMIUM']} is not a file")
+    if found is None:
+        pytest.skip("no Chromium: install Debian's package (apt-get install -y chromium; .ci/run does this as root) "
+                    "or set LABKIT_CHROMIUM to a Chromium executable")
+    return found
+
+
+@pytest.fixture(scope="module")
+def sync_playwright():
+    module = pytest.importorskip("playwright.sync_api",
+                                 reason="Playwright for Python is missing: pip install -e '.[dev]'")
+    return module.sync_playwright
+
+
+def stripped_copy(source: Path, target: Path) -> int:
+    """Copy a notebook without outputs, execution counts or saved widget state; return its code cell count."""
+    notebook = nbformat.read(source, as_version=4)
+    code_cells = 0
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+            code_cells += 1
+    notebook.metadata.pop("widgets", None)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, target)
+    return code_cells
+
+
+class Lab:
+    """A running ``jupyter lab`` on loopback: its base URL, token and log."""
+
+    def __init__(self, url: str, token: str, log: Path) -> None:
+        self.url, self.token, self.log = url, token, log
+
+    def get(self, path: str) -> bytes:
+        with urllib.request.urlopen(f"{self.url}{path}?token={self.token}", timeout=10) as reply:
+            return reply.read()
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:]
+
+
+@pytest.fixture
+def lab(tmp_path: Path, unused_port: int) -> Iterator[tuple[Lab, int]]:
+    """JupyterLab serving a scratch folder laid out like the repository (notebooks/ beside data/traces/)."""
+    root = tmp_path / "lab"
+    code_cells = stripped_copy(ROOT / "notebooks" / NOTEBOOK, root / "notebooks" / NOTEBOOK)
+    shutil.copytree(ROOT / "data" / "traces", root / "data" / "traces")  # the notebook reads ../data/traces
+    home = tmp_path / "jupyter"
+    for name, values in LAB_SETTINGS.items():
+        path = home / "lab-settings" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           # the kernel spec may name plain `python`: this environment's comes first
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+           "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+           "JUPYTERLAB_SETTINGS_DIR": str(home / "lab-settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"), "IPYTHONDIR": str(home / "ipython")}
+    port, token = unused_port, secrets.token_hex(16)
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+               f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    log = tmp_path / "jupyter-lab.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(command, cwd=root, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    server = Lab(f"http://127.0.0.1:{port}", token, log)
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{server.tail()}")
+            try:
+                server.get("/api/status")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"jupyter lab not ready after {SERVER_START_S} s:\n{server.tail()}")
+                time.sleep(0.25)
+        yield server, code_cells
+    finally:
+        # the whole session: the server and the kernels it started
+        for stop in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, stop)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=15)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+
+
+def page_config(html: str) -> dict:
+    """The ``jupyter-config-data`` JSON that JupyterLab embeds in its page."""
+    found = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', html, re.S)
+    assert found, "JupyterLab's page has no jupyter-config-data"
+    return json.loads(found.group(1))
+
+
+# Every code cell shows a number in its prompt: run, and not running ("[*]") or never run ("[ ]").
+ALL_CELLS_RAN = """() => {
+    const prompts = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')];
+    return prompts.length > 0 && prompts.every(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));
+}"""
+
+
+def test_notebook_02_in_jupyterlab(chromium: str, sync_playwright, lab: tuple[Lab, int], tmp_path: Path) -> None:
+    server, code_cells = lab
+    extensions = [e["name"] for e in page_config(server.get("/lab").decode()).get("federated_extensions", [])]
+    assert WIDGETS_EXTENSION in extensions, (
+        f"JupyterLab does not load the widgets extension {WIDGETS_EXTENSION} (found {extensions}); "
+        "it ships with ipywidgets 8 as jupyterlab_widgets: pip install -e '.[dev]'")
+    states = planner_executor_table().states
+    with sync_playwright() as playwright:
+        # --no-sandbox: as root (CI, containers) Chromium refuses to start with its sandbox
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True,
+                                             args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(PAGE_LOAD_S * 1000)
+        try:
+            page.goto(f"{server.url}/lab/tree/notebooks/{NOTEBOOK}?token={server.token}&reset")
+
+            notebook = page.locator(".jp-NotebookPanel").first
+            kernel_idle = page.locator("#jp-main-statusbar .jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$"))
+            # cells are attached in batches after the page loads; wait for all of them
+            page.wait_for_function("n => document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell').length === n",
+                                   arg=code_cells)
+            assert notebook.locator(".jp-OutputArea-output").count() == 0, "the stripped copy shows outputs"
+            # the status bar says "Idle" only once the kernel is connected (cells run before that are dropped)
+            kernel_idle.wait_for()
+
+            # Run > Run All Cells, as a learner would
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            page.wait_for_function(ALL_CELLS_RAN, timeout=RUN_ALL_S * 1000)
+            kernel_idle.wait_for()
+            outputs = notebook.locator(".jp-OutputArea-output")
+            shown = "\n".join(outputs.all_inner_texts())
+            assert "Traceback" not in shown, f"a cell raised in the browser run:\n{shown[-3000:]}"
+
+            # the table's diagram: Markdown output whose ```mermaid block JupyterLab draws as SVG
+            table_cell = notebook.locator(".jp-CodeCell", has_text="Markdown(mermaid_markdown(table").first
+            diagram = table_cell.locator(".jp-OutputArea-output .jp-RenderedMermaid").first
+            table_svg = drawn_svg(diagram)
+            assert current_states(table_svg) == ["UNKNOWN"]  # the cell marks UNKNOWN as current
+            labels = " ".join(table_svg.itertext())
+            missing = [s for s in states if s not in labels]
+            assert not missing, f"the drawn diagram lacks states {missing}"
+            diagram.screenshot(path=tmp_path / "notebook02-diagram.png")
+
+            # the trace viewer: slider, Approve/Deny (the run is paused for a person), step output
+            widget = notebook.locator(".jp-OutputArea-output .widget-vbox").filter(
+                has=page.locator(".widget-slider")).first
+            widget.wait_for(timeout=STEP_S * 1000)
+            readout = widget.locator(".widget-readout").first
+            step_text = widget.locator(".widget-output .jp-RenderedMarkdown").first
+            last = int(readout.inner_text())
+            header = re.compile(rf"Step {last} of {last}\b")
+            assert header.search(step_text.inner_text()), step_text.inner_text()[:300]
+            assert "WAITING_HUMAN" in status_line(step_text.inner_text())
+            approve = widget.get_by_role("button", name="Approve")
+            assert approve.is_visible(), "the paused run's last step offers no Approve button"
+            step_diagram = widget.locator(".widget-output .jp-RenderedMermaid").first
+            assert current_states(drawn_svg(step_diagram)) == ["WAITING_HUMAN"]
+            widget.evaluate("element => element.scrollIntoView({block: 'start'})")
+            page.screenshot(path=tmp_path / "notebook02-viewer-last.png")
+
+            # click the left end of the slider's track: the kernel redraws the step it is sent
+            track = widget.locator(".widget-slider .noUi-base").first
+            box = track.bounding_box()
+            assert box is not None
+            track.click(position={"x": 2, "y": box["height"] / 2})  # scrolls it into view, checks nothing covers it
+            page.wait_for_function("([el, last]) => el.textContent.trim() !== String(last)",
+                                   arg=[readout.element_handle(), last], timeout=STEP_S * 1000)
+            chosen = int(readout.inner_text())
+            assert 0 <= chosen < last
+            step_text.filter(has_text=re.compile(rf"Step {chosen} of {last}\b")).wait_for(timeout=STEP_S * 1000)
+            assert "WAITING_HUMAN" not in status_line(step_text.inner_text())
+            assert not approve.is_visible(), "Approve is offered on a step where the run does not wait"
+            status_after = status_line(step_text.inner_text()).split("→")[-1].strip(" `")
+            assert current_states(drawn_svg(step_diagram)) == [status_after]
+            widget.evaluate("element => element.scrollIntoView({block: 'start'})")
+            page.screenshot(path=tmp_path / "notebook02-viewer-stepped.png")
+        except Exception:
+            page.screenshot(path=tmp_path / "notebook02-failure.png")  # what the page showed when it failed
+            raise
+        finally:
+            browser.close()
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            for shot in tmp_path.glob("notebook02-*.png"):
+                shutil.copy2(shot, SHOTS / shot.name)
+
+
+def status_line(step: str) -> str:
+    """The ``status: A → B`` line of a drawn step."""
+    found = re.search(r"^status:.*$", step, re.M)
+    assert found, f"no status line in the shown step:\n{step[:300]}"
+    return found.group(0)
+
+
+def drawn_svg(mermaid: Locator) -> ElementTree.Element:
+    """The SVG that JupyterLab drew for a Mermaid block (a ``data:image/svg+xml`` image), parsed.
+
+    Waits until the image has loaded with a non-zero size, i.e. the browser could draw it.
+    """
+    image = mermaid.locator("img").first
+    image.wait_for(timeout=STEP_S * 1000)
+    image.page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle(),
+                                 timeout=STEP_S * 1000)
+    source = image.get_attribute("src") or ""
+    kind, _, data = source.partition(",")
+    assert kind.startswith("data:image/svg+xml"), f"the Mermaid block is drawn as {kind[:40]!r}, not as SVG"
+    svg = ElementTree.fromstring(urllib.parse.unquote(data))
+    assert svg.tag.endswith("svg"), svg.tag
+    return svg
+
+
+def current_states(svg: ElementTree.Element) -> list[str]:
+    """Names of the states drawn with the ``current`` class (labkit's marker for where the run stands)."""
+    return sorted(re.sub(r"^.*\bstate-(.+)-\d+$", r"\1", g.get("id", ""))
+                  for g in svg.iter() if "current" in (g.get("class") or "").split())
