@@ -289,17 +289,26 @@ plt.show()
 # ## 7. What to take away
 #
 # - **The machine owns the script; the model owns one step.** The prompt holds one step's instructions, the
-#   variables and short summaries, so it stays small — and the step the conversation is in is a fact in the log,
-#   not a guess the model makes every turn.
-# - **The contract is checked, not hoped for.** A grammar gives the shape; the validator gives the meaning
-#   (`needs`), and one corrective re-ask turns most broken answers into usable ones. A second failure is an
-#   event (`dialog_contract_failed`), and the step stays where it was.
-# - **Calls per user message** are 1 plus the share of turns that needed a re-ask: read the table above for what
-#   each of the two small models really needed, against the seed's 1.03 with a large hosted model.
-# - **Adherence is measured against stated end states, with intervals.** With 22 conversations an interval is
-#   wide; read the ranges, not just the counts.
-# - **Variables have history.** Every change is an event (who, which step, old → new), so the conversation
-#   replays from its log and resumes after a crash (tests: `tests/test_dialog.py`).
+#   variables and short summaries, so it stays small and flat (section 6) — and the step the conversation is in is
+#   a fact in the log, not a guess the model makes every turn.
+# - **The contract is checked, not hoped for.** The grammar gives the shape; only the validator sees meaning — a
+#   `next` before the result it `needs`. In these recordings that check is what kept the machine from moving on
+#   with nothing collected, and it is also why a model that leaves `results` empty stays in its step: the
+#   machine fails *safe*, the prompt-only bot moves wherever it likes.
+# - **One re-ask is not a cure.** With greedy decoding the second call sees nearly the same prompt, and the small
+#   models mostly repeat their answer: compare "re-asks" with "repaired" in the table. A second failure is an
+#   event (`dialog_contract_failed`) and the conversation goes on — no crash, nothing lost.
+# - **Calls per user message** are 1 plus the share of turns that needed a re-ask; the seed's 1.03 came from a large
+#   hosted model. A number this close to 1 says the contract was *kept*, not that the script was *followed*:
+#   adherence is the separate column, and it is what a user would notice.
+# - **Adherence is measured against stated end states, with intervals.** With 22 (or fewer) conversations an
+#   interval is wide; read the ranges, not just the counts. These two small models do not follow either script
+#   well, with or without the machine; the machine changes *how* they fail.
+# - **Variables have history.** Every change is an event (who, which step, old → new), so a conversation replays
+#   from its log and resumes after a crash (tests: `tests/test_dialog.py`).
+#
+# **Try it.** `labkit chat data/dialog/support/scenario.yaml` talks to the embedded model in the terminal;
+# `--model qwen2.5-coder-1.5b` (after `labkit models fetch qwen2.5-coder-1.5b`) uses the 1.5B chat model.
 #
 # **Exercises.** `exercises/06_dialog_step/` — write a scenario step in YAML; the checker runs it against scripted
 # users with an eager stand-in model. `exercises/07_contract_validator/` — write the validator and its re-ask.

@@ -354,3 +354,23 @@ def test_chat_script_replays_a_recorded_conversation(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert "[1] user: The app crashes every time I open my profile page." in out
     assert f"-- ended in step {expected['end_step']}; {expected['calls']} model call(s)" in out
+
+
+def test_a_crash_mid_turn_resumes_without_repeating_the_user_message(tmp_path: Path) -> None:
+    from labkit.llm.errors import BackendError
+
+    scenario = parse_scenario(MINI)
+    log_path = tmp_path / "c.jsonl"
+
+    def down(request):
+        raise BackendError("the model process died")
+
+    bot = DialogBot(scenario, ScriptedBackend(down), log=JsonlLog(log_path), clock=lambda: 0.0)
+    with pytest.raises(BackendError):
+        bot.respond("red")
+    resumed = DialogBot(scenario, ScriptedBackend([answer("Red.", "next", {"colour": "red"})]), log=JsonlLog(log_path),
+                        clock=lambda: 0.0)
+    assert resumed.state.pending_user and resumed.state.user_messages == 1
+    resumed.respond("red")
+    assert resumed.state.status == "done" and resumed.state.user_messages == 1
+    assert [e.type for e in resumed.events].count("dialog_user") == 1
