@@ -374,3 +374,12 @@ def test_a_crash_mid_turn_resumes_without_repeating_the_user_message(tmp_path: P
     resumed.respond("red")
     assert resumed.state.status == "done" and resumed.state.user_messages == 1
     assert [e.type for e in resumed.events].count("dialog_user") == 1
+
+
+def test_results_read_back_give_the_same_summary() -> None:
+    from labkit.dialog.simulate import result_from_dict
+
+    recorded = json.loads((ROOT / "data" / "dialog" / "runs" / "gemma3-270m" / "results.json").read_text())
+    machine = [result_from_dict(r) for r in recorded if r["arm"] == "machine"]
+    assert [r.to_dict() for r in machine] == [r for r in recorded if r["arm"] == "machine"]
+    assert summarize(machine)["calls"] == sum(r["calls"] for r in recorded if r["arm"] == "machine")

@@ -16,7 +16,15 @@ from typing import Any
 
 from labkit.dialog.engine import DialogBot, PromptOnlyBot
 from labkit.dialog.scenario import load_scenario
-from labkit.dialog.simulate import load_scenarios, load_user_script, load_user_scripts, measure, write_json
+from labkit.dialog.simulate import (
+    load_scenarios,
+    load_user_script,
+    load_user_scripts,
+    measure,
+    result_from_dict,
+    summarize,
+    write_json,
+)
 from labkit.dialog.viewer import conversation_view, render_text
 from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
@@ -94,6 +102,16 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     out = Path(args.out) / args.model
     from labkit.llm.cassette import RecordingBackend, ReplayBackend
 
+    previous = None
+    if (args.add or args.replay) and (out / "provenance.json").exists():
+        previous = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
+    if args.replay and previous is not None and not args.only:
+        users = [u for u in users if u.name in previous["users"]]
+    if args.add:
+        if previous is None or previous["arms"] != args.arms:
+            raise LabkitError(f"--add extends an earlier recording with the same arms; none found in {out}",
+                              "record without --add first, with the same --arms.")
+        users = [u for u in users if u.name not in previous["users"]]
     commit = _git_commit()
     backend: Backend
     if args.replay:
@@ -115,11 +133,22 @@ def _cmd_measure(args: argparse.Namespace) -> int:
                               "the engine's prompts or checks changed since the recording; record again.")
         print(f"replayed from the cassette: results identical to {out / 'results.json'}; event logs rewritten")
     else:
-        write_json(out / "results.json", [r.to_dict() for r in results])
+        rows = [r.to_dict() for r in results]
+        batch = {"argv": sys.argv[1:], "git_commit": commit, "users": [u.name for u in users], "seconds": seconds}
+        batches = [batch]
+        if args.add and previous is not None:
+            order = {arm: i for i, arm in enumerate(args.arms)}
+            old = json.loads((out / "results.json").read_text(encoding="utf-8"))
+            rows = sorted(old + rows, key=lambda r: (order[r["arm"]], r["user"]))
+            batches = previous.get("batches", [{k: previous[k] for k in ("argv", "git_commit", "users", "seconds")}])
+            batches = [*batches, batch]
+            summary = {arm: summarize([result_from_dict(r) for r in rows if r["arm"] == arm]) for arm in args.arms}
+        write_json(out / "results.json", rows)
         write_json(out / "summary.json", summary)
         write_json(out / "provenance.json", {
-            "backend": backend.describe(), "git_commit": commit, "python": platform.python_version(),
-            "argv": sys.argv[1:], "arms": args.arms, "users": [u.name for u in users], "seconds": seconds,
+            "backend": backend.describe(), "git_commit": batches[0]["git_commit"], "python": platform.python_version(),
+            "argv": batches[0]["argv"], "arms": args.arms, "users": sorted(u for b in batches for u in b["users"]),
+            "seconds": round(sum(b["seconds"] for b in batches), 1), "batches": batches,
             "decoding": "greedy (temperature 0, seed 0)", "machine": platform.machine()})
     for arm, row in summary.items():
         print(f"{arm}: adhered {row['adhered']}/{row['conversations']} {row['adherence_ci95']}, calls/message "
@@ -154,6 +183,8 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--users", default="data/dialog/users", help="folder of user scripts (default data/dialog/users)")
     p.add_argument("--only", help="comma-separated user script names or prefixes (a01,s03) to run a subset")
     p.add_argument("--out", default="data/dialog/runs", help="results folder (default data/dialog/runs)")
+    p.add_argument("--add", action="store_true", help="record only users not yet in the recording and merge them "
+                   "into it (a long run in batches)")
     p.add_argument("--replay", action="store_true", help="re-run from the recorded cassette (no model): check the "
                    "results against results.json and rewrite the event logs")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core; on a shared, busy machine "

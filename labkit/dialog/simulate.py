@@ -106,6 +106,13 @@ class ConversationResult:
                 "misses": list(self.misses), "adhered": self.adhered}
 
 
+def result_from_dict(data: dict[str, Any]) -> ConversationResult:
+    """A result read back from ``results.json`` (the inverse of :meth:`ConversationResult.to_dict`)."""
+    known = {k: data[k] for k in ConversationResult.__dataclass_fields__}
+    known["prompt_tokens"], known["misses"] = tuple(known["prompt_tokens"]), tuple(known["misses"])
+    return ConversationResult(**known)
+
+
 def run_user(bot: DialogBot | PromptOnlyBot, script: UserScript, arm: str) -> ConversationResult:
     """Feed the script's messages to ``bot`` until they run out or the dialog ends; check the end state."""
     for text in script.turns:
