@@ -182,7 +182,7 @@ for model in MODELS:
 # **Predict first.** The seed reports about 1.03 model calls per user message for its machine-run bot. Will a
 # 270M base model come close? Will the prompt-only bot adhere more or less often than the machine?
 #
-# The embedded model ran all 22 users in both arms. The 1.5B model runs about five times slower on this 2-core
+# The embedded model ran all 22 users in both arms. The 1.5B model runs two to three times slower per call on this 2-core
 # machine, so it was recorded on a stated subset (the users listed in its `provenance.json`); its rows count
 # only those conversations, and its intervals are correspondingly wide.
 #
@@ -302,8 +302,8 @@ plt.show()
 #   hosted model. A number this close to 1 says the contract was *kept*, not that the script was *followed*:
 #   adherence is the separate column, and it is what a user would notice.
 # - **Adherence is measured against stated end states, with intervals.** With 22 (or fewer) conversations an
-#   interval is wide; read the ranges, not just the counts. These two small models do not follow either script
-#   well, with or without the machine; the machine changes *how* they fail.
+#   interval is wide; read the ranges, not just the counts. Neither small model follows either script
+#   reliably, with or without the machine; the machine changes *how* they fail.
 # - **Variables have history.** Every change is an event (who, which step, old → new), so a conversation replays
 #   from its log and resumes after a crash (tests: `tests/test_dialog.py`).
 #
