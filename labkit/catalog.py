@@ -56,11 +56,15 @@ def lookup(name: str) -> Entry | None:
 
 
 def resolve_table(spec: str) -> TransitionTable:
-    """A table from a catalog name, a ``.json`` file, or ``module:attribute``."""
+    """A table from a catalog name, a ``.json`` file, a dialog scenario ``.yaml``, or ``module:attribute``."""
     entry = lookup(spec)
     if entry is not None:
         return entry.table()
     path = Path(spec)
+    if path.suffix in (".yaml", ".yml"):
+        from labkit.dialog.scenario import load_scenario
+
+        return load_scenario(path).table
     if path.suffix == ".json":
         if not path.exists():
             raise LabkitError(f"no table file at {path}", "check the path.")

@@ -25,6 +25,10 @@ from labkit.store import load_events, read_jsonl
 
 def _cmd_diagram(args: argparse.Namespace) -> int:
     table = catalog.resolve_table(args.table)
+    if args.drawio:
+        from labkit.drawio import to_drawio
+
+        Path(args.drawio).write_text(to_drawio(table), encoding="utf-8")
     print(to_mermaid(table, current=args.current), end="")
     if args.unhandled:
         pairs = table.unhandled()
@@ -107,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("table", help=f"catalog name ({', '.join(catalog.names())}), a .json file, or module:attr")
     p.add_argument("--current", help="highlight this state")
     p.add_argument("--unhandled", action="store_true", help="also list (state, event) pairs nobody handles")
+    p.add_argument("--drawio", metavar="FILE", help="also write the diagram as a draw.io file")
     p.set_defaults(func=_cmd_diagram)
 
     p = commands.add_parser("paths", help="event sequences that cover every row of a table (model-based tests)")

@@ -26,6 +26,7 @@ from types import ModuleType
 EVENT_MODULES: list[str] = [
     "labkit.runtime.events",
     "labkit.layers.events",
+    "labkit.dialog.events",
 ]
 
 TABLE_MODULES: list[str] = [
@@ -40,6 +41,7 @@ COMMAND_MODULES: list[str] = [
     "labkit.experiment.cli",
     "labkit.inference.cli",
     "labkit.doctor",
+    "labkit.dialog.cli",
 ]
 
 

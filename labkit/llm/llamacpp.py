@@ -1,7 +1,11 @@
-"""In-process llama.cpp through ``llama_cpp.Llama.create_completion`` (plain completions only).
+"""In-process llama.cpp through ``llama_cpp.Llama.create_completion``.
 
-Why plain completions: the embedded model is a base model without a chat template; the chat API
-would quietly wrap prompts in a Llama-2 format it was never trained on.
+Base or chat: the embedded model is a base model without a chat template; the chat API would
+quietly wrap prompts in a Llama-2 format it was never trained on, so base models get the prompt as
+it is. A chat model (``chat=True``, e.g. the registry's Qwen2.5-Coder) was trained on its own
+template: the prompt becomes one user turn rendered with the template stored in the GGUF file
+(:meth:`LlamaCppBackend.render_prompt`), and decoding then runs the same way (same reset, seed,
+grammar), so cassette keys stay the caller's prompt plus the model's sha256.
 
 Why ``reset()`` before every call: ``Llama`` keeps the previous prompt's KV cache and reuses any
 shared prefix. That makes a call depend on the one before it (batching of the remaining prompt
@@ -38,7 +42,7 @@ class LlamaCppBackend(Backend):
 
     def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 2048,
                  n_threads: int | None = None, clock: Callable[[], float] = time.perf_counter,
-                 cache_dir: Path | None = None, warmup: bool = True) -> None:
+                 cache_dir: Path | None = None, warmup: bool = True, chat: bool = False) -> None:
         import llama_cpp
 
         path = check_gguf(model_path if model_path is not None else embedded_model_path())
@@ -65,6 +69,31 @@ class LlamaCppBackend(Backend):
             self._llm.reset()
         self.load_seconds = clock() - started
         self.llama_cpp_version = str(llama_cpp.__version__)
+        self.chat = chat
+        self._formatter = self._chat_formatter() if chat else None
+
+    def _chat_formatter(self) -> Any:
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ModelFileError(f"{self.model_path} has no chat template in its metadata",
+                                 "load it as a base model (chat=False), or use a chat model's GGUF.")
+        model = self._llm._model
+        return Jinja2ChatFormatter(template=template, eos_token=model.token_get_text(self._llm.token_eos()),
+                                   bos_token=model.token_get_text(self._llm.token_bos()),
+                                   add_generation_prompt=True)
+
+    def render_prompt(self, prompt: str) -> tuple[str, list[str]]:
+        """The text the model really reads for ``prompt``, and the template's stop strings.
+
+        A base model reads the prompt unchanged; a chat model reads it as one user turn in its template.
+        """
+        if self._formatter is None:
+            return prompt, []
+        rendered = self._formatter(messages=[{"role": "user", "content": prompt}])
+        stop = rendered.stop if isinstance(rendered.stop, list) else [rendered.stop] if rendered.stop else []
+        return rendered.prompt, [s for s in stop if s]
 
     @property
     def model_sha256(self) -> str:
@@ -77,7 +106,9 @@ class LlamaCppBackend(Backend):
         return {"backend": self.kind, "model": str(self.model_path), "model_sha256": self.model_sha256,
                 "embedded_model": self.embedded, "llama_cpp_python": self.llama_cpp_version,
                 "n_ctx": self.n_ctx, "n_threads": self.n_threads, "sampling": self.sampling(),
-                "prefix_cache": "reset before every call", "extra_buffer_types": self.load_plan.use_extra_bufts}
+                "prefix_cache": "reset before every call", "extra_buffer_types": self.load_plan.use_extra_bufts,
+                "model_kind": "chat" if self.chat else "base",
+                "prompt_format": "the GGUF's chat template, one user turn" if self.chat else "plain completion"}
 
     def grammar_for(self, schema: dict[str, Any]) -> Any:
         """The ``LlamaGrammar`` for ``schema``: converted and parse-checked once, then reused."""
@@ -94,12 +125,13 @@ class LlamaCppBackend(Backend):
     def _complete(self, request: Request) -> Completion:
         grammar = self.grammar_for(request.schema) if request.schema is not None else None
         s = request.sampling
+        text, template_stop = self.render_prompt(request.prompt)
         with self._lock:
             self._llm.reset()
             started = self._clock()
             try:
                 out = self._llm.create_completion(
-                    request.prompt, max_tokens=request.max_tokens, stop=list(request.stop) or None,
+                    text, max_tokens=request.max_tokens, stop=[*request.stop, *template_stop] or None,
                     temperature=request.temperature, seed=request.seed, top_k=s["top_k"], top_p=s["top_p"],
                     min_p=s["min_p"], repeat_penalty=s["repeat_penalty"], grammar=grammar)
             except ValueError as exc:  # e.g. "Requested tokens (…) exceed context window of …"

@@ -1,0 +1,25 @@
+"""Exercise 06, one solution: the `date` step of the booking dialog."""
+
+SCENARIO = """\
+name: booking
+initial: name
+steps:
+  name:
+    instructions: Ask for the guest's name.
+    results:
+      name: {type: string}
+    signals:
+      next: {to: date, needs: [name]}
+      stay: name
+  date:
+    instructions: Ask for the date of the booking. Put it into `date` as the guest said it.
+    results:
+      date: {type: string, description: the day of the booking}
+    signals:
+      next: {to: done, needs: [date], when: the guest gave a date}
+      stay: {to: date, when: the date is still unknown}
+      back: {to: name, when: the guest wants to change the name}
+  done:
+    final: true
+    message: Booked.
+"""

@@ -1,0 +1,31 @@
+"""Dialog scripts as state machines: a YAML scenario owns the script, the model answers one step at a time.
+
+- :func:`load_scenario` — a YAML scenario (instructions in Markdown files) compiled into a checked table;
+- :class:`DialogBot` — the engine (four-field contract, one corrective re-ask, variables with history);
+- :class:`PromptOnlyBot` — the comparison: the whole script in one prompt;
+- :func:`run_user` / :func:`summarize` — scripted users and the adherence check;
+- :func:`conversation_view` / :class:`ChatViewer` — the chat-style viewer with expandable system logs.
+"""
+
+from labkit.dialog.contract import Answer, Checked, Violation, answer_schema, check_answer, reask_prompt
+from labkit.dialog.engine import DialogBot, PromptOnlyBot, TurnOutcome, current_step
+from labkit.dialog.events import (
+           BotSaid,
+           ContractFailed,
+           DialogState,
+           ModelCalled,
+           UserSaid,
+           VariableChanged,
+           reduce_dialog,
+)
+from labkit.dialog.scenario import Scenario, ScenarioError, Step, load_scenario, parse_scenario
+from labkit.dialog.simulate import UserScript, adherence, load_user_script, load_user_scripts, run_user, summarize
+from labkit.dialog.stats import wilson_interval
+from labkit.dialog.viewer import ChatViewer, TurnView, conversation_view, render_html, render_text
+
+__all__ = ["Answer", "BotSaid", "ChatViewer", "Checked", "ContractFailed", "DialogBot", "DialogState", "ModelCalled",
+           "PromptOnlyBot", "Scenario", "ScenarioError", "Step", "TurnOutcome", "TurnView", "UserSaid", "UserScript",
+           "VariableChanged", "Violation", "adherence", "answer_schema", "check_answer", "conversation_view",
+           "current_step", "load_scenario", "load_user_script", "load_user_scripts", "parse_scenario",
+           "reask_prompt", "reduce_dialog", "render_html", "render_text", "run_user", "summarize",
+           "wilson_interval"]

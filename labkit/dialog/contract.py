@@ -1,0 +1,116 @@
+"""The four-field contract every model turn must keep, its validator and the corrective re-ask.
+
+Every answer is one JSON object: ``message`` (what the user reads), ``signal`` (one of the current
+step's signals; the grammar allows no other), ``results`` (the step's structured results, checked
+against the step's pydantic model) and ``summary`` (one short line about the step so far, which
+later prompts carry instead of the whole conversation).
+
+Why validate although a grammar constrains decoding: a grammar guarantees the shape, not the
+meaning. A signal may be emitted before the results it needs are known, a value may break a rule
+the grammar cannot enforce, and a cut-off answer is not JSON at all. :func:`check_answer` names
+each such violation; :func:`reask_prompt` turns it into the one follow-up call that asks again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from labkit.dialog.scenario import Step
+
+MESSAGE_MAX = 200
+SUMMARY_MAX = 100
+
+
+class Answer(BaseModel):
+    """One model turn, as the contract defines it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: str = Field(min_length=1, max_length=MESSAGE_MAX)
+    signal: str
+    results: dict[str, Any] = Field(default_factory=dict)
+    summary: str = Field(default="", max_length=SUMMARY_MAX)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """Why an answer broke the contract: a code a table can count and a sentence the model can read."""
+
+    code: str  # not_json | wrong_shape | unknown_signal | invalid_results | missing_results
+    detail: str
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The outcome of checking one raw answer: the answer, or the violation."""
+
+    answer: Answer | None
+    violation: Violation | None
+
+    @property
+    def ok(self) -> bool:
+        return self.violation is None
+
+
+def answer_schema(step: Step) -> dict[str, Any]:
+    """The JSON schema the grammar enforces for ``step``: the signal is one of the step's own."""
+    results = step.results_model().model_json_schema()
+    results.pop("title", None)
+    return {"type": "object",
+            "properties": {"message": {"type": "string", "minLength": 1, "maxLength": MESSAGE_MAX},
+                           "signal": {"enum": step.signal_names},
+                           "results": results,
+                           "summary": {"type": "string", "maxLength": SUMMARY_MAX}},
+            "required": ["message", "signal", "results", "summary"]}
+
+
+def check_answer(raw: str, step: Step, known: dict[str, Any]) -> Checked:
+    """Check a raw answer against the contract for ``step``.
+
+    ``known`` are the dialog's variables before this answer: a signal's ``needs`` are satisfied by
+    results given now or earlier.
+    """
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        return Checked(None, Violation("not_json", f"the answer is not valid JSON ({exc.msg} at column {exc.colno})"))
+    try:
+        answer = Answer.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the answer"
+        return Checked(None, Violation("wrong_shape", f"{where}: {first['msg']}"))
+    signal = step.signal(answer.signal)
+    if signal is None:
+        return Checked(None, Violation("unknown_signal", f"signal '{answer.signal}' is not allowed in step "
+                                       f"'{step.name}'; allowed: {', '.join(step.signal_names)}"))
+    try:
+        results = step.results_model().model_validate(answer.results)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "results"
+        return Checked(None, Violation("invalid_results", f"results.{where}: {first['msg']}"))
+    given = {k: v for k, v in results.model_dump().items() if not _empty(v)}
+    missing = [n for n in signal.needs if _empty(given.get(n)) and _empty(known.get(n))]
+    if missing:
+        return Checked(None, Violation("missing_results", f"signal '{signal.name}' needs {', '.join(missing)}, "
+                                       "but the results do not give it"))
+    return Checked(answer.model_copy(update={"results": given}), None)
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or value == []
+
+
+def reask_prompt(prompt: str, raw: str, violation: Violation, step: Step) -> str:
+    """The follow-up prompt: the original prompt, the broken answer, what was wrong, and the rule again."""
+    shown = raw.strip() if len(raw) <= 400 else raw[:400] + "…"
+    needs = "; ".join(f"{s.name} needs {', '.join(s.needs)}" for s in step.signals if s.needs) or "none"
+    return (f"{prompt}{shown}\n\nThat answer broke the contract: {violation.detail}.\n"
+            f"Answer again with one JSON object: message, signal (one of: {', '.join(step.signal_names)}), "
+            f"results, summary. Required results per signal: {needs}. If a needed result is unknown, "
+            "use a signal that stays and ask the user for it.\nJSON: ")

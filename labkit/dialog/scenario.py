@@ -1,0 +1,342 @@
+"""A dialog scenario written in YAML, compiled into a checked transition table.
+
+Why YAML plus Markdown: the script of a conversation is domain knowledge, not code. One YAML file
+says which steps exist, which signals each step may emit and where they lead, and which results a
+step must produce; each step's detailed instructions live in their own Markdown file. The same
+engine then runs an analyst bot or a ticket intake without a code change.
+
+Why compile into :class:`~labkit.table.TransitionTable`: the table's build checks (unknown
+targets, unreachable steps, dead ends) then apply to every scenario before a model is called.
+A mistake in the file itself (bad YAML, an unknown field type, a signal without a target) is a
+:class:`ScenarioError` naming the file, line and column.
+
+Format (see ``data/dialog/analyst/scenario.yaml``)::
+
+    name: analyst
+    title: Project scoping
+    initial: goal
+    steps:
+      goal:
+        instructions: steps/goal.md
+        results:
+          goal: {type: string, description: what the project should achieve}
+        signals:
+          next: {to: users, needs: [goal], when: the user named the goal}
+          stay: {to: goal, when: the goal is still unclear}
+      done:
+        final: true
+
+Result field types: ``string``, ``integer``, ``number``, ``boolean``, ``list`` (of strings), or
+``enum`` with ``values``. Every result is optional in a single answer; a signal's ``needs`` lists
+the results that must be known (given now or earlier) before the signal may be emitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from labkit.errors import LabkitError, TableError
+from labkit.table import Row, TransitionTable
+
+
+class ScenarioError(LabkitError):
+    """A scenario file is malformed; the message names the file, line and column."""
+
+
+@dataclass(frozen=True)
+class Where:
+    """A place in a YAML file (1-based line and column)."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}, line {self.line}, column {self.column}"
+
+
+class _Located(dict):  # type: ignore[type-arg]
+    """A mapping that remembers where it and each of its keys stand in the file."""
+
+    where: Where
+    key_where: dict[str, Where]
+
+
+def _loader(file: str) -> type[yaml.SafeLoader]:
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def construct(loader: yaml.SafeLoader, node: yaml.MappingNode) -> _Located:
+        loader.flatten_mapping(node)
+        out = _Located()
+        out.where = Where(file, node.start_mark.line + 1, node.start_mark.column + 1)
+        out.key_where = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            out[key] = loader.construct_object(value_node, deep=True)
+            out.key_where[str(key)] = Where(file, key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+        return out
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct)
+    return Loader
+
+
+_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "list": list[str]}
+_STRING_MAX = 120  # keeps answers short: small models write 10-15 tokens/s on a laptop CPU
+
+
+@dataclass(frozen=True)
+class ResultField:
+    """One structured result a step produces."""
+
+    name: str
+    type: str
+    description: str = ""
+    values: tuple[str, ...] = ()
+
+    def annotation(self) -> Any:
+        if self.type == "enum":
+            return Literal[self.values]  # type: ignore[valid-type]
+        if self.type == "string":
+            return str
+        return _TYPES[self.type]
+
+    def field_info(self) -> Any:
+        if self.type == "string":
+            return Field(default=None, description=self.description or None, max_length=_STRING_MAX)
+        if self.type == "list":
+            return Field(default=None, description=self.description or None, max_length=6)
+        return Field(default=None, description=self.description or None)
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A signal a step may emit: where it leads and which results must be known first."""
+
+    name: str
+    to: str
+    needs: tuple[str, ...] = ()
+    when: str = ""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One state of the dialog."""
+
+    name: str
+    instructions: str = ""
+    instructions_file: str = ""
+    results: tuple[ResultField, ...] = ()
+    signals: tuple[Signal, ...] = ()
+    final: bool = False
+    message: str = ""  # what a final step says (no model call there)
+
+    def signal(self, name: str) -> Signal | None:
+        return next((s for s in self.signals if s.name == name), None)
+
+    @property
+    def signal_names(self) -> list[str]:
+        return [s.name for s in self.signals]
+
+    def results_model(self) -> type[BaseModel]:
+        """The pydantic model of this step's results (every field optional, extra keys refused)."""
+        fields = {f.name: (f.annotation() | None, f.field_info()) for f in self.results}
+        return create_model(f"{self.name.title().replace('_', '')}Results",
+                            __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A loaded, checked scenario."""
+
+    name: str
+    title: str
+    initial: str
+    steps: dict[str, Step]
+    path: str = ""
+    description: str = ""
+    table: TransitionTable = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "table", compile_table(self))
+
+    def step(self, name: str) -> Step:
+        return self.steps[name]
+
+    @property
+    def variables(self) -> list[ResultField]:
+        """Every result field of every step, first declaration wins (variables are scenario-wide)."""
+        seen: dict[str, ResultField] = {}
+        for step in self.steps.values():
+            for f in step.results:
+                seen.setdefault(f.name, f)
+        return list(seen.values())
+
+    def full_script(self) -> str:
+        """The whole script as one text: what a prompt-only chatbot receives in its system prompt."""
+        parts = [f"# {self.title}", self.description.strip()]
+        for step in self.steps.values():
+            if step.final:
+                parts.append(f"## Step {step.name} (final)\n{step.message}")
+                continue
+            signals = "; ".join(f"when {s.when or s.name} -> go to step {s.to}" for s in step.signals)
+            fields = ", ".join(f.name for f in step.results) or "none"
+            parts.append(f"## Step {step.name}\n{step.instructions.strip()}\nCollect: {fields}. Moves: {signals}.")
+        return "\n\n".join(p for p in parts if p)
+
+
+def compile_table(scenario: Scenario) -> TransitionTable:
+    """The scenario's transition table: one row per (step, signal -> target)."""
+    rows = [Row(step.name, s.name, s.to) for step in scenario.steps.values() for s in step.signals]
+    terminal = [s.name for s in scenario.steps.values() if s.final]
+    return TransitionTable.build(scenario.name, list(scenario.steps), rows, scenario.initial, terminal)
+
+
+# --------------------------------------------------------------------------- loading
+def _fail(where: Where, message: str, hint: str) -> ScenarioError:
+    return ScenarioError(f"{where}: {message}", hint)
+
+
+def _require(data: _Located, key: str, kind: type | tuple[type, ...], what: str) -> Any:
+    if key not in data:
+        raise _fail(data.where, f"{what} lacks the key '{key}'", f"add '{key}:' to {what}.")
+    value = data[key]
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise _fail(data.key_where[key], f"'{key}' must be a {names}, got {type(value).__name__}",
+                    f"write '{key}' as a YAML {names}.")
+    return value
+
+
+def _check_keys(data: _Located, allowed: set[str], what: str) -> None:
+    for key in data:
+        if key not in allowed:
+            raise _fail(data.key_where[str(key)], f"unknown key '{key}' in {what}",
+                        f"allowed keys: {', '.join(sorted(allowed))}.")
+
+
+def _result(name: str, spec: Any, where: Where) -> ResultField:
+    if isinstance(spec, str):
+        spec_type, description, values = spec, "", ()
+    elif isinstance(spec, _Located):
+        _check_keys(spec, {"type", "description", "values"}, f"result '{name}'")
+        spec_type = _require(spec, "type", str, f"result '{name}'")
+        description = str(spec.get("description", ""))
+        raw_values = spec.get("values", [])
+        if not isinstance(raw_values, list) or not all(isinstance(v, str) for v in raw_values):
+            raise _fail(spec.where, f"result '{name}': 'values' must be a list of strings", "e.g. values: [low, high].")
+        values = tuple(raw_values)
+        where = spec.key_where.get("type", spec.where)
+    else:
+        raise _fail(where, f"result '{name}' must be a type name or a mapping", "e.g. goal: {type: string}.")
+    if spec_type not in (*_TYPES, "enum"):
+        raise _fail(where, f"result '{name}' has unknown type '{spec_type}'",
+                    f"use one of: {', '.join([*_TYPES, 'enum'])}.")
+    if spec_type == "enum" and not values:
+        raise _fail(where, f"result '{name}' is an enum without 'values'", "add values: [a, b, ...].")
+    return ResultField(name, spec_type, description, values)
+
+
+def _signal(name: str, spec: Any, where: Where, results: set[str]) -> Signal:
+    if isinstance(spec, str):
+        return Signal(name, spec)
+    if not isinstance(spec, _Located):
+        raise _fail(where, f"signal '{name}' has no target step",
+                    f"write '{name}: TARGET' or '{name}: {{to: TARGET}}'; a signal nobody handles cannot fire.")
+    _check_keys(spec, {"to", "needs", "when"}, f"signal '{name}'")
+    to = _require(spec, "to", str, f"signal '{name}'")
+    needs = spec.get("needs", [])
+    if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):
+        raise _fail(spec.where, f"signal '{name}': 'needs' must be a list of result names", "e.g. needs: [goal].")
+    for need in needs:
+        if need not in results:
+            raise _fail(spec.key_where.get("needs", spec.where), f"signal '{name}' needs '{need}', which no step "
+                        "produces", f"declare '{need}' under some step's results, or fix the name.")
+    return Signal(name, to, tuple(needs), str(spec.get("when", "")))
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read, check and compile a scenario file; every problem is a :class:`ScenarioError`."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"cannot read scenario {p}: {exc.strerror or exc}", "check the path.") from exc
+    return parse_scenario(text, str(p), base=p.parent)
+
+
+def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None) -> Scenario:
+    """Parse scenario text (``base`` resolves instruction files; None requires inline instructions)."""
+    try:
+        data = yaml.load(text, Loader=_loader(file))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = Where(file, mark.line + 1, mark.column + 1) if mark else Where(file, 1, 1)
+        raise ScenarioError(f"{where}: not valid YAML: {exc.problem or exc.context}",
+                            "fix the indentation or quoting there (YAML is indentation-sensitive).") from None
+    if not isinstance(data, _Located):
+        raise ScenarioError(f"{file}: a scenario is a YAML mapping with name, initial and steps",
+                            "see the format in labkit/dialog/scenario.py.")
+    _check_keys(data, {"name", "title", "initial", "steps", "description"}, "the scenario")
+    name = _require(data, "name", str, "the scenario")
+    initial = _require(data, "initial", str, "the scenario")
+    raw_steps = _require(data, "steps", _Located, "the scenario")
+    all_results: set[str] = set()
+    for raw in raw_steps.values():
+        if isinstance(raw, _Located) and isinstance(raw.get("results"), _Located):
+            all_results |= set(raw["results"])
+    steps: dict[str, Step] = {}
+    for step_name, raw in raw_steps.items():
+        where = raw_steps.key_where[str(step_name)]
+        if not isinstance(raw, _Located):
+            raise _fail(where, f"step '{step_name}' must be a mapping", "give it instructions/signals, or final: true.")
+        _check_keys(raw, {"instructions", "results", "signals", "final", "message"}, f"step '{step_name}'")
+        final = bool(raw.get("final", False))
+        instructions, instructions_file = "", ""
+        if "instructions" in raw:
+            ref = _require(raw, "instructions", str, f"step '{step_name}'")
+            if ref.endswith(".md") and base is not None:
+                md = base / ref
+                if not md.is_file():
+                    raise _fail(raw.key_where["instructions"], f"step '{step_name}': no instructions file {md}",
+                                "create the Markdown file, or fix the path (relative to the scenario file).")
+                instructions, instructions_file = md.read_text(encoding="utf-8"), ref
+            else:
+                instructions = ref
+        elif not final:
+            raise _fail(raw.where, f"step '{step_name}' has no instructions", "add instructions: steps/NAME.md.")
+        raw_results = raw.get("results", _Located())
+        if not isinstance(raw_results, dict):
+            raise _fail(raw.key_where.get("results", raw.where), f"step '{step_name}': results must be a mapping",
+                        "e.g. results: {goal: {type: string}}.")
+        results = tuple(_result(str(k), v, raw_results.key_where[str(k)]) for k, v in raw_results.items())
+        raw_signals = raw.get("signals", _Located())
+        if not isinstance(raw_signals, dict):
+            raise _fail(raw.key_where.get("signals", raw.where), f"step '{step_name}': signals must be a mapping",
+                        "e.g. signals: {next: {to: users}}.")
+        signals = tuple(_signal(str(k), v, raw_signals.key_where[str(k)], all_results)
+                        for k, v in raw_signals.items())
+        if final and signals:
+            raise _fail(raw.key_where["signals"], f"final step '{step_name}' has signals",
+                        "a final step ends the dialog; remove its signals or 'final: true'.")
+        for sig in signals:
+            if sig.to not in raw_steps:
+                raise _fail(raw_signals.key_where[sig.name], f"signal '{sig.name}' of step '{step_name}' leads to "
+                            f"unknown step '{sig.to}'", f"use one of: {', '.join(map(str, raw_steps))}.")
+        steps[str(step_name)] = Step(str(step_name), instructions, instructions_file, results, signals, final,
+                                     str(raw.get("message", "")))
+    if initial not in steps:
+        raise _fail(data.key_where["initial"], f"initial step '{initial}' is not a step",
+                    f"use one of: {', '.join(steps)}.")
+    try:
+        return Scenario(name, str(data.get("title", name)), initial, steps, file, str(data.get("description", "")))
+    except TableError as exc:
+        raise ScenarioError(f"{file}: the scenario's steps do not form a valid machine:\n"
+                            + "\n".join(f"  - {p}" for p in exc.problems),
+                            "fix the steps or signals named above (targets must be steps; every step reachable; "
+                            "every non-final step needs a signal).") from None

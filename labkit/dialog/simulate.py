@@ -1,0 +1,196 @@
+"""Scripted users and the adherence check: the measurement behind notebook 04.
+
+A user script is a YAML file with the scenario it talks to, the user's messages in order, and the
+expected end state: the step the conversation should stand in after the last message, and for
+each variable the words its value must contain (case-insensitive; a list's items are joined).
+The same scripts and the same check serve the machine-run bot and the prompt-only bot.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from labkit.dialog.engine import DialogBot, PromptOnlyBot, current_step
+from labkit.dialog.events import ModelCalled
+from labkit.dialog.scenario import ScenarioError
+
+
+@dataclass(frozen=True)
+class UserScript:
+    """One simulated user."""
+
+    name: str
+    scenario: str
+    turns: tuple[str, ...]
+    expect_step: str | None = None
+    expect_variables: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    persona: str = ""
+
+
+def load_user_script(path: str | Path) -> UserScript:
+    """Read a user script; ``turns`` is required, ``expect`` optional (chat --script needs none)."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ScenarioError(f"cannot read user script {p}: {exc.strerror or exc}", "check the path.") from exc
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
+        raise ScenarioError(f"{p}, {where}: not valid YAML: {exc.problem}", "fix the file there.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("turns"), list) or not data["turns"] \
+            or not all(isinstance(t, str) for t in data["turns"]):
+        raise ScenarioError(f"{p}: a user script needs 'turns', a non-empty list of messages",
+                            "write turns: [first message, second message, ...].")
+    expect = data.get("expect") or {}
+    variables = {str(k): tuple(str(w) for w in (v if isinstance(v, list) else [v]))
+                 for k, v in (expect.get("variables") or {}).items()}
+    return UserScript(name=p.stem, scenario=str(data.get("scenario", "")), turns=tuple(data["turns"]),
+                      expect_step=expect.get("step"), expect_variables=variables, persona=str(data.get("persona", "")))
+
+
+def load_user_scripts(folder: str | Path) -> list[UserScript]:
+    return [load_user_script(p) for p in sorted(Path(folder).glob("*.yaml"))]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value).lower()
+    return "" if value is None else str(value).lower()
+
+
+def adherence(script: UserScript, end_step: str, variables: dict[str, Any]) -> list[str]:
+    """Every way the end state misses the script's expectation; empty means the bot adhered."""
+    misses: list[str] = []
+    if script.expect_step is not None and end_step != script.expect_step:
+        misses.append(f"ended in step '{end_step}', expected '{script.expect_step}'")
+    for name, words in script.expect_variables.items():
+        value = _text(variables.get(name))
+        absent = [w for w in words if w.lower() not in value]
+        if absent:
+            misses.append(f"{name}={variables.get(name)!r} lacks {', '.join(absent)}")
+    return misses
+
+
+@dataclass(frozen=True)
+class ConversationResult:
+    """One simulated conversation's counts and verdict."""
+
+    user: str
+    scenario: str
+    arm: str
+    end_step: str
+    variables: dict[str, Any]
+    user_messages: int
+    calls: int
+    reasks: int
+    contract_violations: int
+    failures: int
+    prompt_tokens: tuple[int, ...]
+    misses: tuple[str, ...]
+
+    @property
+    def adhered(self) -> bool:
+        return not self.misses
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"user": self.user, "scenario": self.scenario, "arm": self.arm, "end_step": self.end_step,
+                "variables": self.variables, "user_messages": self.user_messages, "calls": self.calls,
+                "reasks": self.reasks, "contract_violations": self.contract_violations,
+                "failures": self.failures, "prompt_tokens": list(self.prompt_tokens),
+                "misses": list(self.misses), "adhered": self.adhered}
+
+
+def result_from_dict(data: dict[str, Any]) -> ConversationResult:
+    """A result read back from ``results.json`` (the inverse of :meth:`ConversationResult.to_dict`)."""
+    known = {k: data[k] for k in ConversationResult.__dataclass_fields__}
+    known["prompt_tokens"], known["misses"] = tuple(known["prompt_tokens"]), tuple(known["misses"])
+    return ConversationResult(**known)
+
+
+def run_user(bot: DialogBot | PromptOnlyBot, script: UserScript, arm: str) -> ConversationResult:
+    """Feed the script's messages to ``bot`` until they run out or the dialog ends; check the end state."""
+    for text in script.turns:
+        if bot.finished:
+            break
+        bot.respond(text)
+    state = bot.state
+    tokens = tuple(e.prompt_tokens for e in bot.events if isinstance(e, ModelCalled))
+    end = current_step(bot)
+    return ConversationResult(user=script.name, scenario=script.scenario, arm=arm, end_step=end,
+                              variables=dict(state.variables), user_messages=state.user_messages,
+                              calls=state.calls, reasks=state.reasks,
+                              contract_violations=state.contract_violations, failures=state.failures,
+                              prompt_tokens=tokens, misses=tuple(adherence(script, end, dict(state.variables))))
+
+
+def summarize(results: list[ConversationResult]) -> dict[str, Any]:
+    """The counts a table reports for one (model, arm), with Wilson 95% intervals for the rates."""
+    from labkit.dialog.stats import wilson_interval
+
+    n = len(results)
+    adhered = sum(r.adhered for r in results)
+    messages = sum(r.user_messages for r in results)
+    calls = sum(r.calls for r in results)
+    tokens = [t for r in results for t in r.prompt_tokens]
+    turns_reasked = sum(r.reasks for r in results)
+    return {"conversations": n, "adhered": adhered, "adherence_ci95": list(wilson_interval(adhered, n)),
+            "user_messages": messages, "calls": calls,
+            "calls_per_message": round(calls / messages, 3) if messages else None,
+            "reasks": turns_reasked, "reask_rate_ci95": list(wilson_interval(turns_reasked, messages)),
+            "reasks_repaired": turns_reasked - sum(r.failures for r in results),
+            "contract_violations": sum(r.contract_violations for r in results),
+            "contract_failures": sum(r.failures for r in results),
+            "prompt_tokens_mean": round(sum(tokens) / len(tokens), 1) if tokens else None,
+            "prompt_tokens_max": max(tokens) if tokens else None}
+
+
+def load_scenarios(folder: str | Path) -> dict[str, Any]:
+    """Every ``<name>/scenario.yaml`` under ``folder``, by name."""
+    from labkit.dialog.scenario import load_scenario
+
+    return {p.parent.name: load_scenario(p) for p in sorted(Path(folder).glob("*/scenario.yaml"))}
+
+
+def measure(scenarios: dict[str, Any], users: list[UserScript], backend: Any, arms: list[str], *,
+            log_dir: Path | None = None, progress: Any = None) -> tuple[list[ConversationResult], dict[str, Any]]:
+    """Run every user against every arm on ``backend``; return the results and one summary per arm.
+
+    ``log_dir``: write each conversation's event log to ``<log_dir>/<arm>/<user>.jsonl`` (replaced).
+    The clock is fixed at 0 so that logs of the same answers are identical byte for byte.
+    """
+    from labkit.store import EventLog, JsonlLog
+
+    bots = {"machine": DialogBot, "prompt_only": PromptOnlyBot}
+    unknown = sorted({u.scenario for u in users} - set(scenarios))
+    if unknown:
+        raise ScenarioError(f"user scripts name unknown scenario(s): {', '.join(unknown)}",
+                            f"known: {', '.join(scenarios)}.")
+    results: list[ConversationResult] = []
+    summary: dict[str, Any] = {}
+    for arm in arms:
+        mine = []
+        for user in users:
+            log: EventLog | None = None
+            if log_dir is not None:
+                path = log_dir / arm / f"{user.name}.jsonl"
+                path.unlink(missing_ok=True)
+                log = JsonlLog(path)
+            bot = bots[arm](scenarios[user.scenario], backend, log=log, clock=lambda: 0.0)
+            result = run_user(bot, user, arm)
+            mine.append(result)
+            if progress is not None:
+                progress(result)
+        results += mine
+        summary[arm] = summarize(mine)
+    return results, summary
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
