@@ -91,3 +91,16 @@ def test_the_default_route_answers_on_this_cpu() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-800:]}"
     assert proc.stdout.strip().startswith("'")
+
+
+def test_the_process_wide_plan_wraps_llama_cpp_once_and_keeps_its_defaults() -> None:
+    """What ``python -m labkit.llm.serve`` does before llama.cpp's server loads the model (in a child process:
+    it changes llama_cpp for the whole process)."""
+    code = ("import llama_cpp.llama_cpp as n; from labkit.llm.native import apply_plan_process_wide, decide_load_plan; "
+            "apply_plan_process_wide(decide_load_plan(set(), '', 'off')); "
+            "apply_plan_process_wide(decide_load_plan(set(), '', 'off')); p = n.llama_model_default_params(); "
+            "print(p.use_extra_bufts, p.n_gpu_layers, p.use_mmap if hasattr(p, 'use_mmap') else 'na')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-800:]
+    extra, n_gpu_layers, _ = proc.stdout.split()
+    assert extra == "False" and int(n_gpu_layers) >= -1

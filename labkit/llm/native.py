@@ -141,8 +141,8 @@ def _defaults_with(plan: LoadPlan) -> Any:
             params.use_extra_bufts = plan.use_extra_bufts
         return params
 
-    defaults.__wrapped__ = original  # type: ignore[attr-defined]
-    return defaults
+    defaults.labkit_original = original  # type: ignore[attr-defined]  (not __wrapped__: llama_cpp's own
+    return defaults                      # ctypes functions carry a __wrapped__ stub that returns None)
 
 
 def open_llama(model_path: str | Path, plan: LoadPlan | None = None, **kwargs: Any) -> Any:
@@ -165,7 +165,7 @@ def apply_plan_process_wide(plan: LoadPlan | None = None) -> LoadPlan:
     import llama_cpp.llama_cpp as native
 
     plan = plan or load_plan()
-    original = getattr(native.llama_model_default_params, "__wrapped__", native.llama_model_default_params)
-    native.llama_model_default_params = original
+    native.llama_model_default_params = getattr(native.llama_model_default_params, "labkit_original",
+                                                native.llama_model_default_params)
     native.llama_model_default_params = _defaults_with(plan)
     return plan
