@@ -31,16 +31,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from labkit.provenance import git_commit
+
 ROUTES = ("on", "auto", "off")
 MEASURES = ("prompt_tokens_per_s", "gen_tokens_per_s", "gen_grammar_tokens_per_s", "load_s")
-
-
-def git_commit() -> str:
-    root = Path(__file__).resolve().parent.parent
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                           capture_output=True, text=True).stdout.strip()
-    return sha + ("+dirty" if dirty else "")
 
 
 def run_one(build: str, alt: str | None, route: str, runs: int) -> dict[str, Any]:

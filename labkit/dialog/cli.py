@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ from labkit.dialog.simulate import (
 from labkit.dialog.viewer import conversation_view, render_text
 from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
+from labkit.provenance import git_commit
 from labkit.store import JsonlLog
 
 ARMS = {"machine": DialogBot, "prompt_only": PromptOnlyBot}
@@ -86,13 +86,6 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     return 0
 
 
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def _cmd_measure(args: argparse.Namespace) -> int:
     scenarios = load_scenarios(args.scenarios)
     users = load_user_scripts(args.users)
@@ -112,7 +105,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             raise LabkitError(f"--add extends an earlier recording with the same arms; none found in {out}",
                               "record without --add first, with the same --arms.")
         users = [u for u in users if u.name not in previous["users"]]
-    commit = _git_commit()
+    commit = git_commit()
     backend: Backend
     if args.replay:
         backend = ReplayBackend(out / "cassette.jsonl")

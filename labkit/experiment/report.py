@@ -9,36 +9,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import platform
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from labkit.experiment.arms import ARMS, RunRecord
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def git_commit() -> str:
-    """The labkit commit, with ``+dirty`` when tracked files differ from it ("unknown" outside git)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return (head or "unknown") + ("+dirty" if dirty else "")
-
-
-def machine() -> dict[str, Any]:
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "load_average_at_start": [round(x, 2) for x in load] if load else None}
+from labkit.provenance import git_commit, machine
 
 
 def provenance(backend: Mapping[str, Any], config: Mapping[str, Any], *, mode: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from labkit.layers.machine import LayeredMachine
 from labkit.layers.writing import job_params, scripted_writer, writing_spec
+from labkit.provenance import git_commit, machine
 from labkit.store import EventLog, JsonlLog, SqliteLog
 
 TITLE = "The harbour light"
@@ -42,7 +43,6 @@ def run_demo(log: EventLog, model: Any, *, clock: Callable[[], float] | None = N
 
 def record_live(out_dir: Path) -> dict[str, Any]:
     """One live run with the embedded model: log, cassette and provenance in ``out_dir``."""
-    from labkit.experiment.report import git_commit, machine
     from labkit.llm import LlamaCppBackend, RecordingBackend
 
     commit = git_commit()  # the code that runs, taken before the previous recording is removed

@@ -1,0 +1,36 @@
+"""Where a recorded number comes from: the labkit commit and the machine.
+
+Every recording the kit writes (the comparison, the dialog measurement, the layered demo, the
+benchmark scripts) names the code and the machine that produced it; this is the one place that
+reads them, so a dirty working tree is flagged the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def git_commit() -> str:
+    """The labkit commit, with ``+dirty`` when tracked files differ from it ("unknown" outside git)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head or "unknown") + ("+dirty" if dirty else "")
+
+
+def machine() -> dict[str, Any]:
+    """The machine in a few fields, with its load average when the run started (a busy machine is slower)."""
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "load_average_at_start": [round(x, 2) for x in load] if load else None}
