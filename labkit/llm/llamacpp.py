@@ -11,6 +11,14 @@ Why ``reset()`` before every call: ``Llama`` keeps the previous prompt's KV cach
 shared prefix. That makes a call depend on the one before it (batching of the remaining prompt
 differs), so two "identical" calls could disagree. Every call here starts from an empty cache and
 sets its own seed, which makes calls independent and reproducible (see tests/test_llm_llamacpp.py).
+The one exception is a *declared* prompt prefix (``prefixes=``): such prompts are always evaluated
+as two batches, [prefix][rest], and the prefix's KV state is kept between calls; the result does not
+depend on the call before (:mod:`labkit.llm.prefix_cache`).
+
+Grammar-constrained calls check the chosen token against the grammar instead of masking the whole
+vocabulary first where that gives the same tokens (``grammar_mode="auto"``, see
+:mod:`labkit.llm.lazy_grammar`). Both optimisations are proven on the recorded comparison prompts by
+``labkit bench equality``.
 """
 
 from __future__ import annotations
@@ -18,15 +26,17 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from labkit.llm.backend import Backend, Completion, Request
 from labkit.llm.errors import BackendError, ModelFileError
 from labkit.llm.grammar import check_gbnf, compile_schema
+from labkit.llm.lazy_grammar import check_grammar_mode, install, lazy_for
 from labkit.llm.modelfile import check_gguf, embedded_model_path, file_sha256
 from labkit.llm.native import LoadPlan, load_plan, open_llama
+from labkit.llm.prefix_cache import PrefixEvaluator, longest_declared, split_point
 
 
 class LlamaCppBackend(Backend):
@@ -36,13 +46,17 @@ class LlamaCppBackend(Backend):
     each call (injectable so tests and traces need not depend on the machine's speed).
     ``warmup`` runs one one-token completion at load time: llama.cpp maps the weights lazily, and
     without it the first timed call of a run paid for reading them (seconds instead of 0.1 s here).
+    ``grammar_mode`` is one of :data:`~labkit.llm.lazy_grammar.GRAMMAR_MODES`; ``prefixes`` are the
+    prompt prefixes (an arm's instruction and worked examples) whose KV state is kept between calls
+    when ``prefix_reuse`` is on (off: the same two batches, evaluated from an empty cache each call).
     """
 
     kind = "llama_cpp"
 
     def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 2048,
                  n_threads: int | None = None, clock: Callable[[], float] = time.perf_counter,
-                 cache_dir: Path | None = None, warmup: bool = True, chat: bool = False) -> None:
+                 cache_dir: Path | None = None, warmup: bool = True, chat: bool = False,
+                 grammar_mode: str = "auto", prefixes: Sequence[str] = (), prefix_reuse: bool = True) -> None:
         import llama_cpp
 
         path = check_gguf(model_path if model_path is not None else embedded_model_path())
@@ -71,6 +85,51 @@ class LlamaCppBackend(Backend):
         self.llama_cpp_version = str(llama_cpp.__version__)
         self.chat = chat
         self._formatter = self._chat_formatter() if chat else None
+        self.grammar_mode = check_grammar_mode(grammar_mode)
+        self.prefixes: tuple[str, ...] = tuple(prefixes)
+        self.prefix_reuse = prefix_reuse
+        self._lazy_now = False
+        self._sampled: list[int] = []
+        install(self._llm, lambda: self._lazy_now, self._sampled)
+        self._prefix = PrefixEvaluator(self._llm)
+        self._prefix_tokens: dict[str, list[int]] = {}
+
+    @property
+    def last_token_ids(self) -> tuple[int, ...]:
+        """The token ids sampled by the last call (including a final end-of-generation token)."""
+        return tuple(self._sampled)
+
+    @property
+    def prefix_stats(self) -> Any:
+        """How often a kept prefix state was reused (:class:`~labkit.llm.prefix_cache.PrefixStats`)."""
+        return self._prefix.stats
+
+    def prompt_tokens(self, text: str) -> list[int]:
+        """The token ids ``create_completion`` reads for ``text`` (BOS/CLS first where the model adds one).
+
+        Mirrors llama-cpp-python 0.3's own prompt assembly, so a pre-evaluated token list and the
+        text give the same prompt (checked by tests/test_llm_speed.py on the real tokenizer).
+        """
+        llm = self._llm
+        model = llm._model
+        bos = llm.token_bos()
+        cls = model.token_cls()
+        sep = model.token_sep()
+        first = [cls if cls != -1 else bos]
+        if not model.add_bos_token() or first[:1] == [-1]:
+            first = []
+        last = [] if (not model.add_eos_token() and sep == -1) else [sep if sep != -1 else llm.token_eos()]
+        body = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True) if text else []
+        return first + body + last
+
+    def _cut(self, text: str, tokens: list[int]) -> int:
+        """Where the canonical evaluation cuts this prompt: after its declared prefix (0: no cut)."""
+        declared = longest_declared(text, self.prefixes)
+        if declared is None:
+            return 0
+        if declared not in self._prefix_tokens:
+            self._prefix_tokens[declared] = self.prompt_tokens(declared)
+        return split_point(tokens, self._prefix_tokens[declared])
 
     def _chat_formatter(self) -> Any:
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -106,9 +165,17 @@ class LlamaCppBackend(Backend):
         return {"backend": self.kind, "model": str(self.model_path), "model_sha256": self.model_sha256,
                 "embedded_model": self.embedded, "llama_cpp_python": self.llama_cpp_version,
                 "n_ctx": self.n_ctx, "n_threads": self.n_threads, "sampling": self.sampling(),
-                "prefix_cache": "reset before every call", "extra_buffer_types": self.load_plan.use_extra_bufts,
+                "prefix_cache": self._prefix_description(), "grammar_mode": self.grammar_mode,
+                "extra_buffer_types": self.load_plan.use_extra_bufts,
                 "model_kind": "chat" if self.chat else "base",
                 "prompt_format": "the GGUF's chat template, one user turn" if self.chat else "plain completion"}
+
+    def _prefix_description(self) -> str:
+        if not self.prefixes:
+            return "reset before every call"
+        how = "its KV state kept between calls" if self.prefix_reuse else "evaluated afresh each call"
+        return (f"reset before every call, except prompts starting with one of {len(self.prefixes)} declared "
+                f"prefixes: two batches [prefix][rest], {how}")
 
     def grammar_for(self, schema: dict[str, Any]) -> Any:
         """The ``LlamaGrammar`` for ``schema``: converted and parse-checked once, then reused."""
@@ -127,14 +194,17 @@ class LlamaCppBackend(Backend):
         s = request.sampling
         text, template_stop = self.render_prompt(request.prompt)
         with self._lock:
-            self._llm.reset()
+            self._sampled.clear()
+            self._lazy_now = lazy_for(self.grammar_mode, request.temperature)
             started = self._clock()
             try:
+                prompt = self._evaluate(text)
                 out = self._llm.create_completion(
-                    text, max_tokens=request.max_tokens, stop=[*request.stop, *template_stop] or None,
+                    prompt, max_tokens=request.max_tokens, stop=[*request.stop, *template_stop] or None,
                     temperature=request.temperature, seed=request.seed, top_k=s["top_k"], top_p=s["top_p"],
                     min_p=s["min_p"], repeat_penalty=s["repeat_penalty"], grammar=grammar)
             except ValueError as exc:  # e.g. "Requested tokens (…) exceed context window of …"
+                self._prefix.forget()
                 raise BackendError(f"llama.cpp refused the prompt: {exc}",
                                    f"shorten the prompt or max_tokens, or load the model with a larger "
                                    f"n_ctx (now {self.n_ctx}).") from exc
@@ -144,3 +214,21 @@ class LlamaCppBackend(Backend):
         return Completion(text=choice["text"], prompt_tokens=int(usage["prompt_tokens"]),
                           completion_tokens=int(usage["completion_tokens"]), seconds=seconds,
                           grammar_used=grammar is not None, finish_reason=str(choice.get("finish_reason")))
+
+    def _evaluate(self, text: str) -> str | list[int]:
+        """Bring the prompt into the context; return what ``create_completion`` is given.
+
+        A prompt without a declared prefix goes to llama-cpp-python as text after a ``reset()`` (it
+        evaluates it in one batch). A prompt with one is evaluated here as [prefix][rest] and handed
+        over as its token list, which the library then finds fully evaluated and samples from at once.
+        """
+        tokens = self.prompt_tokens(text) if self.prefixes else []
+        cut = self._cut(text, tokens) if tokens else 0
+        if cut == 0:
+            self._prefix.forget()
+            self._llm.reset()
+            return text
+        if len(tokens) >= self.n_ctx:
+            raise ValueError(f"Requested tokens ({len(tokens)}) exceed context window of {self.n_ctx}")
+        self._prefix.evaluate(tokens, cut, reuse=self.prefix_reuse)
+        return tokens
