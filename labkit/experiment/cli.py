@@ -48,9 +48,10 @@ def _backend(args: argparse.Namespace) -> Any:
         server = OpenAICompatBackend(args.server, timeout_s=args.timeout, retries=args.retries)
         server.describe()  # fails early, with a clear error, when the server is down
         return SerialCalls(server) if args.concurrency > 1 else server
+    from labkit.experiment.prompts import REUSED_PREFIXES
     from labkit.llm.llamacpp import LlamaCppBackend
 
-    return LlamaCppBackend(args.model, n_threads=args.threads)
+    return LlamaCppBackend(args.model, n_threads=args.threads, prefixes=REUSED_PREFIXES)
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:

@@ -238,9 +238,10 @@ _default_backend: Backend | None = None
 def _embedded() -> Backend:
     global _default_backend
     if _default_backend is None:
+        from labkit.experiment.prompts import REUSED_PREFIXES
         from labkit.llm.llamacpp import LlamaCppBackend
 
-        _default_backend = LlamaCppBackend()
+        _default_backend = LlamaCppBackend(prefixes=REUSED_PREFIXES)
     return _default_backend
 
 

@@ -81,15 +81,17 @@ def _whole_header() -> str:
 
 
 WHOLE_HEADER = _whole_header()
+# The prompt-only arms' shared start: every one of their prompts begins with exactly this text.
+WHOLE_PREFIX = WHOLE_HEADER + "\n"
 
 
 def whole_task_prompt(description: str, transcript: Sequence[tuple[str, str]]) -> str:
     """The prompt-only arms' prompt: header, the task, the ``(action line, result)`` pairs so far."""
-    lines = [WHOLE_HEADER, f"Task: {description}"]
+    lines = [f"Task: {description}"]
     for n, (action, result) in enumerate(transcript, start=1):
         lines += [f"Step {n}: {action}", f"Result: {result}"]
     lines.append(f"Step {len(transcript) + 1}:")
-    return "\n".join(lines)
+    return WHOLE_PREFIX + "\n".join(lines)
 
 
 # (task, read so far, options, answer): the fixed worked decisions of the machine arm's prompt.
@@ -111,13 +113,28 @@ def _decision(task: str, read: Sequence[str], options: Sequence[str]) -> list[st
             f"Options: {', '.join(json.dumps(o) for o in options)}"]
 
 
-def step_prompt(description: str, read: Sequence[str], options: Sequence[str]) -> str:
-    """The machine arm's per-decision prompt: instruction, worked decisions, this decision."""
+def _step_prefix() -> str:
     lines = [STEP_INSTRUCTION, ""]
     for task, done, opts, answer in _STEP_EXAMPLES:
         lines += [*_decision(task, done, opts), f"Next: {json.dumps(answer)}", ""]
-    lines += [*_decision(description, read, options), "Next: "]
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
+
+
+# The machine arm's shared start (instruction and worked decisions): every step prompt begins with it.
+STEP_PREFIX = _step_prefix()
+
+
+def step_prompt(description: str, read: Sequence[str], options: Sequence[str]) -> str:
+    """The machine arm's per-decision prompt: instruction, worked decisions, this decision."""
+    return STEP_PREFIX + "\n".join([*_decision(description, read, options), "Next: "])
+
+
+# The declared prefixes whose KV state an in-process model keeps between calls (labkit.llm.prefix_cache):
+# only those for which `labkit bench equality` found the two-batch evaluation to give the same tokens as
+# one batch on every recorded prompt (data/bench/equality.json). PREFIX_CANDIDATES are all that are tested.
+PREFIX_CANDIDATES: dict[str, str] = {"machine-model": STEP_PREFIX, "prompt-only": WHOLE_PREFIX,
+                                     "prompt-grammar": WHOLE_PREFIX}
+REUSED_PREFIXES: tuple[str, ...] = (STEP_PREFIX,)
 
 
 def step_schema(options: Sequence[str]) -> dict[str, Any]:

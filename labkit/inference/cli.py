@@ -1,4 +1,4 @@
-"""Inference subcommands: ``labkit bench inference`` and ``labkit fit``.
+"""Inference subcommands: ``labkit bench inference``, ``labkit bench equality`` and ``labkit fit``.
 
 Registered by ``labkit.cli`` through :func:`register`, so the main parser stays a table of contents.
 """
@@ -41,6 +41,21 @@ def _cmd_bench_inference(args: argparse.Namespace) -> int:
                              runs=args.runs)
     print(json.dumps(result, indent=2) if args.json else render_inference(result))
     return 0
+
+
+def _cmd_bench_equality(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from labkit.inference.equality import bench_equality, render_equality
+
+    result = bench_equality(Path(args.cassettes), arms=args.arms.split(",") if args.arms else None,
+                            limit=args.limit, threads=args.threads, progress=not args.quiet)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2) if args.json else render_equality(result))
+    return 1 if result["default_problems"] else 0
 
 
 def _decision_dict(d: FitDecision) -> dict[str, Any]:
@@ -94,7 +109,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
-    """Add ``bench inference`` under ``bench`` and ``fit`` under the top-level commands."""
+    """Add ``bench inference`` and ``bench equality`` under ``bench``, ``fit`` under the top-level commands."""
     b = bench.add_parser("inference", help="load time, prompt and generation tokens/s, grammar cost")
     b.add_argument("--model", help="a .gguf file (default: the embedded Gemma 3 270M)")
     b.add_argument("--n-gpu-layers", type=int, default=0, help="layers to offload, -1 = all (default 0)")
@@ -105,6 +120,17 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     b.add_argument("--runs", type=int, default=3, help="timed runs after one warm-up (default 3)")
     b.add_argument("--json", action="store_true", help="print the results as JSON")
     b.set_defaults(func=_cmd_bench_inference)
+
+    e = bench.add_parser("equality", help="lazy grammar and prefix reuse against today's path, token by token")
+    e.add_argument("--cassettes", default="data/experiment/cassettes",
+                   help="a recorded experiment's cassettes (default data/experiment/cassettes)")
+    e.add_argument("--arms", help="comma-separated arms (default: every arm with recorded calls)")
+    e.add_argument("--limit", type=int, help="at most this many prompts per arm (default: all)")
+    e.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    e.add_argument("--out", help="write the result as JSON here (e.g. data/bench/equality.json)")
+    e.add_argument("--quiet", action="store_true", help="no progress lines")
+    e.add_argument("--json", action="store_true", help="print the result as JSON")
+    e.set_defaults(func=_cmd_bench_equality)
 
     p = commands.add_parser("fit", help="estimate weights + KV cache memory and whether it fits a GPU")
     p.add_argument("--model", help="a .gguf file; its own metadata is read (default: the embedded model)")

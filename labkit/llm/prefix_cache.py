@@ -78,18 +78,21 @@ class PrefixEvaluator:
         """Drop the kept prefix (e.g. after a call that did not go through :meth:`evaluate`)."""
         self._kept = None
 
-    def _truncate_to(self, n: int) -> bool:
-        """Remove every cache cell from position ``n`` on; True if the cache now holds exactly 0..n-1."""
+    def cache_span(self) -> tuple[int, int]:
+        """The first and last position the model's cache holds for its one sequence."""
         import llama_cpp
 
-        llm = self.llm
-        if not llm._ctx.kv_cache_seq_rm(-1, n, -1):
+        memory = llama_cpp.llama_get_memory(self.llm._ctx.ctx)
+        return (int(llama_cpp.llama_memory_seq_pos_min(memory, 0)),
+                int(llama_cpp.llama_memory_seq_pos_max(memory, 0)))
+
+    def _truncate_to(self, n: int) -> bool:
+        """Remove every cache cell from position ``n`` on; True if the cache now holds exactly 0..n-1."""
+        if not self.llm._ctx.kv_cache_seq_rm(-1, n, -1):
             return False
-        memory = llama_cpp.llama_get_memory(llm._ctx.ctx)
-        if (llama_cpp.llama_memory_seq_pos_min(memory, 0) != 0
-                or llama_cpp.llama_memory_seq_pos_max(memory, 0) != n - 1):
-            return False  # e.g. a sliding-window cache that dropped early cells
-        llm.n_tokens = n
+        if self.cache_span() != (0, n - 1):
+            return False  # e.g. a sliding-window cache that dropped early cells: evaluate afresh
+        self.llm.n_tokens = n
         return True
 
     def evaluate(self, tokens: Sequence[int], cut: int, *, reuse: bool) -> bool:

@@ -1,0 +1,215 @@
+"""Lazy grammar and prefix reuse: the logic without a model, and the recorded equality proof.
+
+The live checks (the same token ids on real recorded prompts) are in tests/test_llm_llamacpp.py; the
+full proof over every recorded prompt is data/bench/equality.json, written by `labkit bench equality`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from labkit.experiment.prompts import (
+    PREFIX_CANDIDATES,
+    REUSED_PREFIXES,
+    STEP_PREFIX,
+    WHOLE_PREFIX,
+    step_prompt,
+    whole_task_prompt,
+)
+from labkit.inference.equality import (
+    COMPARISONS,
+    PATHS,
+    Prompt,
+    compare,
+    default_problems,
+    recorded_prompts,
+)
+from labkit.llm.backend import Request
+from labkit.llm.cassette import read_cassette
+from labkit.llm.errors import BackendError
+from labkit.llm.lazy_grammar import GRAMMAR_MODES, check_grammar_mode, lazy_for
+from labkit.llm.prefix_cache import MIN_PREFIX_TOKENS, PrefixEvaluator, longest_declared, split_point
+
+ROOT = Path(__file__).resolve().parents[1]
+CASSETTES = ROOT / "data" / "experiment" / "cassettes"
+EQUALITY = ROOT / "data" / "bench" / "equality.json"
+
+
+# --- lazy grammar: which calls are lazy ---------------------------------------------------------------
+
+def test_auto_is_lazy_only_for_greedy_calls_and_the_other_modes_are_fixed():
+    assert lazy_for("auto", 0.0) and not lazy_for("auto", 0.5)
+    assert lazy_for("lazy", 0.0) and lazy_for("lazy", 0.7)
+    assert not lazy_for("mask", 0.0) and not lazy_for("mask", 0.7)
+    assert set(GRAMMAR_MODES) == {"auto", "lazy", "mask"}
+
+
+def test_an_undeclared_grammar_mode_is_a_clear_error():
+    with pytest.raises(BackendError, match="grammar_mode 'fast' is not one of auto, lazy, mask") as info:
+        check_grammar_mode("fast")
+    assert "auto" in info.value.hint
+
+
+# --- prefix reuse: where a prompt is cut, and what is evaluated ---------------------------------------
+
+def test_the_cut_is_the_common_token_start_and_leaves_one_token_to_sample_from():
+    prefix = list(range(40))
+    assert split_point([*prefix, 99, 98], prefix) == 40
+    assert split_point([*prefix[:30], 7, 8], prefix) == 30  # the tokenizer merged across the boundary
+    assert split_point(prefix, prefix) == 39  # the whole prompt is the prefix: the last token stays
+    assert split_point(list(range(MIN_PREFIX_TOKENS - 1)) + [99], prefix) == 0  # too short to be worth it
+
+
+def test_the_longest_declared_prefix_wins_and_nothing_is_guessed():
+    assert longest_declared("abcdef", ["ab", "abcd", "x"]) == "abcd"
+    assert longest_declared("zzz", ["ab"]) is None
+    assert longest_declared("abc", ["", "a"]) == "a"
+
+
+class _FakeContext:
+    def __init__(self, llm: _FakeLlama) -> None:
+        self.llm = llm
+
+    def kv_cache_seq_rm(self, seq: int, p0: int, p1: int) -> bool:
+        self.llm.log.append(("seq_rm", p0))
+        self.llm.cells = self.llm.cells[:p0]
+        return self.llm.rm_ok
+
+
+class _FakeLlama:
+    """Just enough of llama_cpp.Llama to watch what the evaluator evaluates."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, object]] = []
+        self.cells: list[int] = []
+        self.n_tokens = 0
+        self.rm_ok = True
+        self._ctx = _FakeContext(self)
+
+    def reset(self) -> None:
+        self.log.append(("reset", None))
+        self.n_tokens = 0
+
+    def eval(self, tokens: list[int]) -> None:
+        self.log.append(("eval", tuple(tokens)))
+        self.cells = self.cells[:self.n_tokens] + list(tokens)
+        self.n_tokens += len(tokens)
+
+
+class _Evaluator(PrefixEvaluator):
+    def cache_span(self) -> tuple[int, int]:
+        return (0, len(self.llm.cells) - 1)
+
+
+def test_reuse_evaluates_the_prefix_once_and_then_only_each_rest():
+    llm = _FakeLlama()
+    ev = _Evaluator(llm)
+    assert ev.evaluate([1, 2, 3, 10, 11], 3, reuse=True) is False
+    assert ev.evaluate([1, 2, 3, 20], 3, reuse=True) is True
+    assert [e for e in llm.log if e[0] == "eval"] == [("eval", (1, 2, 3)), ("eval", (10, 11)), ("eval", (20,))]
+    assert llm.cells == [1, 2, 3, 20] and llm.n_tokens == 4
+    assert (ev.stats.evaluated, ev.stats.reused) == (1, 1)
+
+
+def test_fresh_and_reused_evaluation_give_the_model_the_same_batches_after_the_prefix():
+    fresh, kept = _FakeLlama(), _FakeLlama()
+    ev_fresh, ev_kept = _Evaluator(fresh), _Evaluator(kept)
+    for tokens in ([1, 2, 3, 10, 11], [1, 2, 3, 20], [1, 2, 3, 30, 31, 32]):
+        ev_fresh.evaluate(tokens, 3, reuse=False)
+        ev_kept.evaluate(tokens, 3, reuse=True)
+        assert fresh.cells == kept.cells == tokens  # same cache contents before sampling
+        assert fresh.log[-1] == kept.log[-1] == ("eval", tuple(tokens[3:]))  # the same second batch
+    assert ev_fresh.stats.reused == 0 and ev_kept.stats.reused == 2
+
+
+def test_a_different_prefix_or_a_refused_truncation_evaluates_the_prefix_again():
+    llm = _FakeLlama()
+    ev = _Evaluator(llm)
+    ev.evaluate([1, 2, 3, 10], 3, reuse=True)
+    assert ev.evaluate([1, 2, 4, 10], 3, reuse=True) is False  # another prefix
+    llm.rm_ok = False
+    assert ev.evaluate([1, 2, 4, 11], 3, reuse=True) is False  # the cache could not be cut back
+    assert llm.cells == [1, 2, 4, 11]
+    with pytest.raises(ValueError, match="must leave tokens on both sides"):
+        ev.evaluate([1, 2], 2, reuse=True)
+
+
+# --- the declared prefixes -----------------------------------------------------------------------------
+
+def test_the_arms_prompts_start_with_their_declared_prefixes():
+    assert step_prompt("Compare R1 and R2.", ["R1"], ["R2", "save"]).startswith(STEP_PREFIX)
+    assert whole_task_prompt("Compare R1 and R2.", [("a", "b")]).startswith(WHOLE_PREFIX)
+    assert set(REUSED_PREFIXES) <= set(PREFIX_CANDIDATES.values())
+    for arm, prefix in PREFIX_CANDIDATES.items():
+        prompts = [c["request"]["prompt"] for f in sorted((CASSETTES / arm).glob("*.jsonl"))
+                   for c in read_cassette(f)[1]]
+        assert prompts and all(p.startswith(prefix) for p in prompts), arm
+
+
+# --- the equality benchmark's logic ----------------------------------------------------------------------
+
+def _prompt(key: str, arm: str = "a", schema: dict | None = None, prefix: str | None = "P") -> Prompt:
+    return Prompt(arm, key, Request(prompt="P rest", schema=schema), prefix)
+
+
+def test_each_prompt_runs_only_the_paths_its_comparisons_need():
+    assert _prompt("k", schema={"enum": ["x"]}).paths() == set(PATHS)
+    assert _prompt("k").paths() == {"mask", "split-fresh", "split-reuse"}  # no grammar: lazy is mask
+    assert _prompt("k", schema={"enum": ["x"]}, prefix=None).paths() == {"mask", "lazy"}
+
+
+def test_compare_reports_exactly_the_prompts_whose_token_ids_differ():
+    g, f = _prompt("g", schema={"enum": ["x"]}), _prompt("f")
+    ids = {("g", p): (1, 2) for p in PATHS} | {("f", p): (3,) for p in PATHS}
+    ids[("f", "split-reuse")] = (4,)
+    rows = {r["comparison"]: r for r in compare([g, f], ids)}
+    assert rows["lazy-vs-mask"]["prompts"] == 1 and rows["lazy-vs-mask"]["differ"] == 0
+    assert rows["reuse-vs-fresh"]["prompts"] == 2 and rows["reuse-vs-fresh"]["differ"] == 1
+    assert rows["reuse-vs-fresh"]["differing"] == [{"key": "f", "split-reuse": [4], "split-fresh": [3]}]
+    assert rows["two-batches-vs-one"]["differ"] == 0 and rows["optimised-vs-today"]["differ"] == 1
+
+
+def test_only_differences_behind_a_default_are_problems():
+    rows = [{"comparison": "two-batches-vs-one", "arm": "prompt-only", "differ": 3, "prompts": 9},
+            {"comparison": "lazy-vs-mask", "arm": "prompt-grammar", "differ": 0, "prompts": 9}]
+    assert default_problems({"comparisons": rows}, ["machine-model"]) == []
+    assert default_problems({"comparisons": rows}, ["prompt-only"]) == ["two-batches-vs-one on prompt-only: 3 of 9 "
+                                                                         "prompts differ"]
+    rows[1]["differ"] = 1
+    assert default_problems({"comparisons": rows}, []) == ["lazy-vs-mask on prompt-grammar: 1 of 9 prompts differ"]
+
+
+def test_recorded_prompts_are_read_once_each_made_greedy_and_limited_per_arm(tmp_path):
+    arm = tmp_path / "machine-model"
+    arm.mkdir()
+    call = {"type": "call", "key": "k", "model": "m", "completion": {"text": "x"},
+            "request": {"prompt": "P one", "max_tokens": 8, "stop": [], "schema": {"enum": ["a"]},
+                        "temperature": 0.5, "seed": 3, "sampling": {"top_k": 40}}}
+    other = {**call, "request": {**call["request"], "prompt": "Q two", "seed": 4}}
+    (arm / "t.jsonl").write_text("\n".join(json.dumps(c) for c in (call, call, other)) + "\n")
+    found = recorded_prompts(tmp_path, {"machine-model": "P "})
+    assert [(p.request.prompt, p.request.temperature, p.request.seed, p.prefix) for p in found] == [
+        ("P one", 0.0, 0, "P "), ("Q two", 0.0, 0, None)]
+    assert len(recorded_prompts(tmp_path, {}, limit=1)) == 1
+    with pytest.raises(Exception, match="no recorded calls"):
+        recorded_prompts(tmp_path, {}, arms=["prompt-only"])
+
+
+# --- the recorded proof --------------------------------------------------------------------------------------
+
+def test_the_recorded_equality_run_covers_every_recorded_prompt_and_no_default_path_differs():
+    result = json.loads(EQUALITY.read_text(encoding="utf-8"))
+    reused_arms = [arm for arm, prefix in PREFIX_CANDIDATES.items() if prefix in REUSED_PREFIXES]
+    assert default_problems(result, reused_arms) == [] and result["default_problems"] == []
+    assert result["limit_per_arm"] is None
+    expected = {arm: len(recorded_prompts(CASSETTES, PREFIX_CANDIDATES, [arm])) for arm in PREFIX_CANDIDATES}
+    assert result["prompts"] == expected
+    assert {(r["comparison"], r["arm"]) for r in result["comparisons"]} >= {
+        (c.name, arm) for c in COMPARISONS for arm in ("machine-model", "prompt-grammar")}
+    assert result["reuse_hits"] > 0
+    from labkit.llm.modelfile import embedded_model_sha256
+
+    assert result["model_sha256"] == embedded_model_sha256()
