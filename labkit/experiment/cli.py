@@ -154,7 +154,34 @@ def regrade_provenance(recorded: dict[str, Any], folder: Path) -> dict[str, Any]
     return {**recorded, "regraded": [*recorded.get("regraded", []), note]}
 
 
+def _cmd_bench_experiment(args: argparse.Namespace) -> int:
+    from labkit.experiment.speed import bench_experiment, render_experiment_speed
+
+    result = bench_experiment(tasks_path=args.tasks, seeds=args.seeds, temperature=args.temperature,
+                              arms=args.arms.split(",") if args.arms else None,
+                              task_ids=args.task_ids.split(",") if args.task_ids else None,
+                              repeats=args.repeats, threads=args.threads, progress=not args.no_progress)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(render_experiment_speed(result))
+    return 0 if result["identical"] else 1
+
+
 def register(commands: Any, bench: Any) -> None:
+    b = bench.add_parser("experiment", help="the comparison with lazy grammar and prefix reuse off, then on")
+    b.add_argument("--tasks", help="task file or folder (default data/tasks/comparison.json)")
+    b.add_argument("--task-ids", help="comma-separated subset of the file's task ids (default: all)")
+    b.add_argument("--arms", help="comma-separated arms (default: all, as make experiment)")
+    b.add_argument("--seeds", type=int, default=5, help="seeds per task and arm (default 5, as make experiment)")
+    b.add_argument("--temperature", type=float, default=0.5, help="sampling temperature (default 0.5)")
+    b.add_argument("--repeats", type=int, default=1, help="off/on pairs, alternating (default 1)")
+    b.add_argument("--threads", type=int, help="llama.cpp threads (default: all cores)")
+    b.add_argument("--out", help="write the result as JSON here (e.g. data/bench/experiment-speed.json)")
+    b.add_argument("--no-progress", action="store_true", help="no progress bars")
+    b.set_defaults(func=_cmd_bench_experiment)
+
     p = commands.add_parser("experiment", help="compare prompt-only, grammar, machine+model and machine+random arms")
     p.add_argument("--tasks", help="task file (one task or a list) or folder (default data/tasks/comparison.json)")
     p.add_argument("--task-ids", help="comma-separated subset of the file's task ids")
