@@ -49,7 +49,8 @@ def _cmd_bench_equality(args: argparse.Namespace) -> int:
     from labkit.inference.equality import bench_equality, render_equality
 
     result = bench_equality(Path(args.cassettes), arms=args.arms.split(",") if args.arms else None,
-                            limit=args.limit, threads=args.threads, progress=not args.quiet)
+                            limit=args.limit, threads=args.threads, all_candidates=args.all_candidates,
+                            progress=not args.quiet)
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -128,6 +129,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     e.add_argument("--limit", type=int, help="at most this many prompts per arm (default: all)")
     e.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
     e.add_argument("--out", help="write the result as JSON here (e.g. data/bench/equality.json)")
+    e.add_argument("--all-candidates", action="store_true",
+                   help="also test the prefixes not reused by default (the prompt-only arms')")
     e.add_argument("--quiet", action="store_true", help="no progress lines")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
     e.set_defaults(func=_cmd_bench_equality)

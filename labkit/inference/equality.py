@@ -199,22 +199,31 @@ def run_equality(backend: Any, prompts: Sequence[Prompt], *, progress: Callable[
 
 
 def bench_equality(cassettes: Path, *, arms: Sequence[str] | None = None, limit: int | None = None,
-                   threads: int | None = None, progress: bool = True,
+                   threads: int | None = None, all_candidates: bool = False, progress: bool = True,
                    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
-    """Load the embedded model, replay the recorded prompts on every path, return the result with provenance."""
+    """Load the embedded model, replay the recorded prompts on every path, return the result with provenance.
+
+    The prefix comparisons run for the arms whose prefix is reused by default; ``all_candidates``
+    adds every candidate prefix (to find out whether another arm's prefix could be reused too).
+    A prompt with neither a grammar nor a tested prefix decodes on today's path unchanged.
+    """
     from labkit.experiment.prompts import PREFIX_CANDIDATES, REUSED_PREFIXES
     from labkit.llm.llamacpp import LlamaCppBackend
     from labkit.provenance import git_commit, machine
 
-    prompts = recorded_prompts(cassettes, PREFIX_CANDIDATES, arms, limit)
+    tested = {arm: p for arm, p in PREFIX_CANDIDATES.items() if all_candidates or p in REUSED_PREFIXES}
+    prompts = recorded_prompts(cassettes, tested, arms, limit)
     started = now()
     backend = LlamaCppBackend(n_threads=threads)
     say = (lambda m: print(f"labkit bench equality: {m}", file=sys.stderr, flush=True)) if progress else None
     result = run_equality(backend, prompts, progress=say)
     reused_arms = sorted(arm for arm, prefix in PREFIX_CANDIDATES.items() if prefix in REUSED_PREFIXES)
     counts: dict[str, int] = {}
+    unchanged: dict[str, int] = {}
     for p in prompts:
         counts[p.arm] = counts.get(p.arm, 0) + 1
+        if not p.paths() - {"mask"}:
+            unchanged[p.arm] = unchanged.get(p.arm, 0) + 1
     return {
         "benchmark": "labkit bench equality",
         "started_utc": started.isoformat(timespec="seconds"),
@@ -222,6 +231,7 @@ def bench_equality(cassettes: Path, *, arms: Sequence[str] | None = None, limit:
         "labkit_commit": git_commit(), "machine": machine(), "backend": backend.describe(),
         "model_sha256": backend.model_sha256, "llama_cpp_python": backend.llama_cpp_version,
         "source": str(cassettes), "limit_per_arm": limit, "prompts": counts,
+        "prompts_on_todays_path_unchanged": unchanged, "prefixes_tested": sorted(tested),
         "decoding": "greedy (temperature 0, seed 0); max_tokens, stop, schema and sampling knobs as recorded",
         "paths": {name: path.meaning for name, path in PATHS.items()},
         "prefixes": {arm: {"chars": len(p), "sha256": hashlib.sha256(p.encode()).hexdigest(),
@@ -239,6 +249,9 @@ def render_equality(r: dict[str, Any]) -> str:
              f"commit {r['labkit_commit']}", "",
              f"  {'comparison':<20} {'arm':<16} {'prompts':>7} {'differ':>6}"]
     lines += [f"  {c['comparison']:<20} {c['arm']:<16} {c['prompts']:>7} {c['differ']:>6}" for c in r["comparisons"]]
+    if r.get("prompts_on_todays_path_unchanged"):
+        lines.append("  no grammar and no reused prefix (decoded on today's path, nothing to compare): "
+                     + ", ".join(f"{a} {n}" for a, n in r["prompts_on_todays_path_unchanged"].items()))
     lines += ["", f"  {'arm':<16} {'path':<12} {'calls':>5} {'mean s/call':>11}"]
     for arm, paths in r["timing"].items():
         lines += [f"  {arm:<16} {name:<12} {t['calls']:>5} {t['mean_s']:>11.3f}" for name, t in paths.items()]
