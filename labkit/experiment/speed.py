@@ -86,6 +86,7 @@ def bench_experiment(*, tasks_path: str | None = None, seeds: int = 5, temperatu
         config.arms = list(arms)
     config.check()
     started = now()
+    commit, host = git_commit(), machine()  # at the start: the code that ran, the load it met
     backend = LlamaCppBackend(n_threads=threads)
     chosen = variants()
     base = workdir or Path(tempfile.mkdtemp(prefix="labkit-bench-experiment-"))
@@ -111,7 +112,7 @@ def bench_experiment(*, tasks_path: str | None = None, seeds: int = 5, temperatu
     return {
         "benchmark": "labkit bench experiment",
         "started_utc": started.isoformat(timespec="seconds"), "finished_utc": now().isoformat(timespec="seconds"),
-        "labkit_commit": git_commit(), "machine": machine(), "backend": backend.describe(),
+        "labkit_commit": commit, "machine": host, "backend": backend.describe(),
         "model_sha256": backend.model_sha256, "llama_cpp_python": backend.llama_cpp_version,
         "config": config.to_dict(), "repeats": repeats, "variants": chosen,
         "wall_s": walls, "wall_ratio_off_to_on_runs": ratios, "wall_ratio_off_to_on": statistics.median(ratios),

@@ -214,6 +214,7 @@ def bench_equality(cassettes: Path, *, arms: Sequence[str] | None = None, limit:
     tested = {arm: p for arm, p in PREFIX_CANDIDATES.items() if all_candidates or p in REUSED_PREFIXES}
     prompts = recorded_prompts(cassettes, tested, arms, limit)
     started = now()
+    commit, host = git_commit(), machine()  # at the start: the code that ran, the load it met
     backend = LlamaCppBackend(n_threads=threads)
     say = (lambda m: print(f"labkit bench equality: {m}", file=sys.stderr, flush=True)) if progress else None
     result = run_equality(backend, prompts, progress=say)
@@ -228,7 +229,7 @@ def bench_equality(cassettes: Path, *, arms: Sequence[str] | None = None, limit:
         "benchmark": "labkit bench equality",
         "started_utc": started.isoformat(timespec="seconds"),
         "finished_utc": now().isoformat(timespec="seconds"),
-        "labkit_commit": git_commit(), "machine": machine(), "backend": backend.describe(),
+        "labkit_commit": commit, "machine": host, "backend": backend.describe(),
         "model_sha256": backend.model_sha256, "llama_cpp_python": backend.llama_cpp_version,
         "source": str(cassettes), "limit_per_arm": limit, "prompts": counts,
         "prompts_on_todays_path_unchanged": unchanged, "prefixes_tested": sorted(tested),
