@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel
 
+from labkit.experiment.prompts import STEP_PREFIX, step_prompt, step_schema
+from labkit.inference.equality import recorded_prompts, run_equality
 from labkit.llm import (
     GrammarError,
     LlamaCppBackend,
@@ -92,6 +95,55 @@ def test_recorded_real_calls_replay_exactly(llm, tmp_path):
     again = replay.complete(FEW_SHOT, max_tokens=8, temperature=0.7, seed=9)
     assert again.text == live.text and again.completion_tokens == live.completion_tokens and again.replayed
     assert replay.describe()["model_sha256"] == embedded_model_sha256()
+
+
+# --- lazy grammar and prefix reuse (the full proof: data/bench/equality.json, tests/test_llm_speed.py) ---
+
+CASSETTES = Path(__file__).resolve().parents[1] / "data" / "experiment" / "cassettes"
+
+
+def test_the_prompt_tokens_are_the_ones_create_completion_reads(llm):
+    out = llm.complete(FEW_SHOT, max_tokens=3)
+    tokens = llm.prompt_tokens(FEW_SHOT)
+    assert len(tokens) == out.prompt_tokens and list(llm._llm.input_ids[:len(tokens)]) == tokens
+
+
+def test_recorded_prompts_give_the_same_token_ids_on_every_fast_path(llm):
+    """The CI smoke of `labkit bench equality`: 10 recorded prompts, greedy, all four paths."""
+    prompts = recorded_prompts(CASSETTES, {"machine-model": STEP_PREFIX}, ["machine-model", "prompt-grammar"], 5)
+    result = run_equality(llm, prompts)
+    assert [(r["comparison"], r["arm"], r["prompts"], r["differ"]) for r in result["comparisons"]] == [
+        ("lazy-vs-mask", "machine-model", 5, 0), ("lazy-vs-mask", "prompt-grammar", 5, 0),
+        ("reuse-vs-fresh", "machine-model", 5, 0), ("two-batches-vs-one", "machine-model", 5, 0),
+        ("optimised-vs-today", "machine-model", 5, 0)]
+    assert result["reuse_hits"] == 4  # the first prompt evaluates the prefix, the other four reuse it
+    assert (llm.grammar_mode, llm.prefixes, llm.prefix_reuse) == ("auto", (), True)  # options restored
+
+
+def test_sampled_grammar_calls_stay_on_the_masking_path_under_auto(llm):
+    tokens = {}
+    for mode in ("auto", "mask"):
+        llm.grammar_mode = mode
+        llm.complete(RECORD_PROMPT, max_tokens=20, schema=Fruit.model_json_schema(), temperature=0.9, seed=5)
+        tokens[mode] = llm.last_token_ids
+    llm.grammar_mode = "auto"
+    assert tokens["auto"] == tokens["mask"] and len(tokens["auto"]) > 3
+
+
+def test_a_declared_prefix_keeps_calls_independent_of_the_call_before(tmp_path_factory):
+    backend = LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"), prefixes=(STEP_PREFIX,))
+    a = step_prompt("Compare records R01 and R02: read both.", ["R01"], ["R02", "save"])
+    b = step_prompt("Compare records R03 and R04: read both.", [], ["R04", "R03"])
+    first = backend.complete(a, max_tokens=6, schema=step_schema(["R02", "save"]))
+    ids = backend.last_token_ids
+    backend.complete(b, max_tokens=6, schema=step_schema(["R04", "R03"]))
+    again = backend.complete(a, max_tokens=6, schema=step_schema(["R02", "save"]))
+    assert again.text == first.text and backend.last_token_ids == ids
+    assert backend.prefix_stats.reused == 2 and backend.prefix_stats.evaluated == 1
+    assert "declared prefixes" in backend.describe()["prefix_cache"]
+    with pytest.raises(Exception, match="n_ctx") as info:
+        backend.complete(STEP_PREFIX + "word " * 3000, max_tokens=4)
+    assert type(info.value).__name__ == "BackendError"
 
 
 @pytest.mark.parametrize("content, message", [(None, "no model file"), (b"PK\x03\x04zipzip", "not a GGUF file"),

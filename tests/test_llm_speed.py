@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from labkit.experiment.arms import RunRecord
 from labkit.experiment.prompts import (
     PREFIX_CANDIDATES,
     REUSED_PREFIXES,
@@ -19,6 +20,7 @@ from labkit.experiment.prompts import (
     step_prompt,
     whole_task_prompt,
 )
+from labkit.experiment.speed import differences, per_arm
 from labkit.inference.equality import (
     COMPARISONS,
     PATHS,
@@ -214,3 +216,31 @@ def test_the_recorded_equality_run_covers_every_recorded_prompt_and_no_default_p
     from labkit.llm.modelfile import embedded_model_sha256
 
     assert result["model_sha256"] == embedded_model_sha256()
+
+
+# --- the back-to-back experiment's comparison ---------------------------------------------------------------
+
+def _run(arm: str = "machine-model", seed: int = 0, **changes: object) -> RunRecord:
+    fields = {"arm": arm, "task": "diff2", "seed": seed, "passed": True, "failed_checks": [], "failure_source": "",
+              "termination": "done", "reason": "", "llm_calls": 3, "prompt_tokens": 900, "completion_tokens": 12,
+              "max_prompt_tokens": 310, "retries": 0, "http_retries": 0, "guard_rejections": 0, "schema_invalid": 0,
+              "forced_choices": 1, "planner_calls": 4, "tool_calls": 4, "wall_s": 2.0, "model_s": 1.5,
+              "outputs": ['"R01"']}
+    fields.update(changes)
+    return RunRecord(**fields)  # type: ignore[arg-type]
+
+
+def test_runs_that_differ_only_in_time_are_identical_and_any_count_or_output_change_is_named():
+    off = [_run(), _run(seed=1)]
+    assert differences(off, [_run(wall_s=0.5, model_s=0.2), _run(seed=1, model_s=0.1)]) == []
+    found = differences(off, [_run(completion_tokens=13), _run(seed=1, outputs=['"R02"'])])
+    assert found == ["run ('machine-model', 'diff2', 0): completion_tokens differ",
+                     "run ('machine-model', 'diff2', 1): outputs differ"]
+    assert differences(off, off[:1]) == ["run ('machine-model', 'diff2', 1) only in one variant"]
+
+
+def test_per_arm_totals_and_seconds_per_call():
+    rows = per_arm([_run(), _run(seed=1, passed=False, model_s=4.5), _run(arm="prompt-only", llm_calls=0)])
+    assert rows["machine-model"]["runs"] == 2 and rows["machine-model"]["passed"] == 1
+    assert rows["machine-model"]["llm_calls"] == 6 and rows["machine-model"]["model_s_per_call"] == 1.0
+    assert rows["prompt-only"]["model_s_per_call"] == 0.0
