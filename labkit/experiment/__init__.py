@@ -12,14 +12,17 @@ Modules (one concept each):
 - :mod:`~labkit.experiment.runner` — arms × tasks × seeds, incremental results, cassettes, concurrency
 - :mod:`~labkit.experiment.report` — Markdown, CSV, plots and provenance
 - :mod:`~labkit.experiment.cli` — ``labkit experiment``
+- :mod:`~labkit.experiment.speed` — ``labkit bench experiment``: inference optimisations off, then on
 """
 
 from labkit.experiment.arms import ARMS, Arm, RunRecord, run_one
 from labkit.experiment.metrics import counts_only, pass_hat_k, summarize
 from labkit.experiment.planners import Decoding, PromptOnlyPlanner, RandomMenuPlanner, StepChoicePlanner
 from labkit.experiment.runner import BackendSource, ExperimentConfig, load_runs, prepare_replay, run_experiment
+from labkit.experiment.speed import bench_experiment, render_experiment_speed
 from labkit.experiment.tasks import TaskFileError, load_tasks
 
 __all__ = ["ARMS", "Arm", "BackendSource", "Decoding", "ExperimentConfig", "PromptOnlyPlanner",
-           "RandomMenuPlanner", "RunRecord", "StepChoicePlanner", "TaskFileError", "counts_only", "load_runs",
-           "load_tasks", "pass_hat_k", "prepare_replay", "run_experiment", "run_one", "summarize"]
+           "RandomMenuPlanner", "RunRecord", "StepChoicePlanner", "TaskFileError", "bench_experiment", "counts_only",
+           "load_runs", "load_tasks", "pass_hat_k", "prepare_replay", "render_experiment_speed", "run_experiment",
+           "run_one", "summarize"]

@@ -5,10 +5,12 @@
 * :mod:`labkit.inference.fit` — weights + KV cache + scratch memory, and whether that fits a GPU;
 * :mod:`labkit.inference.loadlog` — llama.cpp's own buffer report, to check the estimate against;
 * :mod:`labkit.inference.bench` — ``labkit bench inference``;
+* :mod:`labkit.inference.equality` — ``labkit bench equality``: lazy grammar and prefix reuse, token by token;
 * :mod:`labkit.inference.gpu` — can this build offload, and how to rebuild it so it can.
 """
 
 from labkit.inference.bench import bench_inference, default_model_path, render_inference
+from labkit.inference.equality import bench_equality, render_equality
 from labkit.inference.fit import (
     FitDecision,
     MemoryEstimate,
@@ -23,8 +25,8 @@ from labkit.inference.gpu import build_info, current_gpu_advice, gpu_advice
 from labkit.inference.loadlog import capture_llama_log, check_against_load, parse_buffers
 
 __all__ = [
-    "ArchSpec", "FitDecision", "GGUFError", "MemoryEstimate", "bench_inference", "build_info",
+    "ArchSpec", "FitDecision", "GGUFError", "MemoryEstimate", "bench_equality", "bench_inference", "build_info",
     "capture_llama_log", "check_against_load", "check_fit", "current_gpu_advice", "default_model_path",
     "estimate_memory", "gpu_advice", "nominal_arch", "parse_buffers", "read_gguf", "read_gguf_arch",
-    "render_fit_table", "render_inference", "worked_example",
+    "render_equality", "render_fit_table", "render_inference", "worked_example",
 ]
