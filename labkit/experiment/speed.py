@@ -85,6 +85,9 @@ def bench_experiment(*, tasks_path: str | None = None, seeds: int = 5, temperatu
     if arms:
         config.arms = list(arms)
     config.check()
+    default = ExperimentConfig(task_ids=[t.id for t in select_tasks(load_tasks(None), None)])
+    is_default = (tasks_path is None and (config.seeds, config.arms, config.task_ids, config.decoding)
+                  == (default.seeds, default.arms, default.task_ids, default.decoding))
     started = now()
     commit, host = git_commit(), machine()  # at the start: the code that ran, the load it met
     backend = LlamaCppBackend(n_threads=threads)
@@ -114,7 +117,7 @@ def bench_experiment(*, tasks_path: str | None = None, seeds: int = 5, temperatu
         "started_utc": started.isoformat(timespec="seconds"), "finished_utc": now().isoformat(timespec="seconds"),
         "labkit_commit": commit, "machine": host, "backend": backend.describe(),
         "model_sha256": backend.model_sha256, "llama_cpp_python": backend.llama_cpp_version,
-        "config": config.to_dict(), "repeats": repeats, "variants": chosen,
+        "config": config.to_dict(), "default_configuration": is_default, "repeats": repeats, "variants": chosen,
         "wall_s": walls, "wall_ratio_off_to_on_runs": ratios, "wall_ratio_off_to_on": statistics.median(ratios),
         "model_s": {"off": sum(r.model_s for r in records["off"]), "on": sum(r.model_s for r in records["on"])},
         "arms": {"off": arms_off, "on": arms_on},
@@ -131,6 +134,8 @@ def render_experiment_speed(r: dict[str, Any]) -> str:
     c = r["config"]
     lines = [f"labkit bench experiment — {len(c['task_ids'])} tasks x {len(c['seeds'])} seeds x {len(c['arms'])} arms, "
              f"temperature {c['decoding']['temperature']}, {r['repeats']} repeat(s), commit {r['labkit_commit']}",
+             "  the default `make experiment` configuration" if r["default_configuration"] else
+             "  a SUBSET of the default `make experiment` configuration",
              f"  wall s, optimisations off: {', '.join(f'{w:.0f}' for w in r['wall_s']['off'])}; "
              f"on: {', '.join(f'{w:.0f}' for w in r['wall_s']['on'])}",
              f"  off / on: {r['wall_ratio_off_to_on']:.2f}x (runs: "
