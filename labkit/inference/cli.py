@@ -50,6 +50,7 @@ def _cmd_bench_equality(args: argparse.Namespace) -> int:
 
     result = bench_equality(Path(args.cassettes), arms=args.arms.split(",") if args.arms else None,
                             limit=args.limit, threads=args.threads, all_candidates=args.all_candidates,
+                            timing_rounds=args.timing_rounds,
                             progress=not args.quiet)
     if args.out:
         out = Path(args.out)
@@ -131,6 +132,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     e.add_argument("--out", help="write the result as JSON here (e.g. data/bench/equality.json)")
     e.add_argument("--all-candidates", action="store_true",
                    help="also test the prefixes not reused by default (the prompt-only arms')")
+    e.add_argument("--timing-rounds", type=int, default=0,
+                   help="also time today's path against the optimised one in this many alternating blocks")
     e.add_argument("--quiet", action="store_true", help="no progress lines")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
     e.set_defaults(func=_cmd_bench_equality)

@@ -198,8 +198,42 @@ def run_equality(backend: Any, prompts: Sequence[Prompt], *, progress: Callable[
             "timing": timing, "mean_call_speedup_mask_to_split_reuse": speedup, "reuse_hits": reuse_hits}
 
 
+def alternating_call_time(backend: Any, prompts: Sequence[Prompt], *, rounds: int = 5, block: int = 20,
+                          paths: tuple[str, str] = ("mask", "split-reuse")) -> dict[str, Any]:
+    """Mean seconds per call of two paths, timed in alternating blocks on the same prompts.
+
+    Why blocks: on a shared machine the load drifts over minutes, so the one-pass-per-path timings
+    of :func:`run_equality` compare different moments. Here each round times ``block`` prompts on the
+    first path and then the same prompts on the second, seconds apart; the spread of the per-round
+    ratios shows the noise. Only prompts with a prefix are used (where both optimisations apply).
+    """
+    chosen = [p for p in prompts if p.prefix is not None][:block]
+    if not chosen or rounds < 1:
+        raise LabkitError("no prompt with a declared prefix to time (or rounds < 1)",
+                          "time the machine arm (--arms machine-model) with --timing-rounds 1 or more.")
+    saved = (backend.grammar_mode, backend.prefixes, backend.prefix_reuse)
+    means: dict[str, list[float]] = {name: [] for name in paths}
+    try:
+        for _ in range(rounds):
+            for name in paths:
+                path = PATHS[name]
+                backend.grammar_mode, backend.prefix_reuse = path.grammar_mode, path.reuse
+                took = []
+                for p in chosen:
+                    backend.prefixes = (p.prefix,) if path.split else ()
+                    took.append(backend._complete(p.request).seconds)
+                means[name].append(statistics.fmean(took))
+    finally:
+        backend.grammar_mode, backend.prefixes, backend.prefix_reuse = saved
+    ratios = [a / b for a, b in zip(means[paths[0]], means[paths[1]], strict=True)]
+    return {"arm": chosen[0].arm, "paths": list(paths), "prompts_per_block": len(chosen), "rounds": rounds,
+            "mean_s_per_round": means, "ratio_per_round": ratios, "ratio_median": statistics.median(ratios),
+            "ratio_min": min(ratios), "ratio_max": max(ratios)}
+
+
 def bench_equality(cassettes: Path, *, arms: Sequence[str] | None = None, limit: int | None = None,
-                   threads: int | None = None, all_candidates: bool = False, progress: bool = True,
+                   threads: int | None = None, all_candidates: bool = False, timing_rounds: int = 0,
+                   progress: bool = True,
                    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
     """Load the embedded model, replay the recorded prompts on every path, return the result with provenance.
 
@@ -218,6 +252,8 @@ def bench_equality(cassettes: Path, *, arms: Sequence[str] | None = None, limit:
     backend = LlamaCppBackend(n_threads=threads)
     say = (lambda m: print(f"labkit bench equality: {m}", file=sys.stderr, flush=True)) if progress else None
     result = run_equality(backend, prompts, progress=say)
+    if timing_rounds:
+        result["alternating_timing"] = alternating_call_time(backend, prompts, rounds=timing_rounds)
     reused_arms = sorted(arm for arm, prefix in PREFIX_CANDIDATES.items() if prefix in REUSED_PREFIXES)
     counts: dict[str, int] = {}
     unchanged: dict[str, int] = {}
@@ -259,6 +295,12 @@ def render_equality(r: dict[str, Any]) -> str:
     lines += ["", "  mean time per call, today's path / optimised: "
               + ", ".join(f"{a} {x:.2f}x" for a, x in r["mean_call_speedup_mask_to_split_reuse"].items()),
               f"  prefix state reused {r['reuse_hits']} times"]
+    alt = r.get("alternating_timing")
+    if alt:
+        lines.append(f"  alternating blocks ({alt['arm']}, {alt['rounds']} rounds of "
+                     f"{alt['prompts_per_block']} prompts): {alt['paths'][0]} / {alt['paths'][1]} "
+                     f"median {alt['ratio_median']:.2f}x "
+                     f"(range {alt['ratio_min']:.2f}-{alt['ratio_max']:.2f})")
     problems = r["default_problems"]
     lines.append("  defaults proven: " + ("yes" if not problems else "NO — " + "; ".join(problems)))
     return "\n".join(lines)
