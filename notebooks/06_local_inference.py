@@ -271,8 +271,9 @@ else:
 # (`labkit bench experiment`, recorded in `data/bench/experiment-speed.json`). Every run must have the
 # same counts, token totals and model outputs in both; only the seconds may change. At the default
 # temperature 0.5 only prefix reuse applies (the lazy grammar would change sampled tokens), and only to
-# the machine arm; the prompt-only arms, which spend most of the model time, are unchanged. The same
-# benchmark greedy (temperature 0, one seed; `data/bench/experiment-speed-greedy.json`) shows both at work:
+# the machine arm; the prompt-only arms, which spend most of the model time, are unchanged. Run greedily
+# (`--temperature 0 --seeds 1`), both optimisations apply; that run is shown when it has been recorded
+# (`data/bench/experiment-speed-greedy.json`):
 
 # %%
 from labkit.experiment import render_experiment_speed
