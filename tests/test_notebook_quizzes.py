@@ -42,6 +42,19 @@ KEYS = {
          "lambda evs: all(b.seq == a.seq + 1 for a, b in zip(evs, evs[1:]))", "[]",
          "outcome_view(empty_run_state())"],
     ),
+    "09_stop_recover_redact.py": (
+        ["because a proposal grants nothing: only the validator's token lets the executor act, and the log must "
+         "show which one decided", "UNKNOWN: it may have happened",
+         "executed => validated; committed => observed; at most one side effect per logical action",
+         "the log is immutable (hash chain) and records the schema, tool and policy versions it was made under",
+         "a wrong but allowed action, such as a draft that lists the wrong differences",
+         "live(with_budget(task, max_steps=3), 'q6').run()",
+         "lambda text: not any(s in text for s in secrets)"],
+        ["so that the log is longer and easier to read", "FAILED: it did not answer",
+         "every step is fast; every prompt is short; every model is large", "the same model weights are loaded",
+         "repeated writes after a lost reply", "live(task, 'q6-wrong').run()",
+         "lambda text: 'NI-' not in text"],
+    ),
 }
 
 
