@@ -381,7 +381,7 @@ quiz = Quiz([
 quiz
 
 # %% [markdown]
-# ## What to take away
+# ## Take-aways
 #
 # - **The machine owns the script; the model owns one step.** The prompt holds one step's instructions, the
 #   variables and short summaries, so it stays small and flat (section 6) — and the step the conversation is in is
