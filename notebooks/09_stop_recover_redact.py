@@ -56,7 +56,8 @@ from labkit.runtime import (
 from labkit.runtime.free_loop import run_free
 from labkit.runtime.planner import PlannerError
 
-scratch = Path(tempfile.mkdtemp(prefix="labkit-nb09-"))
+workspace = tempfile.TemporaryDirectory(prefix="labkit-nb09-")  # removed when the kernel stops
+scratch = Path(workspace.name)
 task = TASKS["diff3"]
 
 
@@ -327,8 +328,9 @@ Markdown(mermaid_markdown(machine))
 
 # %% jupyter={"source_hidden": true}
 def tool_answers(table, state):
-    """The distinct events a table tells apart in the state where a tool has been called."""
-    return sorted({r.event for r in table.rows if r.source == state})
+    """The answers of a tool a table tells apart in the state where the tool has been called (a budget running
+    out is the machine's own event, not an answer of the tool)."""
+    return sorted({r.event for r in table.rows if r.source == state} - {"budget_exhausted"})
 
 
 predict("In how many different ways can a tool call end, as far as the free loop's table can tell?",
@@ -336,11 +338,12 @@ predict("In how many different ways can a tool call end, as far as the free loop
         f"The free loop has one row out of RUN_TOOL: {tool_answers(free_loop, 'RUN_TOOL')}. An error, a denial, "
         "a timeout of a read and a timeout of a write all go back to the model as text; whether the write "
         "happened is the model's guess. The machine tells apart "
-        f"{len(tool_answers(machine, 'EXECUTING'))}: {', '.join(tool_answers(machine, 'EXECUTING'))}.")
+        f"{len(tool_answers(machine, 'EXECUTING'))}: {', '.join(tool_answers(machine, 'EXECUTING'))}; and its "
+        "guard `side_effect_possible` splits a timeout again into a read (retry) and a write (UNKNOWN).")
 
 # %%
 def success_rows(table, success):
-    return [str(r) for r in table.rows if r.dest == success]
+    return "; ".join(str(r) for r in table.rows if r.dest == success)
 
 
 comparison = [
