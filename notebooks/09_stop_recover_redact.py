@@ -296,9 +296,11 @@ for what, answer in answers.items():
     print(f"{what:26} {refusal(json.dumps(answer)) or 'accepted'}")
 
 # %% [markdown]
-# Why keep it out, when it might help a reviewer? It is not a fact: it is the model's story about a fact, it may
-# quote what redaction removes, and a log that stores it invites decisions based on it. What the machine needs —
-# which action, with which arguments, validated under which policy, with which result — is in the typed events.
+# Why keep it out, when it might help a reviewer? It is not a fact: it is the model's story about a fact. It can
+# repeat anything the model was ever shown (a model fed unredacted text, like the free loop's, would write the
+# values straight back into the log), it can be long and unbounded, and a log that stores it invites decisions
+# based on it. What the machine needs — which action, with which arguments, validated under which policy, with
+# which result — is in the typed events.
 #
 # ## 4. Two diagrams: the free loop and the machine
 #
