@@ -168,7 +168,7 @@ viewer  # NBVAL_IGNORE_OUTPUT
 # The engine checks, and on a violation makes **one** follow-up call that names it. Here is the first recorded
 # violation in the machine arm of each model.
 
-# %% jupyter={"source_hidden": true}
+# %%
 def first_violation(model: str) -> tuple[str, list[ModelCalled]] | None:
     for path in sorted((RUNS / model / "logs" / "machine").glob("*.jsonl")):
         calls = [e for e in read_jsonl(path).events if isinstance(e, ModelCalled)]
@@ -178,15 +178,18 @@ def first_violation(model: str) -> tuple[str, list[ModelCalled]] | None:
     return None
 
 
-_found = first_violation(MODELS[-1])
+# %% jupyter={"source_hidden": true}
+_model = next((m for m in reversed(MODELS) if first_violation(m)), None)
+_found = first_violation(_model) if _model else None
 _repaired = bool(_found and len(_found[1]) > 1 and not _found[1][1].violation)
-predict(f"The {MODELS[-1]} model's first broken answer is re-asked once, with the violation named, at "
-        "temperature 0. Does its second answer keep the contract?",
-        ["yes, the re-ask repairs it", "no, it breaks the contract again"],
-        "yes, the re-ask repairs it" if _repaired else "no, it breaks the contract again",
-        "With greedy decoding the second call sees nearly the same prompt (only the note about the violation is "
-        "added), and a small model tends to give nearly the same answer. Compare the 're-asks' and 'repaired' "
-        "columns of the table in section 5 for every model.")
+(predict(f"The {_model} model's first broken answer is re-asked once, with the violation named, at "
+         "temperature 0. Does its second answer keep the contract?",
+         ["yes, the re-ask repairs it", "no, it breaks the contract again"],
+         "yes, the re-ask repairs it" if _repaired else "no, it breaks the contract again",
+         "With greedy decoding the second call sees nearly the same prompt (only the note about the violation is "
+         "added), and a small model tends to give nearly the same answer. Compare the 're-asks' and 'repaired' "
+         "columns of the table in section 5 for every model.")
+ if _found else Markdown("No recorded model broke the contract, so there is nothing to predict here."))
 
 # %%
 for model in MODELS:
