@@ -122,21 +122,23 @@ class MeteredPlanner:
         return proposal.model_copy(update={"usage": Usage(prompt_tokens=300, completion_tokens=40, cost=self.price)})
 
 
-# %% jupyter={"source_hidden": true}
 priced = live(with_budget(task, max_cost=0.10), "cost", planner=MeteredPlanner(0.03))
-priced_result = priced.run()
+
+# %% jupyter={"source_hidden": true}
+_trial = live(with_budget(task, max_cost=0.10), "cost-trial", planner=MeteredPlanner(0.03)).run()
 predict("The cost budget is 0.10; every planner call costs 0.03, and the task needs four calls (three reads, "
         "one save). How does the run end?",
         ["incomplete: stopped on cost before the save", "succeeded: the last call overshoots to 0.12",
          "failed: the budget is broken mid-call"],
-        "succeeded: the last call overshoots to 0.12" if priced_result.outcome == "succeeded"
+        "succeeded: the last call overshoots to 0.12" if _trial.outcome == "succeeded"
         else "incomplete: stopped on cost before the save",
-        f"The run ended {priced_result.outcome} with cost {priced_result.state.cost:g} ({priced_result.reason}). "
+        f"The run ended {_trial.outcome} with cost {_trial.state.cost:g} ({_trial.reason}). "
         "The budget is checked before each call, with what has been spent so far: after three calls 0.09 < 0.10, "
         "so the fourth is allowed, and it takes the total to 0.12. A budget checked before spending can be "
         "overshot by one call; keep a call's price of headroom if the limit is hard.")
 
 # %%
+priced_result = priced.run()
 print(priced_result.outcome, f"cost {priced_result.state.cost:g}", "-", priced_result.reason)
 dear = live(with_budget(task, max_cost=0.10), "dear", planner=MeteredPlanner(0.04)).run()
 print(dear.outcome, f"cost {dear.state.cost:g}", "-", dear.reason)
@@ -190,11 +192,13 @@ for name, spec in FAULTS.items():
 # when someone "fixes" the world outside the machine instead? The successful run above saved its draft; a
 # reviewer finds it wanting and overwrites it in the draft area by hand:
 
-# %% jupyter={"source_hidden": true}
+# %%
 store = ok.world.drafts
 key = task.goal.draft_key
 logged_sha = next(e for e in reversed(ok.events) if e.type == "tool_result" and e.tool == "save_draft").data["sha256"]
 store.save(key, store.drafts()[key] + "\n(corrected by a reviewer)", request="by hand")
+
+# %% jupyter={"source_hidden": true}
 predict("After the hand edit, what does the draft area's call table hold, and does the run's log still "
         "describe the world?",
         ["one save; the log still matches", "two saves; the log names a draft that is no longer there",
@@ -328,15 +332,21 @@ Markdown(mermaid_markdown(machine))
 # Compare them by what they can *observe* and *recover*, not by size. The numbers below are read from the two
 # tables.
 
-# %% jupyter={"source_hidden": true}
+# %%
 def tool_answers(table, state):
     """The answers of a tool a table tells apart in the state where the tool has been called (a budget running
     out is the machine's own event, not an answer of the tool)."""
     return sorted({r.event for r in table.rows if r.source == state} - {"budget_exhausted"})
 
 
+def success_rows(table, success):
+    """The rows that lead into the success state: the only ways a run can end well."""
+    return "; ".join(str(r) for r in table.rows if r.dest == success)
+
+
+# %% jupyter={"source_hidden": true}
 predict("In how many different ways can a tool call end, as far as the free loop's table can tell?",
-        ["1", "2", "5"], str(len(tool_answers(free_loop, "RUN_TOOL"))),
+        ["1", "2", "4"], str(len(tool_answers(free_loop, "RUN_TOOL"))),
         f"The free loop has one row out of RUN_TOOL: {tool_answers(free_loop, 'RUN_TOOL')}. An error, a denial, "
         "a timeout of a read and a timeout of a write all go back to the model as text; whether the write "
         "happened is the model's guess. The machine tells apart "
@@ -344,10 +354,6 @@ predict("In how many different ways can a tool call end, as far as the free loop
         "guard `side_effect_possible` splits a timeout again into a read (retry) and a write (UNKNOWN).")
 
 # %%
-def success_rows(table, success):
-    return "; ".join(str(r) for r in table.rows if r.dest == success)
-
-
 comparison = [
     ("states", len(free_loop.states), len(machine.states)),
     ("rows", len(free_loop.rows), len(machine.rows)),
