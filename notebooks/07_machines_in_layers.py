@@ -126,9 +126,11 @@ except TableError as exc:
 # Nodes ask a layer for a *destination* ("flow to REVIEWING"); the layer answers with its row, or refuses with
 # a reason.
 
-# %% jupyter={"source_hidden": true}
+# %%
 MOVES = [("REVIEWING", "POLISHING"), ("REWRITING", "REVIEWING"), ("POLISHING", "STEERING")]
 flow, phase = flow_layer(), phase_layer()
+
+# %% jupyter={"source_hidden": true}
 _refused = [f"{s} -> {d}" for s, d in MOVES if not hasattr(flow.row_to(s, d), "event")]
 predict("Which of these three flow moves does the whitelist refuse?", [f"{s} -> {d}" for s, d in MOVES],
         _refused[0] if len(_refused) == 1 else f"{MOVES[0][0]} -> {MOVES[0][1]}",
