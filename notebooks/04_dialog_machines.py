@@ -216,9 +216,8 @@ for model in MODELS:
 # Both bots answer the same users under the same contract and re-ask; the prompt-only bot's `signal` is the step
 # it says it is in after its reply, and its `results` everything it has learned.
 #
-# The embedded model ran all 22 users in both arms. The 1.5B model is two to three times slower per call, so it
-# was recorded on a stated subset (the users listed in its `provenance.json`); its rows count only those
-# conversations, and its intervals are correspondingly wide.
+# Both models ran all 22 users in both arms, greedy. (The 1.5B model was recorded in batches; each batch's
+# command, commit and users are in its `provenance.json`.)
 #
 # The table is recomputed here by replaying every recorded conversation from its cassette, and checked against
 # the results written when it was recorded. The seed material reports about 1.03 model calls per user message for
@@ -299,19 +298,23 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Where the conversations ended, against where they should have ended (machine arm vs prompt-only arm):
+# Where the conversations ended, against where they should have ended (machine arm vs prompt-only arm). A
+# conversation that ends in a *final* step (brief written, ticket filed, cancelled) without adhering is a false
+# completion: the bot declared the job done with something missing or wrong.
 
 # %%
+final_steps = {name for sc in scenarios.values() for name, step in sc.steps.items() if step.final}
 for model in MODELS:
     recorded = json.loads((RUNS / model / "results.json").read_text(encoding="utf-8"))
     expected = {u.name: u.expect_step for u in all_users}
     for arm in ("machine", "prompt_only"):
         mine = [r for r in recorded if r["arm"] == arm]
         right_step = sum(r["end_step"] == expected[r["user"]] for r in mine)
+        false_done = sum(r["end_step"] in final_steps and not r["adhered"] for r in mine)
         misses = Counter("end step" if m.startswith("ended") else m.split("=")[0]
                          for r in mine for m in r["misses"])
-        print(f"{model:20s} {arm:12s} right end step {right_step}/{len(mine)}; "
-              f"conversations missing each check: {dict(misses)}")
+        print(f"{model:20s} {arm:12s} right end step {right_step}/{len(mine)}; false completions "
+              f"{false_done}/{len(mine)}; conversations missing each check: {dict(misses)}")
 
 # %% [markdown]
 # ## 6. Prompt size per turn
