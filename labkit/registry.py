@@ -27,6 +27,7 @@ EVENT_MODULES: list[str] = [
     "labkit.runtime.events",
     "labkit.layers.events",
     "labkit.dialog.events",
+    "labkit.experiment.v2.events",
 ]
 
 TABLE_MODULES: list[str] = [

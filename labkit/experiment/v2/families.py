@@ -63,6 +63,21 @@ def _stray(fields: Mapping[str, list[str]], allowed: Sequence[str]) -> list[str]
     return [f"lines for unknown field(s) {extra}"] if extra else []
 
 
+def compose_route(queue: str) -> str:
+    """The triage draft for ``queue`` (the code helper the machine and the helpers arm share)."""
+    return f"queue: {queue}\n"
+
+
+def compose_form(values: Mapping[str, Any]) -> str:
+    """The extraction draft of ``values`` (order, date, amount, name), one line per field."""
+    return "".join(f"{f}: {values[f]}\n" for f in FORM_FIELDS)
+
+
+def compose_differences(records: Sequence[Mapping[str, Any]]) -> str:
+    """The differences draft of ``records`` in the given order (the runtime's own format)."""
+    return differences_text(records)
+
+
 def check_triage(task: TriageTask, text: str) -> list[str]:
     """Problems of a triage draft: exactly one queue, the right one."""
     fields = field_lines(text)
@@ -114,16 +129,16 @@ class Family:
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("triage", "route a free-text message to one queue",
            "which queue the message is about, despite typos, odd wording and other topics mentioned in passing",
-           check_triage, lambda t: f"queue: {t.answer}\n"),
+           check_triage, lambda t: compose_route(t.answer)),
     Family("extraction", "fill an order form (order, date, amount, name) from a note",
            "which of several same-shaped values in the note is the one the form asks for",
-           check_extraction, lambda t: "".join(f"{f}: {getattr(t.answer, f)}\n" for f in FORM_FIELDS)),
+           check_extraction, lambda t: compose_form(t.answer.model_dump())),
     Family("selection", "find two records from what their customers wrote, then compare them",
            "which messages match the two descriptions (the records follow from the senders)",
-           check_differences, lambda t: differences_text(_records_of(t))),
+           check_differences, lambda t: compose_differences(_records_of(t))),
     Family("compare", "compare the records the task names (the harness's family)",
            "nothing that needs reading: the ids are in the text",
-           check_differences, lambda t: differences_text(_records_of(t))),
+           check_differences, lambda t: compose_differences(_records_of(t))),
 )}
 
 
@@ -167,4 +182,5 @@ def oracle_draft(task: TaskV2) -> str:
     return cast(str, family_of(task).oracle_draft(task))
 
 
-__all__ = ["FAMILIES", "Family", "check_draft", "family_of", "field_lines", "grade", "oracle_draft"]
+__all__ = ["FAMILIES", "Family", "check_draft", "compose_differences", "compose_form", "compose_route", "family_of",
+           "field_lines", "grade", "oracle_draft"]

@@ -334,8 +334,8 @@ def generate_split(split: str, seed: int = DEFAULT_SEED) -> dict[str, Any]:
         tasks += [BUILDERS[family](split, n, rng, ids) for n in range(PER_FAMILY[split])]
     data: dict[str, Any] = {"format": FORMAT, "split": split,
                             "generator": {"script": "scripts/make_tasks_v2.py", "seed": seed}}
-    if split == "dev":  # one few-shot example per family, always the family's first dev task
-        data["examples"] = {f: f"dev-{f}-01" for f in FAMILY_NAMES}
+    if split == "dev":  # one few-shot example per family: its first dev task (compare: the first with a hold)
+        data["examples"] = {f: f"dev-{f}-01" for f in FAMILY_NAMES} | {"compare": "dev-compare-03"}
     else:
         rng = random.Random(f"{seed}:headline")
         data["headline"] = [t for f, k in HEADLINE.items()
