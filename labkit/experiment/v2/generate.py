@@ -298,7 +298,8 @@ def _selection(split: str, n: int, rng: random.Random, ids: _Ids) -> dict[str, A
     a, b = topics[0][0], topics[1][0]
     return {"family": "selection", "id": f"{split}-selection-{n + 1:02d}", "draft_key": key,
             "description": SELECTION_TEXT[split].format(a=a, b=b, mids=mids, key=key),
-            "messages": messages, "records": records, "answer": [senders[0]["id"], senders[1]["id"]]}
+            "messages": messages, "records": records, "answer": [senders[0]["id"], senders[1]["id"]],
+            "budget": {"max_steps": 12, "max_retries": 2}}
 
 
 def _compare(split: str, n: int, rng: random.Random, ids: _Ids) -> dict[str, Any]:

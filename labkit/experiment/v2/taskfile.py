@@ -291,6 +291,10 @@ class TaskSet(BaseModel):
                 return task
         raise TaskFileError(f"no task {task_id!r} in the {self.split} split", "see the ids in the task file.")
 
+    def example_tasks(self) -> dict[str, TaskV2]:
+        """The declared few-shot example of each family (dev only), by family."""
+        return {family: self.by_id(task_id) for family, task_id in self.examples.items()}
+
     def families(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for task in self.tasks:
