@@ -40,6 +40,7 @@ COMMAND_MODULES: list[str] = [
     "labkit.runtime.cli",
     "labkit.llm.cli",
     "labkit.experiment.cli",
+    "labkit.experiment.v2.cli",
     "labkit.inference.cli",
     "labkit.doctor",
     "labkit.dialog.cli",
