@@ -31,9 +31,9 @@ def provenance_v2(backend: dict[str, Any], config: Any, mode: str) -> dict[str, 
     from labkit.experiment.v2.taskfile import file_sha256
     from labkit.provenance import git_commit, machine
 
-    tasks = Path(config.tasks_dir)
+    tasks = config.tasks_folder()
     return {"mode": mode, "backend": backend, "config": config.to_dict(),
-            "task_files": {s: {"path": str(tasks / f"{s}.json"), "sha256": file_sha256(tasks / f"{s}.json")}
+            "task_files": {s: {"path": f"{config.tasks_dir}/{s}.json", "sha256": file_sha256(tasks / f"{s}.json")}
                            for s in ("dev", "test")},
             "arms": {a.name: {"label": a.label, "shape": a.shape.name, "decides": a.decides,
                               "seed_varies": a.seed_varies} for a in ARMS.values() if a.name in config.arms},

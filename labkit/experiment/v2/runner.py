@@ -35,7 +35,8 @@ from labkit.llm.errors import BackendError, CassetteError, CassetteMiss
 from labkit.runtime.tools import DraftStore
 from labkit.store import write_jsonl
 
-TASKS_V2 = Path(__file__).resolve().parents[3] / "data" / "tasks" / "v2"
+REPO = Path(__file__).resolve().parents[3]
+TASKS_V2 = "data/tasks/v2"  # relative to the repository, so a recorded experiment.json names no machine path
 SPLITS = ("dev", "test")
 
 
@@ -49,7 +50,7 @@ class ConfigV2:
     decoding: Decoding = field(default_factory=Decoding)
     task_ids: list[str] | None = None  # None: every task of each split
     per_family: int | None = None  # at most this many tasks per family and split (a smoke run)
-    tasks_dir: str = str(TASKS_V2)
+    tasks_dir: str = TASKS_V2  # relative paths are read from the repository root
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,6 +60,10 @@ class ConfigV2:
         return cls(arms=list(data["arms"]), splits=list(data["splits"]), seeds=list(data["seeds"]),
                    decoding=Decoding(**data["decoding"]), task_ids=data.get("task_ids"),
                    per_family=data.get("per_family"), tasks_dir=str(data.get("tasks_dir", TASKS_V2)))
+
+    def tasks_folder(self) -> Path:
+        folder = Path(self.tasks_dir)
+        return folder if folder.is_absolute() else REPO / folder
 
     def check(self) -> None:
         unknown = [a for a in self.arms if a not in ARMS]
@@ -73,7 +78,7 @@ class ConfigV2:
             raise LabkitError(f"--per-family must be at least 1, got {self.per_family}", "use 1 or more.")
 
     def task_sets(self) -> dict[str, TaskSet]:
-        return {split: load_task_set(Path(self.tasks_dir) / f"{split}.json") for split in SPLITS}
+        return {split: load_task_set(self.tasks_folder() / f"{split}.json") for split in SPLITS}
 
     def jobs(self, sets: dict[str, TaskSet]) -> list[tuple[str, str, TaskV2, int]]:
         """(arm, split, task, seed) in the order they run: split, task, seed, arm."""
