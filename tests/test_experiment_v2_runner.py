@@ -101,3 +101,19 @@ def test_paired_rows_and_headline_from_runs(tmp_path: Path) -> None:
     share = paired[("machine-model", "machine-rule")]
     assert share["tasks"] == 30 and share["families"] == ["triage", "extraction", "selection"]
     assert headline(runs, test_set) is not None and headline(runs, test_set).endswith("→ machine 10/10")  # type: ignore[union-attr]
+
+
+def test_the_committed_no_model_baseline_reproduces(tmp_path: Path) -> None:
+    """data/experiment-v2/no-model (rule, random, oracle on dev and test) is what this code computes."""
+    folder = Path(__file__).resolve().parents[1] / "data" / "experiment-v2" / "no-model"
+    config = ConfigV2.from_dict(json.loads((folder / "experiment.json").read_text(encoding="utf-8")))
+    runs = run_experiment_v2(config, Backends(live=ScriptedBackend([]), out=tmp_path), tmp_path)
+    recorded = load_runs_v2(folder / "runs.jsonl")
+
+    def strip(items: list[Any]) -> list[Any]:
+        return [(split, {k: v for k, v in r.to_dict().items() if k != "wall_s"}) for split, r in items]
+
+    assert strip(runs) == strip(recorded)
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    rule_dev = next(r for r in summary["rows"] if r["arm"] == "machine-rule" and r["split"] == "dev")
+    assert rule_dev["tasks_solved"] == rule_dev["tasks"]  # the dev rule's dev score, as recorded
