@@ -51,6 +51,7 @@ def test_record_then_replay_gives_the_same_counts(tmp_path: Path) -> None:
     again = run_experiment_v2(config, Backends(replay=live), replayed_dir)
     replayed = write_report(replayed_dir, again, config.arms, config.splits, sets["test"], {"mode": "replay"})
     assert counts_only(replayed) == counts_only(recorded)
+    assert (live / "ladder.png").stat().st_size > 1000 and (live / "summary.md").exists()
     oracle = [r for r in recorded["rows"] if r["arm"] == "machine-oracle"]
     assert all(r["tasks_solved"] == r["tasks"] for r in oracle)
     model = next(r for r in recorded["rows"] if r["arm"] == "machine-model" and r["split"] == "dev")

@@ -124,9 +124,39 @@ def markdown(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, An
     return "\n".join(out) + "\n"
 
 
+def plot_ladder(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """Tasks solved per arm with Wilson 95% intervals, one panel per split, every arm that ran (no overplotting:
+    arms sit side by side on their own row)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    splits = list(dict.fromkeys(r["split"] for r in rows))
+    fig, axes = plt.subplots(1, len(splits), figsize=(5.2 * len(splits), 3.6), sharey=True, squeeze=False)
+    for ax, split in zip(axes[0], splits, strict=True):
+        mine = [r for r in rows if r["split"] == split]
+        ys = list(range(len(mine)))[::-1]
+        rates = [r["tasks_solved"] / r["tasks"] for r in mine]
+        low = [rate - r["ci95"][0] for rate, r in zip(rates, mine, strict=True)]
+        high = [r["ci95"][1] - rate for rate, r in zip(rates, mine, strict=True)]
+        ax.errorbar(rates, ys, xerr=[low, high], fmt="o", capsize=4)
+        for y, rate, r in zip(ys, rates, mine, strict=True):
+            ax.annotate(f"{r['tasks_solved']}/{r['tasks']}", (rate, y), textcoords="offset points", xytext=(6, 5),
+                        fontsize=8)
+        ax.set_yticks(ys, [r["label"] for r in mine])
+        ax.set_xlim(-0.02, 1.08)
+        ax.set_xlabel("tasks solved (Wilson 95% interval)")
+        ax.set_title(f"{split} split")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
 def write_report(out: Path, runs: Runs, arms: Sequence[str], splits: Sequence[str], test_set: TaskSet,
-                 provenance: Mapping[str, Any]) -> dict[str, Any]:
-    """Write ``summary.json``, ``summary.md`` and ``provenance.json``; return the summary."""
+                 provenance: Mapping[str, Any], *, plots: bool = True) -> dict[str, Any]:
+    """Write ``summary.json``, ``summary.md``, ``provenance.json`` and ``ladder.png``; return the summary."""
     rows = summary_rows(runs, arms, splits)
     paired = paired_rows(runs, splits)
     head = headline(runs, test_set) if "test" in splits else None
@@ -136,6 +166,8 @@ def write_report(out: Path, runs: Runs, arms: Sequence[str], splits: Sequence[st
     (out / "summary.md").write_text(markdown(rows, paired, head), encoding="utf-8")
     (out / "provenance.json").write_text(json.dumps(dict(provenance), indent=2, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
+    if plots and rows:
+        plot_ladder(rows, out / "ladder.png")
     return summary
 
 
