@@ -50,9 +50,9 @@ def _live_backend(args: argparse.Namespace) -> Any:
         server = OpenAICompatBackend(args.server, timeout_s=args.timeout, retries=args.retries)
         server.describe()  # fails early, with a clear error, when the server is down
         return server
-    from labkit.llm.llamacpp import LlamaCppBackend
+    from labkit.dialog.cli import model_backend
 
-    return LlamaCppBackend(args.model, n_ctx=N_CTX, n_threads=args.threads)
+    return model_backend(args.model, n_ctx=N_CTX, threads=args.threads)
 
 
 def _cmd(args: argparse.Namespace) -> int:
@@ -119,7 +119,8 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--seeds", type=int, default=1, help="seeds per task and arm (default 1)")
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0: greedy)")
-    p.add_argument("--model", help="a .gguf file instead of the embedded model")
+    p.add_argument("--model", help="a registered model name (labkit models list; a chat model is asked in its chat "
+                                   "template) or a .gguf file, instead of the embedded model")
     p.add_argument("--threads", type=int, help="llama.cpp threads for an in-process model")
     p.add_argument("--server", help="an OpenAI-compatible server's base URL instead of an in-process model")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per server request (default 60)")
