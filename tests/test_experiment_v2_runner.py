@@ -118,3 +118,22 @@ def test_the_committed_no_model_baseline_reproduces(tmp_path: Path) -> None:
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     rule_dev = next(r for r in summary["rows"] if r["arm"] == "machine-rule" and r["split"] == "dev")
     assert rule_dev["tasks_solved"] == rule_dev["tasks"]  # the dev rule's dev score, as recorded
+
+
+def test_the_cli_runs_and_replays_the_no_model_arms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from labkit.cli import main
+
+    out = tmp_path / "run"
+    args = ["experiment2", "--arms", "machine-rule,machine-oracle", "--task-ids", ",".join(SMOKE), "--quiet"]
+    assert main([*args, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| dev | 5 machine + dev rule | 2/2 |" in printed and "8 runs, live" in printed
+    provenance = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
+    assert len(provenance["task_files"]["test"]["sha256"]) == 64 and provenance["config"]["seeds"] == [0]
+    assert provenance["arms"]["machine-rule"]["seed_varies"]
+    assert main(["experiment2", "--replay", str(out), "--out", str(tmp_path / "again"), "--quiet"]) == 0
+    assert (tmp_path / "again" / "summary.md").read_text(encoding="utf-8") == \
+        (out / "summary.md").read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert main(["experiment2", "--arms", "machine-magic", "--out", str(tmp_path / "bad")]) != 0
+    assert "unknown arm(s) ['machine-magic']" in capsys.readouterr().err

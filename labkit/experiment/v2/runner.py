@@ -203,14 +203,18 @@ def load_runs_v2(path: Path) -> list[tuple[str, RunRecordV2]]:
 
 
 def prepare_replay_v2(folder: Path) -> ConfigV2:
+    """The configuration a recorded v2 experiment in ``folder`` ran (its model arms need ``cassettes/``)."""
     path = folder / "experiment.json"
-    if not path.exists() or not (folder / "cassettes").exists():
-        raise LabkitError(f"{folder} is not a recorded v2 experiment (experiment.json or cassettes/ missing)",
+    if not path.exists():
+        raise LabkitError(f"{folder} is not a recorded v2 experiment ({path} is missing)",
                           "replay a folder written by `labkit experiment2`.")
     try:
-        return ConfigV2.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        config = ConfigV2.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise LabkitError(f"{path} is damaged ({type(exc).__name__}: {exc})", "restore it from git.") from None
+    if any(ARMS[a].uses_model for a in config.arms if a in ARMS) and not (folder / "cassettes").exists():
+        raise LabkitError(f"{folder} has model arms but no cassettes/ folder", "replay a complete recording.")
+    return config
 
 
 __all__ = ["Backends", "ConfigV2", "load_runs_v2", "log_path", "prepare_replay_v2", "run_experiment_v2"]
