@@ -155,6 +155,10 @@ def run_experiment_v2(config: ConfigV2, backends: Backends, out: Path, *,
     sets = config.task_sets()
     examples = sets["dev"].example_tasks()
     jobs = config.jobs(sets)
+    if progress is not None:
+        with_model = sum(1 for arm, *_ in jobs if ARMS[arm].uses_model)
+        progress(f"{len(jobs)} runs to do, {with_model} of them call the model "
+                 f"(prompt-only runs make one call per step, machine runs one per decision plus re-asks)")
     out.mkdir(parents=True, exist_ok=True)
     for name in ("logs",):
         if (out / name).exists():
