@@ -326,3 +326,18 @@ def test_grade_fails_a_wrong_answer_and_a_forbidden_read(dev: TaskSet, tmp_path:
                       data={"id": compare.forbidden[0]})
     verdict = grade(compare, task_world(compare, DraftStore(tmp_path / "d2.sqlite")), [read], claimed="failed")
     assert "forbidden_untouched" in [c.name for c in verdict.failed()]
+
+
+def test_the_default_tool_set_is_unchanged(dev: TaskSet, tmp_path: Path) -> None:
+    """Without tools=INBOX_TOOLS a runtime knows no read_message (runs over records alone are as before)."""
+    from labkit.runtime.tools import TOOLS
+
+    assert "read_message" not in TOOLS and set(TOOLS) < set(TOOLS_V2)
+    task = next(t for t in dev.tasks if isinstance(t, TriageTask))
+    world = task_world(task, DraftStore(tmp_path / "d.sqlite"))
+    rt = Runtime(runtime_task(task), _Script([("read_message", {"id": task.message.id})]), world,
+                 clock=iter(range(10_000)).__next__)
+    rt.run()
+    verdicts = [(e.verdict, e.code) for e in rt.events if isinstance(e, Validation)]
+    assert verdicts[0] == ("rejected", "unknown_tool")
+    assert rt.events[0].versions["tools"] == "draft_status,read_record,save_draft"  # type: ignore[attr-defined]
