@@ -137,3 +137,23 @@ def test_the_cli_runs_and_replays_the_no_model_arms(tmp_path: Path, capsys: pyte
     capsys.readouterr()
     assert main(["experiment2", "--arms", "machine-magic", "--out", str(tmp_path / "bad")]) != 0
     assert "unknown arm(s) ['machine-magic']" in capsys.readouterr().err
+
+
+def test_the_committed_live_smoke_replays_exactly(tmp_path: Path) -> None:
+    """data/experiment-v2/smoke (the embedded model, live, two test tasks, arms 1 and 4) replays to its counts."""
+    from labkit.experiment.v2.runner import prepare_replay_v2
+
+    folder = Path(__file__).resolve().parents[1] / "data" / "experiment-v2" / "smoke"
+    config = prepare_replay_v2(folder)
+    runs = run_experiment_v2(config, Backends(replay=folder), tmp_path)
+    recorded = load_runs_v2(folder / "runs.jsonl")
+
+    def strip(items: list[Any]) -> list[Any]:
+        return [(split, {k: v for k, v in r.to_dict().items() if k != "wall_s"}) for split, r in items]
+
+    assert strip(runs) == strip(recorded)
+    provenance = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
+    assert provenance["mode"] == "live" and provenance["backend"]["model_sha256"].startswith("a5fd3b62")
+    summary = write_report(tmp_path, runs, config.arms, config.splits, config.task_sets()["test"],
+                           provenance, plots=False)
+    assert counts_only(summary) == counts_only(json.loads((folder / "summary.json").read_text(encoding="utf-8")))
