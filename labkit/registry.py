@@ -27,6 +27,7 @@ EVENT_MODULES: list[str] = [
     "labkit.runtime.events",
     "labkit.layers.events",
     "labkit.dialog.events",
+    "labkit.experiment.v2.events",
 ]
 
 TABLE_MODULES: list[str] = [
@@ -39,6 +40,7 @@ COMMAND_MODULES: list[str] = [
     "labkit.runtime.cli",
     "labkit.llm.cli",
     "labkit.experiment.cli",
+    "labkit.experiment.v2.cli",
     "labkit.inference.cli",
     "labkit.doctor",
     "labkit.dialog.cli",
