@@ -44,6 +44,7 @@ from labkit.dialog import (
 from labkit.dialog.simulate import load_scenarios, measure
 from labkit.drawio import to_drawio
 from labkit.llm.cassette import ReplayBackend
+from labkit.stats import paired_test
 from labkit.store import read_jsonl
 
 DATA = Path("..") / "data" / "dialog"
@@ -315,6 +316,10 @@ for model in MODELS:
                          for r in mine for m in r["misses"])
         print(f"{model:20s} {arm:12s} right end step {right_step}/{len(mine)}; false completions "
               f"{false_done}/{len(mine)}; conversations missing each check: {dict(misses)}")
+    by_arm = {arm: {r["user"]: (int(r["adhered"]), 1) for r in recorded if r["arm"] == arm}
+              for arm in ("machine", "prompt_only")}
+    print(f"{'':20s} adherence paired by user: "
+          + paired_test(by_arm["machine"], by_arm["prompt_only"], names=("machine", "prompt_only")).describe())
 
 # %% [markdown]
 # ## 6. Prompt size per turn
