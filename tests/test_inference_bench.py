@@ -116,3 +116,21 @@ def test_bench_resolves_a_registered_name_before_loading(monkeypatch: pytest.Mon
     monkeypatch.setattr(models.ModelSpec, "path_if_present", unfetched)
     with pytest.raises(LabkitError, match="not fetched yet"):
         bench_inference("qwen2.5-coder-1.5b", **TINY)  # type: ignore[arg-type]
+
+
+def test_recorded_benchmarks_are_read_and_compared(tmp_path: Path) -> None:
+    from labkit.inference import read_recorded, render_inference_comparison
+
+    bench = Path(__file__).resolve().parents[1] / "data" / "bench"
+    qwen = read_recorded(bench / "inference-qwen2.5-coder-1.5b.json")
+    gemma = read_recorded(bench / "inference-gemma3-270m-threads1.json")
+    for r, name in ((qwen, "qwen2.5-coder-1.5b"), (gemma, "gemma3-270m")):  # each names its registered model
+        assert r["registered_model"] == name and r["model_sha256"] == r["expected_sha256"]
+    table = render_inference_comparison([gemma, qwen]).splitlines()
+    assert len(table) == 4 and table[3].startswith("qwen2.5-coder-1.5b")
+    assert f"{qwen['gen_tokens_per_s']:.1f}" in table[3] and f"{qwen['grammar_to_free_ratio']:.2f}" in table[3]
+    (tmp_path / "other.json").write_text('{"benchmark": "labkit bench core"}')
+    with pytest.raises(LabkitError, match="not a `labkit bench inference` record"):
+        read_recorded(tmp_path / "other.json")
+    with pytest.raises(LabkitError, match="cannot read"):
+        read_recorded(tmp_path / "missing.json")

@@ -210,3 +210,34 @@ def render_inference(r: dict[str, Any]) -> str:
         f"  {'grammar build, once (s)':<34} {r['grammar_build_s']:>10.4f}",
     ]
     return "\n".join(lines)
+
+
+def read_recorded(path: str | Path) -> dict[str, Any]:
+    """A recorded ``labkit bench inference --json`` result; anything else is a clear error."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise LabkitError(f"cannot read the benchmark record {p}: {exc}",
+                          "record one with `labkit bench inference --json > FILE`.") from None
+    if not isinstance(data, dict) or data.get("benchmark") != "labkit bench inference":
+        raise LabkitError(f"{p} is not a `labkit bench inference` record",
+                          "record one with `labkit bench inference --json > FILE`.")
+    return data
+
+
+def render_inference_comparison(results: list[dict[str, Any]]) -> str:
+    """Several recorded benchmarks side by side (one row each), with the conditions they ran under.
+
+    Rows recorded with different thread counts or on different machines are not comparable number
+    for number; the columns that say so come first.
+    """
+    head = (f"{'model':<20} {'started (UTC)':<17} {'thr':>3} {'load s':>7} {'prompt t/s':>10} "
+            f"{'free t/s':>9} {'grammar t/s':>11} {'ratio':>6}")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        name = str(r.get("registered_model") or r["model_name"])
+        lines.append(f"{name:<20} {r['started_utc'][:16]:<17} {r['threads']:>3} {r['load_s']:>7.2f} "
+                     f"{r['prompt_tokens_per_s']:>10.1f} {r['gen_tokens_per_s']:>9.1f} "
+                     f"{r['gen_grammar_tokens_per_s']:>11.1f} {r['grammar_to_free_ratio']:>6.2f}")
+    return "\n".join(lines)
