@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.errors import LabkitError
+from labkit.llm.http import SCHEMA_MODES
 
 
 def _read_json(path: Path) -> Any:
@@ -56,7 +57,8 @@ def _backend(args: argparse.Namespace) -> Any:
 
         servers = []
         for url in args.server:
-            server = OpenAICompatBackend(url, timeout_s=args.timeout, retries=args.retries)
+            server = OpenAICompatBackend(url, timeout_s=args.timeout, retries=args.retries,
+                                         schema_mode=args.schema_mode, model_sha256=args.model_sha256)
             server.describe()  # fails early, with a clear error, when the server is down
             servers.append(SerialCalls(server) if concurrency > 1 else server)
         if len(servers) > 1:
@@ -183,6 +185,11 @@ def register(commands: Any, bench: Any) -> None:
                         "spread the runs over several servers of the same model (each run stays on one)")
     p.add_argument("--concurrency", type=int,
                    help="parallel runs against --server (default: 1 per server)")
+    p.add_argument("--schema-mode", choices=list(SCHEMA_MODES), default="grammar",
+                   help="how a schema reaches --server: grammar (llama.cpp servers, default), structured_outputs "
+                        "(vLLM), json_schema (llama-server), none")
+    p.add_argument("--model-sha256", help="the served model file's sha256, for provenance and cassette keys "
+                   "(a llama.cpp server's local file is hashed without it)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per server request (default 60)")
     p.add_argument("--retries", type=int, default=2, help="retries per server request (default 2)")
     p.add_argument("--replay", metavar="DIR", help="replay a recorded experiment (e.g. data/experiment)")
