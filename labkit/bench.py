@@ -3,14 +3,37 @@
 Two questions a learner should be able to answer with numbers from their own machine:
 
 * How much slower is a labkit step than a bare ``transitions`` trigger on the same table? A labkit
-  step also seals an event into the hash chain, folds it into the state and checks invariants.
-  Goal: at most 3x.
+  step also validates and seals an event into the hash chain, folds it into the state and checks
+  invariants. Goal: at most 2x.
 * How fast does a log replay? Loading verifies every hash, validates every event with pydantic
   and folds the reducer. Goal: at least 100,000 events/s, within 4x of plain ``json.loads`` of
   the same lines (the floor for anything that reads JSON).
 
-Timings are medians of several repeats with ``time.perf_counter``; nothing here is asserted by a
-test, because speed depends on the machine.
+Timings are medians of several alternating repeats, by wall time (``time.perf_counter``) and by
+the thread's CPU time (``time.thread_time``, steadier on a shared machine); ``--rounds`` repeats
+the step comparison and keeps every round. Nothing here is asserted by a test, because speed
+depends on the machine.
+
+Where a step's time goes (cProfile, then each part timed on its own by CPU time, on the shared
+2-core development machine under load; one step about 21-23 µs, a bare trigger about 9-10 µs):
+
+* the ``transitions`` trigger itself, the same call the baseline makes: about 9 µs, 40%;
+* building the ``Transitioned`` event (pydantic validation): about 1.5-2 µs;
+* sealing it: one serialisation to JSON (about 0.6 µs), SHA-256 (about 0.5 µs) and the glue
+  around them: about 2-3 µs in all;
+* the cyclic garbage collector: 2-3.5 µs. A step keeps four tracked objects alive (the event, its
+  ``__dict__``, pydantic's fields-set, the new state), so the collector's full passes grow with
+  the run; the bare trigger keeps nothing;
+* folding the reducer (a new frozen state) about 0.5-1 µs; three invariants about 0.5 µs.
+
+What was cut without dropping a check: sealing serialised each event twice over (the serialiser
+was told to skip the hash field; now the empty hash field is cut from one serialisation, the same
+bytes); the event was built through ``BaseModel.__init__``'s keyword plumbing (now the model's
+validator, the same validation); the allowed-event check recomputed a list per step (now a set per
+state, built once); the new state was filled through ``object.__setattr__`` (now the slot
+descriptors, the same frozen instance). What remains is validation, hashing, the collector and
+``transitions`` itself; every invariant still runs on every step and every event is still
+validated, sealed and chained.
 """
 
 from __future__ import annotations
