@@ -153,3 +153,18 @@ def test_recorders_sharing_a_cassette_never_tear_each_others_lines(tmp_path: Pat
         t.join()
     _, calls = read_cassette(path)  # a torn or interleaved line would be an error here
     assert len(calls) == 40 and {c["server"] for c in calls} == {"http://a", "http://b", "http://c", "http://d"}
+
+
+def test_a_regrade_keeps_the_server_each_run_was_recorded_on(tmp_path: Path) -> None:
+    from labkit.experiment.runner import prepare_replay, with_recorded_timings
+
+    recorded = _experiment(tmp_path / "live", ServerPool([SerialCalls(FakeServer("http://a")),
+                                                          SerialCalls(FakeServer("http://b"))]), concurrency=2)
+    config, tasks = prepare_replay(tmp_path / "live")
+    replayed = run_experiment(config, tasks, BackendSource(replay_dir=tmp_path / "live"), tmp_path / "replay",
+                              progress=False)
+    assert all(r.server == "" for r in replayed)  # a replay asks no server
+    assert [_outcome(r) for r in replayed] == [_outcome(r) for r in recorded]
+    kept = with_recorded_timings(replayed, recorded)
+    assert [r.server for r in kept] == [r.server for r in recorded]
+    assert {r.server for r in kept if r.arm != "machine-rule"} == {"http://a", "http://b"}
