@@ -51,15 +51,21 @@ class FakeServer(ScriptedBackend):
         return self._sampling if self._sampling is not None else super().sampling()
 
 
-def test_each_run_borrows_the_least_busy_server_first_listed_on_a_tie() -> None:
-    pool = ServerPool([FakeServer("http://a"), FakeServer("http://b")])
+def test_each_run_borrows_the_least_busy_server_then_the_least_used() -> None:
+    pool = ServerPool([FakeServer("http://a"), FakeServer("http://b"), FakeServer("http://c")])
     with pool.borrow() as (first, _), pool.borrow() as (second, _):
         assert (first, second) == ("http://a", "http://b")
-        with pool.borrow() as (third, _):
-            assert third == "http://a"  # both busy with one run: the first listed
-    with pool.borrow() as (again, server):
-        assert again == "http://a" and isinstance(server, FakeServer) and server.url == "http://a"
-    assert pool.runs_per_server() == {"http://a": 3, "http://b": 1}
+        with pool.borrow() as (third, _), pool.borrow() as (fourth, _):
+            assert (third, fourth) == ("http://c", "http://a")  # all busy: the first listed
+    with pool.borrow() as (fifth, server):
+        assert fifth == "http://b" and isinstance(server, FakeServer) and server.url == "http://b"
+    assert pool.runs_per_server() == {"http://a": 2, "http://b": 2, "http://c": 1}
+    one_at_a_time = ServerPool([FakeServer("http://a"), FakeServer("http://b")])
+    lent = []
+    for _ in range(4):
+        with one_at_a_time.borrow() as (name, _):
+            lent.append(name)
+    assert lent == ["http://a", "http://b", "http://a", "http://b"]  # sequential runs take turns
 
 
 def test_the_pool_refuses_servers_whose_answers_would_differ() -> None:

@@ -8,8 +8,9 @@ those one server would give, provided every server loads the same model file wit
 settings. The pool refuses servers whose model sha256 or sampling differ, because their answers
 would not be interchangeable.
 
-Which server a run gets: the one with the fewest runs in flight, the first listed on a tie. With
-``concurrency`` equal to the number of servers, each server runs one run at a time.
+Which server a run gets: the one with the fewest runs in flight; on a tie, the one lent the fewest
+runs so far, then the first listed. With ``concurrency`` equal to the number of servers each server
+runs one run at a time; with one run at a time, the runs take turns.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class ServerPool(Backend):
     def borrow(self) -> Iterator[tuple[str, Backend]]:
         """Lend the least busy server to one run: yields (its name, the server)."""
         with self._lock:
-            index = min(range(len(self.servers)), key=lambda i: (self._in_flight[i], i))
+            index = min(range(len(self.servers)), key=lambda i: (self._in_flight[i], self._runs[i], i))
             self._in_flight[index] += 1
             self._runs[index] += 1
         try:
