@@ -27,12 +27,14 @@ EVENT_MODULES: list[str] = [
     "labkit.runtime.events",
     "labkit.layers.events",
     "labkit.dialog.events",
+    "labkit.repoedit.events",
 ]
 
 TABLE_MODULES: list[str] = [
     "labkit.examples",
     "labkit.runtime.table",
     "labkit.layers.writing",
+    "labkit.repoedit.machine",
 ]
 
 COMMAND_MODULES: list[str] = [
@@ -42,6 +44,7 @@ COMMAND_MODULES: list[str] = [
     "labkit.inference.cli",
     "labkit.doctor",
     "labkit.dialog.cli",
+    "labkit.repoedit.cli",
 ]
 
 
