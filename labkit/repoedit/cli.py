@@ -16,7 +16,18 @@ from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir
 PLANNERS = ("oracle", "model")
 
 
+def _versions(extra: dict[str, str]) -> dict[str, str]:
+    import platform
+
+    import pytest
+
+    from labkit.provenance import git_commit
+
+    return {"git_commit": git_commit(), "python": platform.python_version(), "pytest": pytest.__version__, **extra}
+
+
 def _planner(args: argparse.Namespace, task: Any) -> Any:
+    """The planner for one task and the versions that describe it (the backend's, for a model)."""
     from labkit.repoedit.planners import ModelPlanner, OraclePlanner
 
     if args.planner == "oracle":
@@ -38,27 +49,59 @@ def _planner(args: argparse.Namespace, task: Any) -> Any:
     return ModelPlanner(backend), versions
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from labkit.repoedit.machine import Limits, RepoEditRun, run_summary
-    from labkit.repoedit.trace import render_trace
+def approve_all(file: str, changed: int, diff: str) -> bool:
+    """``--approve-large``: the person at the command line approved every edit over the limit."""
+    return True
+
+
+def _run_task(args: argparse.Namespace, task: Any, log_path: str | None) -> Any:
+    from labkit.repoedit.machine import Limits, RepoEditRun, no_human
     from labkit.store import JsonlLog
+
+    planner, versions = _planner(args, task)
+    if log_path and Path(log_path).exists():
+        raise LabkitError(f"{log_path} exists already", "choose a new log file; a run is never appended to another.")
+    log = JsonlLog(log_path, run_id=task.id) if log_path else None
+    run = RepoEditRun(project_dir(task, Path(args.tasks).parent), task.requirement, planner,
+                      limits=Limits(test_timeout=args.timeout), log=log, task_id=task.id,
+                      versions=_versions(versions), approver=approve_all if args.approve_large else no_human)
+    run.run()
+    return run
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from labkit.repoedit.machine import run_summary
+    from labkit.repoedit.trace import render_trace
 
     tasks = load_tasks(args.tasks)
     if args.task not in tasks:
         raise LabkitError(f"no task {args.task!r} in {args.tasks}", f"choose one of: {', '.join(tasks)}.")
-    task = tasks[args.task]
-    planner, versions = _planner(args, task)
-    if args.log and Path(args.log).exists():
-        raise LabkitError(f"{args.log} exists already", "choose a new log file; a run is never appended to another.")
-    log = JsonlLog(args.log, run_id=task.id) if args.log else None
-    approver = (lambda file, changed, diff: True) if args.approve_large else None
-    run = RepoEditRun(project_dir(task, Path(args.tasks).parent), task.requirement, planner,
-                      limits=Limits(test_timeout=args.timeout), log=log, task_id=task.id, versions=versions,
-                      **({"approver": approver} if approver else {}))
-    state = run.run()
+    run = _run_task(args, tasks[args.task], args.log)
     print(render_trace(run.events, prompts=args.show_prompts))
-    print(json.dumps(run_summary(state), sort_keys=True))
-    return 0 if state.status == "DONE" else 1
+    print(json.dumps(run_summary(run.state), sort_keys=True))
+    return 0 if run.state.status == "DONE" else 1
+
+
+def _cmd_record(args: argparse.Namespace) -> int:
+    """Run every task of a split into ``OUT/<task>.jsonl`` and write ``OUT/summary.json``."""
+    from labkit.repoedit.machine import run_summary
+    from labkit.repoedit.tasks import split_ids
+
+    tasks = load_tasks(args.tasks)
+    ids = split_ids(tasks, args.split) if args.split != "all" else list(tasks)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = {}
+    for task_id in ids:
+        run = _run_task(args, tasks[task_id], str(out / f"{task_id}.jsonl"))
+        rows[task_id] = run_summary(run.state)
+        print(f"{task_id:28} {run.state.status:6} {run.state.reason:20} test runs {run.state.test_runs}, "
+              f"calls {run.state.calls}")
+    summary = {"planner": args.planner, "split": args.split, "runs": rows,
+               "versions": _versions({}), "done": sum(r["status"] == "DONE" for r in rows.values())}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"{summary['done']}/{len(rows)} DONE; logs and summary.json in {out}")
+    return 0
 
 
 def _cmd_tasks(args: argparse.Namespace) -> int:
@@ -90,6 +133,17 @@ def register(commands: Any, bench: Any) -> None:
                    "the human of HUMAN_APPROVAL); without it they are rejected")
     p.add_argument("--show-prompts", action="store_true", help="print every prompt and failing test output")
     p.set_defaults(func=_cmd_run)
+    p = sub.add_parser("record", help="run every task of a split, one JSONL log per task plus summary.json")
+    p.add_argument("--planner", choices=PLANNERS, default="oracle", help="oracle (default) or model")
+    p.add_argument("--split", choices=("dev", "test", "all"), default="all", help="which tasks (default all)")
+    p.add_argument("--out", required=True, help="a folder for the logs (e.g. data/repoedit/oracle)")
+    for flag, kw in (("--model", {}), ("--record", {"metavar": "CASSETTE"}), ("--replay", {"metavar": "CASSETTE"}),
+                     ("--threads", {"type": int})):
+        p.add_argument(flag, help="as for `repoedit run`", **kw)
+    p.add_argument("--tasks", default=str(DEFAULT_TASK_FILE), help="the task file (default data/repos/tasks.yaml)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds a test run may take (default 60)")
+    p.add_argument("--approve-large", action="store_true", help="approve edits over the size limit")
+    p.set_defaults(func=_cmd_record)
     p = sub.add_parser("tasks", help="check the task file and list its tasks")
     p.add_argument("--tasks", default=str(DEFAULT_TASK_FILE), help="the task file (default data/repos/tasks.yaml)")
     p.set_defaults(func=_cmd_tasks)

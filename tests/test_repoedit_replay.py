@@ -1,0 +1,79 @@
+"""The recorded oracle runs in data/repoedit/oracle replay without a model, and match today's code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from labkit import catalog
+from labkit.cli import main
+from labkit.events import Event, RunStarted, Transitioned
+from labkit.reducer import replay
+from labkit.repoedit.events import EditApplied, TestsRan
+from labkit.repoedit.machine import RepoEditRun
+from labkit.repoedit.planners import OraclePlanner
+from labkit.repoedit.tasks import load_tasks, project_dir
+from labkit.store import load_events
+
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "repoedit" / "oracle"
+LOGS = sorted(RECORDED.glob("*.jsonl"))
+TASKS = load_tasks()
+
+
+def test_every_task_has_a_recorded_oracle_run_and_the_summary_matches_the_logs():
+    assert {p.stem for p in LOGS} == set(TASKS)
+    summary = json.loads((RECORDED / "summary.json").read_text())
+    entry = catalog.lookup("repoedit")
+    assert entry is not None
+    for path in LOGS:
+        events = load_events(path)
+        state = replay(events, entry.reduce, entry.empty(), entry.invariants(), entry.table(), entry.guards()).state
+        assert summary["runs"][path.stem]["status"] == state.status == "DONE"
+        assert summary["runs"][path.stem]["test_runs"] == state.test_runs
+    assert summary["done"] == len(LOGS)
+    assert "dirty" not in summary["versions"]["git_commit"]
+
+
+@pytest.mark.parametrize("path", LOGS[:3], ids=lambda p: p.stem)
+def test_labkit_replay_verifies_a_recorded_run(path, capsys):
+    assert main(["replay", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "table repoedit" in out and "hash chain verified" in out and "status: DONE" in out
+
+
+def _facts(events: list[Event]) -> list[tuple]:
+    """What a run did, without times and hashes: transitions, edits (with their diffs), test outcomes."""
+    facts: list[tuple] = []
+    for e in events:
+        if isinstance(e, Transitioned):
+            facts.append(("move", e.source, e.trigger, e.dest))
+        elif isinstance(e, EditApplied):
+            facts.append(("edit", e.file, e.diff, e.digest))
+        elif isinstance(e, TestsRan):
+            facts.append(("tests", e.phase, e.outcome, tuple(e.passed), tuple(e.failed)))
+    return facts
+
+
+@pytest.mark.slow
+def test_a_recorded_run_is_what_the_machine_does_today():
+    recorded = load_events(RECORDED / "greeter-rename.jsonl")
+    task = TASKS["greeter-rename"]
+    machine = RepoEditRun(project_dir(task), task.requirement, OraclePlanner(task), task_id=task.id)
+    machine.run()
+    assert _facts(list(machine.events)) == _facts(recorded)
+    started = recorded[0]
+    assert isinstance(started, RunStarted) and started.params["planner"] == "oracle"
+    assert {"git_commit", "python", "pytest", "repoedit"} <= set(started.versions)
+
+
+@pytest.mark.slow
+def test_the_run_command_prints_the_trace_and_writes_a_replayable_log(tmp_path, capsys):
+    log = tmp_path / "run.jsonl"
+    assert main(["repoedit", "run", "wordcount-whitespace", "--log", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "RUN_TESTS --green--> DONE" in out and "-    return len(text.split(\" \"))" in out
+    assert main(["replay", str(log)]) == 0
+    assert main(["repoedit", "tasks"]) == 0
+    assert f"{len(TASKS)} tasks, checked" in capsys.readouterr().out
