@@ -346,7 +346,8 @@ class RepoEditRun:
         run = self._tests()
         self._record_tests(run, "check", self._last_seconds)
         suspect = locate_failure(run.output, run.failed, tuple(self._steps), self.ctx.index)
-        route = route_after_tests(run.outcome, len(run.failed), suspect, self.state.fixes, self.limits.fix_budget)
+        route = route_after_tests(run.outcome, len(run.passed), len(run.failed), suspect, self.state.fixes,
+                                  self.limits.fix_budget)
         if route.trigger == "targeted_fix":
             self._failure = run.output[-self.limits.failure_chars:]
             self.machine.fire("targeted_fix", file=route.file, why=route.why)

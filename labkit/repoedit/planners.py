@@ -11,7 +11,6 @@ whole repository.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -165,21 +164,21 @@ Plan for {path}: {why}
 
 
 class ModelPlanner:
-    """Asks a :class:`~labkit.llm.backend.Backend` per state, greedy, under each contract's JSON schema."""
+    """Asks a :class:`~labkit.llm.backend.Backend` per state, greedy, under each contract's JSON schema.
+
+    Each prompt holds one state's context only: the plan prompt the requirement, the failing tests
+    and the index summary (names, no code); the edit prompt the requirement, one plan line and one
+    file (plus the test output on a targeted fix, and the previous refusal on a retry).
+    """
 
     name = "model"
 
-    def __init__(self, backend: Backend, *, plan_tokens: int = 160, edit_tokens: int = 320,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, backend: Backend, *, plan_tokens: int = 160, edit_tokens: int = 320) -> None:
         self.backend = backend
         self.plan_tokens = plan_tokens
         self.edit_tokens = edit_tokens
-        self.clock = clock
 
     def _ask(self, prompt: str, schema: dict[str, Any], max_tokens: int) -> Proposal:
-        reset = getattr(self.backend, "reset", None)
-        if callable(reset):
-            reset()  # independent calls: a reused KV prefix can change greedy outputs
         done = self.backend.complete(prompt, max_tokens=max_tokens, schema=schema, temperature=0.0)
         return Proposal(done.text, prompt, done.prompt_tokens, done.completion_tokens, done.seconds)
 

@@ -49,17 +49,19 @@ def locate_failure(output: str, failed: Sequence[str], planned: Sequence[str], i
     return planned[0] if len(planned) == 1 else None
 
 
-def route_after_tests(outcome: str, failed: int, suspect: str | None, fixes_used: int, fix_budget: int) -> Route:
+def route_after_tests(outcome: str, passed: int, failed: int, suspect: str | None, fixes_used: int,
+                      fix_budget: int) -> Route:
     """Choose the trigger after a test run.
 
     Args:
         outcome: the run's outcome (``passed``, ``failed``, ``error``, ``timeout``, ``no_tests``).
-        failed: how many tests failed or errored.
+        passed: how many tests passed.
+        failed: how many tests failed or errored (a collection error may report none: check ``outcome``).
         suspect: the planned file the failure points at (:func:`locate_failure`), or None.
         fixes_used: targeted fix rounds already spent in this run.
         fix_budget: how many targeted fix rounds a run may spend.
     """
-    if outcome == "passed" and failed == 0:
+    if outcome == "passed" and failed == 0 and passed > 0:
         return Route("green", why="every test passed")
     if outcome in ("timeout", "no_tests"):
         return Route("rollback", why=f"the test run ended as {outcome}: nothing to fix in a file")
