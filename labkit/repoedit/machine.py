@@ -14,7 +14,6 @@ found through :attr:`RepoEditRun.handlers` (one declaration per state, no if-cha
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -179,6 +178,8 @@ class RepoEditRun:
                                   reduce=reduce_repoedit, empty=RepoEditState(), log=log, clock=clock,
                                   versions={"repoedit": "1", **(versions or {})}, params=params)
         self.ctx: ToolContext | None = None
+        self._baseline = TestRun("failed")  # replaced by the real baseline run in DISCOVER_PROJECT
+        self._last_seconds = 0.0
         self._steps: dict[str, str] = {}
         self._failure = ""
         self._refused = ""
@@ -373,6 +374,3 @@ def run_summary(state: RepoEditState) -> dict[str, Any]:
             "completion_tokens": state.completion_tokens, "refusals": list(state.refusals),
             "fixes": state.fixes, "rollbacks": state.rollbacks}
 
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=True)
