@@ -82,11 +82,18 @@ def _symbols(tree: ast.Module) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def index_project(root: Path) -> RepoIndex:
-    """Index every file under ``root``; Python files are parsed for top-level names and imports."""
+    """Index every file under ``root``; Python files are parsed for top-level names and imports.
+
+    Symlinks that lead out of the project are left out: the index is what a plan may name, and
+    nothing outside the project may be read or planned.
+    """
     entries: list[FileEntry] = []
+    real_root = root.resolve()
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
         if any(part in SKIP_DIRS for part in rel.parts) or not path.is_file() or rel.name == ".gitignore":
+            continue
+        if real_root not in path.resolve().parents:  # a symlink out of the project is not part of it
             continue
         posix = rel.as_posix()
         symbols: tuple[str, ...] = ()
