@@ -267,3 +267,14 @@ def test_the_invariants_catch_what_the_machine_never_does():
     assert checks["failed_leaves_tree_as_it_was"].violation(RepoEditState(status="FAILED", rollbacks=1,
                                                                           restored=False), [])
     assert checks["done_only_when_green"].violation(RepoEditState(status="DONE", last_outcome="passed"), []) is None
+
+
+def test_a_failure_in_an_unplanned_file_is_not_fixed_but_rolled_back():
+    """Renaming only the definition breaks the unplanned caller (an import error while collecting): the
+    traceback names cli.py, which no targeted fix may touch, so the run rolls back."""
+    greeter = TASKS["greeter-rename"]
+    planner = ScriptedPlanner([plan("greet.py")], [edit("def hello(", "def greeting(")])
+    machine = run(planner, greeter)
+    check = of(machine, TestsRan)[-1]
+    assert check.outcome == "error" and "cli.py" in check.output
+    assert triggers(machine)[-2:] == ["rollback", "rolled_back"] and machine.state.fixes == 0

@@ -32,21 +32,24 @@ class Route:
 def locate_failure(output: str, failed: Sequence[str], planned: Sequence[str], index: RepoIndex) -> str | None:
     """The planned file a failure points at, or None.
 
-    First the deepest planned file named in a traceback (where the error was raised); else a
-    planned file imported by a failing test module (an assertion in a test blames the code it
-    imports); else, when the plan has a single file, that file.
+    The deepest planned file named in a traceback frame (where the error was raised). If the frames
+    name source files of the project but none of the plan, the failure lies outside the plan and no
+    targeted fix may touch it: None. If they name no source file at all (an assertion in a test
+    blames the code it imports), a planned file imported by a failing test module.
     """
     named = [m.group(1) for m in _TRACE_FILE.finditer(output)]
     in_plan = [path for path in named if path in planned]
     if in_plan:
         return in_plan[-1]
+    if any(path in index.source_files for path in named):
+        return None
     for node in failed:
         entry = index.entry(node.split("::", 1)[0])
         for module in entry.imports if entry else ():
             path = index.module_file(module)
             if path in planned:
                 return path
-    return planned[0] if len(planned) == 1 else None
+    return None
 
 
 def route_after_tests(outcome: str, passed: int, failed: int, suspect: str | None, fixes_used: int,
