@@ -179,7 +179,6 @@ class RepoEditRun:
                                   versions={"repoedit": "1", **(versions or {})}, params=params)
         self.ctx: ToolContext | None = None
         self._baseline = TestRun("failed")  # replaced by the real baseline run in DISCOVER_PROJECT
-        self._last_seconds = 0.0
         self._steps: dict[str, str] = {}
         self._failure = ""
         self._refused = ""
@@ -206,10 +205,16 @@ class RepoEditRun:
         return self.state
 
     # ---------------------------------------------------------------- helpers
-    def _record_tests(self, run: TestRun, phase: str, seconds: float) -> None:
+    def _test_run(self, phase: str) -> TestRun:
+        """Run the tests through the tool and record the run (timed by the injected clock)."""
+        assert self.ctx is not None
+        start = self.clock()
+        run = call_tool("run_tests", self.ctx, {"timeout": self.limits.test_timeout})
+        seconds = self.clock() - start
         self.machine.record(TestsRan(phase=phase, outcome=run.outcome, passed=list(run.passed),
                                      failed=list(run.failed), output=run.output, exit_code=run.exit_code,
                                      digest=self.workspace.digest(), seconds=round(seconds, 3)))
+        return run
 
     def _propose(self, state: str, file: str, ask: Callable[[], Any]) -> str:
         proposal = ask()
@@ -224,13 +229,6 @@ class RepoEditRun:
         self.machine.record(ProposalRefused(state=state, file=file, **refusal.to_dict()))
         self._refused = f"{refusal.code}: {refusal.detail}. {refusal.hint}"
 
-    def _tests(self) -> TestRun:
-        assert self.ctx is not None
-        start = self.clock()
-        run = call_tool("run_tests", self.ctx, {"timeout": self.limits.test_timeout})
-        self._last_seconds = self.clock() - start
-        return run
-
     # ---------------------------------------------------------------- states
     def _discover(self) -> None:
         index = index_project(self.workspace.root)
@@ -240,8 +238,7 @@ class RepoEditRun:
         if not index.test_files:
             self.machine.fire("bad_repo", reason="no_tests")
             return
-        run = self._tests()
-        self._record_tests(run, "baseline", self._last_seconds)
+        run = self._test_run("baseline")
         reason = {"passed": "already_green", "no_tests": "no_tests", "timeout": "baseline_timeout"}.get(run.outcome)
         if reason:
             self.machine.fire("bad_repo", reason=reason)
@@ -344,8 +341,7 @@ class RepoEditRun:
 
     def _run_tests(self) -> None:
         assert self.ctx is not None
-        run = self._tests()
-        self._record_tests(run, "check", self._last_seconds)
+        run = self._test_run("check")
         suspect = locate_failure(run.output, run.failed, tuple(self._steps), self.ctx.index)
         route = route_after_tests(run.outcome, len(run.passed), len(run.failed), suspect, self.state.fixes,
                                   self.limits.fix_budget)
