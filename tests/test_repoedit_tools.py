@@ -97,3 +97,18 @@ def test_path_helpers():
     assert is_test_path("tests/util.py") and is_test_path("conftest.py") and is_test_path("pkg/x_test.py")
     assert not is_test_path("testing.py") and not is_test_path("src/contest.py")
     assert changed_lines("a\nb\n", "a\nc\n") == 2
+
+
+def test_an_interpreter_without_pytest_is_a_clear_error(tmp_path):
+    import subprocess
+    import sys
+
+    from labkit.errors import LabkitError
+
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    project = tmp_path / "p"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
+    with Workspace(project, python=str(bare / "bin" / "python")) as ws, pytest.raises(LabkitError, match="no pytest"):
+        ws.run_tests()

@@ -153,6 +153,9 @@ class Workspace:
             out, _ = proc.communicate()
             tail = (out or "")[-OUTPUT_TAIL:]
             return TestRun("timeout", output=f"{tail}\n[killed after {timeout:g} s]", exit_code=None)
+        if proc.returncode == 1 and "No module named pytest" in (out or ""):
+            raise LabkitError(f"{self.python} has no pytest, so the project's tests cannot run",
+                              "install it into that interpreter (pip install pytest), or pass python= one that has it.")
         return _read_run(proc.returncode, out or "", report)
 
 
