@@ -174,9 +174,13 @@ class RepoEditRun:
                   "plan_budget": limits.plan_budget, "edit_budget": limits.edit_budget,
                   "fix_budget": limits.fix_budget, "diff_limit": limits.diff_limit,
                   "test_timeout": limits.test_timeout}
-        self.machine = LabMachine(repoedit_table(), guards=repoedit_guards(), invariants=repoedit_invariants(),
-                                  reduce=reduce_repoedit, empty=RepoEditState(), log=log, clock=clock,
-                                  versions={"repoedit": "1", **(versions or {})}, params=params)
+        try:
+            self.machine = LabMachine(repoedit_table(), guards=repoedit_guards(), invariants=repoedit_invariants(),
+                                      reduce=reduce_repoedit, empty=RepoEditState(), log=log, clock=clock,
+                                      versions={"repoedit": "1", **(versions or {})}, params=params)
+        except BaseException:
+            self.workspace.close()  # a run that cannot start leaves no temporary copy behind
+            raise
         self.ctx: ToolContext | None = None
         self._baseline = TestRun("failed")  # replaced by the real baseline run in DISCOVER_PROJECT
         self._steps: dict[str, str] = {}
