@@ -75,5 +75,10 @@ def test_the_run_command_prints_the_trace_and_writes_a_replayable_log(tmp_path, 
     out = capsys.readouterr().out
     assert "RUN_TESTS --green--> DONE" in out and "-    return len(text.split(\" \"))" in out
     assert main(["replay", str(log)]) == 0
+    capsys.readouterr()
+    assert main(["repoedit", "run", "wordcount-whitespace", "--log", str(log)]) == 2
+    assert main(["repoedit", "run", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "exists already" in err and "no task 'nope'" in err
     assert main(["repoedit", "tasks"]) == 0
     assert f"{len(TASKS)} tasks, checked" in capsys.readouterr().out

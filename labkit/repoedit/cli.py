@@ -58,9 +58,9 @@ def _run_task(args: argparse.Namespace, task: Any, log_path: str | None) -> Any:
     from labkit.repoedit.machine import Limits, RepoEditRun, no_human
     from labkit.store import JsonlLog
 
-    planner, versions = _planner(args, task)
     if log_path and Path(log_path).exists():
         raise LabkitError(f"{log_path} exists already", "choose a new log file; a run is never appended to another.")
+    planner, versions = _planner(args, task)
     log = JsonlLog(log_path, run_id=task.id) if log_path else None
     run = RepoEditRun(project_dir(task, Path(args.tasks).parent), task.requirement, planner,
                       limits=Limits(test_timeout=args.timeout), log=log, task_id=task.id,
