@@ -82,3 +82,46 @@ def test_the_run_command_prints_the_trace_and_writes_a_replayable_log(tmp_path, 
     assert "exists already" in err and "no task 'nope'" in err
     assert main(["repoedit", "tasks"]) == 0
     assert f"{len(TASKS)} tasks, checked" in capsys.readouterr().out
+
+
+def _resealed(events: list[Event], change) -> list[Event]:
+    """The log with ``change(event)`` applied to each event, sealed into a fresh, valid hash chain."""
+    from labkit.store import EventLog
+
+    log = EventLog(run_id=events[0].run_id)
+    for event in events:
+        fresh = change(event).model_copy(update={"hash": "", "seq": -1, "prev_hash": ""})
+        log.append(fresh, at=event.at)
+    return list(log.events)
+
+
+def _replay(events: list[Event]):
+    entry = catalog.lookup("repoedit")
+    assert entry is not None
+    return replay(events, entry.reduce, entry.empty(), entry.invariants(), entry.table(), entry.guards())
+
+
+def test_a_doctored_log_that_claims_done_after_failing_tests_is_caught_on_replay():
+    events = load_events(RECORDED / "wordcount-whitespace.jsonl")
+
+    def fail_the_check(event: Event) -> Event:
+        if isinstance(event, TestsRan) and event.phase == "check":
+            return event.model_copy(update={"outcome": "failed", "passed": [], "failed": event.passed})
+        return event
+
+    result = _replay(_resealed(events, fail_the_check))
+    assert [name for _, name, _ in result.violations] == ["done_only_when_green"]
+
+
+def test_a_doctored_log_that_retries_past_the_budget_does_not_replay():
+    """A plan refused once in a run whose plan budget is 1 must end the run; a log that retries anyway
+    breaks the guard of the row it claims, and replay names it."""
+    from labkit.reducer import ReplayDivergence
+    from labkit.repoedit.events import ProposalRefused
+
+    started, indexed, baseline, moved, proposed = load_events(RECORDED / "wordcount-whitespace.jsonl")[:5]
+    forged = [started.model_copy(update={"params": {**started.params, "plan_budget": 1}}), indexed, baseline,
+              moved, proposed, ProposalRefused(state="PLAN_CHANGE", code="not_json", detail="prose"),
+              Transitioned(trigger="plan_refused", source="PLAN_CHANGE", dest="PLAN_CHANGE")]
+    with pytest.raises(ReplayDivergence, match="plan_retries_left"):
+        _replay(_resealed(forged, lambda e: e))
