@@ -28,12 +28,14 @@ EVENT_MODULES: list[str] = [
     "labkit.layers.events",
     "labkit.dialog.events",
     "labkit.experiment.v2.events",
+    "labkit.repoedit.events",
 ]
 
 TABLE_MODULES: list[str] = [
     "labkit.examples",
     "labkit.runtime.table",
     "labkit.layers.writing",
+    "labkit.repoedit.machine",
 ]
 
 COMMAND_MODULES: list[str] = [
@@ -44,6 +46,7 @@ COMMAND_MODULES: list[str] = [
     "labkit.inference.cli",
     "labkit.doctor",
     "labkit.dialog.cli",
+    "labkit.repoedit.cli",
 ]
 
 
