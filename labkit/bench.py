@@ -3,24 +3,49 @@
 Two questions a learner should be able to answer with numbers from their own machine:
 
 * How much slower is a labkit step than a bare ``transitions`` trigger on the same table? A labkit
-  step also seals an event into the hash chain, folds it into the state and checks invariants.
-  Goal: at most 3x.
+  step also validates and seals an event into the hash chain, folds it into the state and checks
+  invariants. Goal: at most 2x.
 * How fast does a log replay? Loading verifies every hash, validates every event with pydantic
   and folds the reducer. Goal: at least 100,000 events/s, within 4x of plain ``json.loads`` of
   the same lines (the floor for anything that reads JSON).
 
-Timings are medians of several repeats with ``time.perf_counter``; nothing here is asserted by a
-test, because speed depends on the machine.
+Timings are medians of several alternating repeats, by wall time (``time.perf_counter``) and by
+the thread's CPU time (``time.thread_time``, steadier on a shared machine); ``--rounds`` repeats
+the step comparison and keeps every round. Nothing here is asserted by a test, because speed
+depends on the machine.
+
+Where a step's time goes (cProfile, then each part timed on its own by CPU time, on the shared
+2-core development machine under load; one step about 21-23 µs, a bare trigger about 9-10 µs):
+
+* the ``transitions`` trigger itself, the same call the baseline makes: about 9 µs, 40%;
+* building the ``Transitioned`` event (pydantic validation): about 1.5-2 µs;
+* sealing it: one serialisation to JSON (about 0.6 µs), SHA-256 (about 0.5 µs) and the glue
+  around them: about 2-3 µs in all;
+* the cyclic garbage collector: 2-3.5 µs. A step keeps four tracked objects alive (the event, its
+  ``__dict__``, pydantic's fields-set, the new state), so the collector's full passes grow with
+  the run; the bare trigger keeps nothing;
+* folding the reducer (a new frozen state) about 0.5-1 µs; three invariants about 0.5 µs.
+
+What was cut without dropping a check: sealing serialised each event twice over (the serialiser
+was told to skip the hash field; now the empty hash field is cut from one serialisation, the same
+bytes); the event was built through ``BaseModel.__init__``'s keyword plumbing (now the model's
+validator, the same validation); the allowed-event check recomputed a list per step (now a set per
+state, built once); the new state was filled through ``object.__setattr__`` (now the slot
+descriptors, the same frozen instance). What remains is validation, hashing, the collector and
+``transitions`` itself; every invariant still runs on every step and every event is still
+validated, sealed and chained.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -76,25 +101,40 @@ def _bare_machine() -> Any:
     return model
 
 
-def _timed(run: Callable[[], None]) -> float:
-    start = time.perf_counter()
+Clock = Callable[[], float]
+CLOCKS: tuple[Clock, Clock] = (time.perf_counter, time.thread_time)  # wall time, this thread's CPU time
+
+
+def _timed(run: Callable[[], None], clocks: tuple[Clock, Clock]) -> tuple[float, float]:
+    """Seconds ``run`` took by each clock: (wall, CPU)."""
+    wall, cpu = clocks
+    w0, c0 = wall(), cpu()
     run()
-    return time.perf_counter() - start
+    return wall() - w0, cpu() - c0
 
 
-def _paired(subject: Callable[[], None], baseline: Callable[[], None], repeats: int) -> tuple[float, float, float]:
-    """Median seconds of subject and baseline, and the median of their per-pair ratios.
+def _paired(subject: Callable[[], None], baseline: Callable[[], None], repeats: int,
+            clocks: tuple[Clock, Clock] = CLOCKS) -> dict[str, float]:
+    """Median seconds of subject and baseline, and the medians of their per-pair ratios, by both clocks.
 
     The two are run alternately, so a neighbour process that slows the machine for a while slows
-    both sides of a pair alike; the ratio is then steadier than either time on its own.
+    both sides of a pair alike; the ratio is then steadier than either time on its own. On a shared
+    machine the CPU-time ratio is steadier still: time spent waiting for a core is not counted.
     """
-    pairs = [(_timed(subject), _timed(baseline)) for _ in range(repeats)]
-    return (statistics.median(a for a, _ in pairs), statistics.median(b for _, b in pairs),
-            statistics.median(a / b for a, b in pairs))
+    pairs = [(_timed(subject, clocks), _timed(baseline, clocks)) for _ in range(repeats)]
+    median = statistics.median
+    return {"subject_s": median(a[0] for a, _ in pairs), "baseline_s": median(b[0] for _, b in pairs),
+            "ratio": median(a[0] / b[0] for a, b in pairs),
+            "ratio_cpu": median(a[1] / b[1] if b[1] > 0 else float("nan") for a, b in pairs)}
 
 
-def bench_transitions(n: int, repeats: int = 5) -> dict[str, float]:
-    """Median seconds per transition for labkit and for a bare ``transitions`` model."""
+def bench_transitions(n: int, repeats: int = 5, rounds: int = 1,
+                      clocks: tuple[Clock, Clock] = CLOCKS) -> dict[str, Any]:
+    """Microseconds per transition for labkit and for a bare ``transitions`` model, and their ratio.
+
+    ``rounds`` repeats the whole paired measurement; the result's ratios are the medians over
+    rounds, and ``rounds`` keeps each one, so the spread a busy machine causes is in the record.
+    """
 
     def labkit_run() -> None:
         m = _labkit_machine()
@@ -106,8 +146,16 @@ def bench_transitions(n: int, repeats: int = 5) -> dict[str, float]:
         for i in range(n):
             model.trigger(_LOOP[i % 2])
 
-    labkit_s, bare_s, ratio = _paired(labkit_run, bare_run, repeats)
-    return {"labkit_us": labkit_s / n * 1e6, "bare_us": bare_s / n * 1e6, "ratio": ratio}
+    each = []
+    for _ in range(rounds):
+        p = _paired(labkit_run, bare_run, repeats, clocks)
+        each.append({"labkit_us": p["subject_s"] / n * 1e6, "bare_us": p["baseline_s"] / n * 1e6,
+                     "ratio": p["ratio"], "ratio_cpu": p["ratio_cpu"]})
+    median = statistics.median
+    return {"labkit_us": median(r["labkit_us"] for r in each), "bare_us": median(r["bare_us"] for r in each),
+            "ratio": median(r["ratio"] for r in each), "ratio_cpu": median(r["ratio_cpu"] for r in each),
+            "ratio_min": min(r["ratio"] for r in each), "ratio_max": max(r["ratio"] for r in each),
+            "rounds": each}
 
 
 def bench_replay(n: int, repeats: int = 5) -> dict[str, float]:
@@ -130,35 +178,54 @@ def bench_replay(n: int, repeats: int = 5) -> dict[str, float]:
             if state != m.state:
                 raise AssertionError("replay did not rebuild the live state")
 
-        replay_s, json_s, ratio = _paired(labkit_replay, json_only, repeats)
-    return {"events": float(n), "bytes": float(size), "replay_eps": n / replay_s, "json_eps": n / json_s,
-            "ratio": ratio}
+        p = _paired(labkit_replay, json_only, repeats)
+    return {"events": float(n), "bytes": float(size), "replay_eps": n / p["subject_s"],
+            "json_eps": n / p["baseline_s"], "ratio": p["ratio"]}
 
 
-def bench_core(events: int = 100_000, transitions: int = 20_000) -> dict[str, Any]:
-    """Run both measurements and return them with the machine they ran on."""
+def bench_core(events: int = 100_000, transitions: int = 20_000, rounds: int = 1) -> dict[str, Any]:
+    """Run both measurements and return them with the code and the machine they ran on."""
     if events < 100 or transitions < 100:
         raise LabkitError(f"too few to measure: --events {events}, --transitions {transitions}",
                           "use at least 100 of each (the defaults are 100000 and 20000).")
+    if rounds < 1:
+        raise LabkitError(f"--rounds {rounds}: at least one round is needed", "use --rounds 1 or more.")
     import pydantic
     import transitions as transitions_pkg
 
+    from labkit.provenance import git_commit, machine
+
     return {
         "machine": {"python": platform.python_version(), "processor": platform.machine(),
-                    "pydantic": pydantic.VERSION, "transitions": transitions_pkg.__version__},
-        "transition": bench_transitions(transitions),
+                    "pydantic": pydantic.VERSION, "transitions": transitions_pkg.__version__,
+                    "cpu_count": os.cpu_count(), "load_average_at_start": machine()["load_average_at_start"]},
+        "labkit_commit": git_commit(),
+        "recorded_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "transition": bench_transitions(transitions, rounds=rounds),
         "replay": bench_replay(events),
     }
+
+
+STEP_GOAL = 2.0  # labkit step / bare trigger, at most
 
 
 def render_core(result: dict[str, Any]) -> str:
     """The benchmark as a Markdown table, goals beside the measurements."""
     t, r, mach = result["transition"], result["replay"], result["machine"]
+    rounds = t.get("rounds", [])
+    each = ", ".join(format(x["ratio"], ".2f") for x in rounds)
+    spread = f" (rounds: {each})" if len(rounds) > 1 else ""
     rows = [
         ("bare `transitions` trigger", f"{t['bare_us']:.1f} µs/transition", ""),
         ("labkit step (3 invariants, event sealed in memory)", f"{t['labkit_us']:.1f} µs/transition",
          ""),
-        ("labkit / bare", f"{t['ratio']:.2f}×", "≤ 3× " + ("✓" if t["ratio"] <= 3 else "✗")),
+        ("labkit / bare, wall time", f"{t['ratio']:.2f}×{spread}",
+         f"≤ {STEP_GOAL:g}× " + ("✓" if t["ratio"] <= STEP_GOAL else "✗")),
+    ]
+    if "ratio_cpu" in t:
+        rows.append(("labkit / bare, CPU time of the thread", f"{t['ratio_cpu']:.2f}×",
+                     f"≤ {STEP_GOAL:g}× " + ("✓" if t["ratio_cpu"] <= STEP_GOAL else "✗")))
+    rows += [
         (f"`json.loads` of {int(r['events']):,} lines", f"{r['json_eps']:,.0f} events/s", ""),
         ("load + verify chain + validate + replay", f"{r['replay_eps']:,.0f} events/s",
          "≥ 100,000/s " + ("✓" if r["replay_eps"] >= 100_000 else "✗")),
@@ -166,7 +233,10 @@ def render_core(result: dict[str, Any]) -> str:
     ]
     lines = ["| measurement | result | goal |", "|---|---|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    load = mach.get("load_average_at_start")
     lines.append(f"\nPython {mach['python']} ({mach['processor']}), pydantic {mach['pydantic']}, "
                  f"transitions {mach['transitions']}; medians of 5 alternating repeats "
-                 "(ratios are medians of per-pair ratios).")
+                 f"{f'in each of {len(rounds)} rounds ' if len(rounds) > 1 else ''}"
+                 "(ratios are medians of per-pair ratios)"
+                 f"{f'; load average {load[0]:.2f} at the start' if load else ''}.")
     return "\n".join(lines)

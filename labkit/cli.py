@@ -97,7 +97,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_bench_core(args: argparse.Namespace) -> int:
     from labkit.bench import bench_core, render_core
 
-    result = bench_core(events=args.events, transitions=args.transitions)
+    result = bench_core(events=args.events, transitions=args.transitions, rounds=args.rounds)
     print(json.dumps(result, indent=2) if args.json else render_core(result))
     return 0
 
@@ -138,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = bench.add_parser("core", help="per-transition overhead and replay throughput")
     b.add_argument("--events", type=int, default=100_000, help="events to replay (default 100000)")
     b.add_argument("--transitions", type=int, default=20_000, help="transitions to time (default 20000)")
+    b.add_argument("--rounds", type=int, default=1, help="repeat the step comparison; record each round (default 1)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_cmd_bench_core)
 

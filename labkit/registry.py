@@ -27,21 +27,26 @@ EVENT_MODULES: list[str] = [
     "labkit.runtime.events",
     "labkit.layers.events",
     "labkit.dialog.events",
+    "labkit.experiment.v2.events",
+    "labkit.repoedit.events",
 ]
 
 TABLE_MODULES: list[str] = [
     "labkit.examples",
     "labkit.runtime.table",
     "labkit.layers.writing",
+    "labkit.repoedit.machine",
 ]
 
 COMMAND_MODULES: list[str] = [
     "labkit.runtime.cli",
     "labkit.llm.cli",
     "labkit.experiment.cli",
+    "labkit.experiment.v2.cli",
     "labkit.inference.cli",
     "labkit.doctor",
     "labkit.dialog.cli",
+    "labkit.repoedit.cli",
 ]
 
 

@@ -1,17 +1,26 @@
 # %% [markdown]
 # # 04 — The model inside the machine: dialog scripts as YAML state machines
 #
-# **Objectives.** After this notebook you can (1) say why a long script in one prompt drifts, (2) read and write
-# a dialog scenario in YAML and see its diagram, (3) follow one conversation turn by turn with the real prompts
-# and answers, (4) explain the four-field contract and the one corrective re-ask, and (5) read a measured
-# comparison — calls per user message, contract violations, script adherence with intervals — for two small
-# local models, against a prompt-only chatbot.
+# **After this notebook you can**
+# - say why a long script in one prompt drifts, and what a machine that owns the script changes;
+# - read and write a dialog [scenario](../docs/glossary.md) in YAML — its steps, results and
+#   [signals](../docs/glossary.md) — and see its diagram;
+# - follow one conversation turn by turn with the real prompts and answers;
+# - explain the four-field [contract](../docs/glossary.md), what [grammar-constrained
+#   decoding](../docs/glossary.md) can and cannot guarantee, and the one corrective [re-ask](../docs/glossary.md);
+# - read a measured comparison — [calls per user message](../docs/glossary.md), contract violations,
+#   [script adherence](../docs/glossary.md) with [Wilson intervals](../docs/glossary.md) — for two small local
+#   models, against a prompt-only chatbot.
 #
-# **Prerequisites.** Notebooks 01 (transition tables) and 03 (logs and replay). **Time:** about 40 minutes.
+# **Prerequisites:** notebooks 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)) and 03
+# ([event log](../docs/glossary.md), [replay](../docs/glossary.md)). **Time:** about 45 minutes, the quiz included.
+# The **Predict** boxes hide their answer until you choose and press *check*.
 #
-# Nothing here runs a model. Every answer shown was recorded live (`labkit dialog-measure`, greedy decoding) into
-# the cassettes under `data/dialog/runs/<model>/`, and is replayed from them; a prompt that is not in a cassette
-# would be an error, never a live call.
+# Nothing here runs a model. Every answer shown was recorded live (`labkit dialog-measure`, greedy decoding:
+# [temperature](../docs/glossary.md) 0) into the [cassettes](../docs/glossary.md) under
+# `data/dialog/runs/<model>/`, and is replayed from them; a prompt that is not in a cassette would be an error,
+# never a live call. The models are a 270M [base model](../docs/glossary.md) and a 1.5B chat model, both
+# [GGUF](../docs/glossary.md) files run by llama.cpp.
 
 # %%
 import json
@@ -21,6 +30,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from IPython.display import Markdown
 
+from labkit import predict
 from labkit.diagram import mermaid_markdown
 from labkit.dialog import (
     ChatViewer,
@@ -34,6 +44,7 @@ from labkit.dialog import (
 from labkit.dialog.simulate import load_scenarios, measure
 from labkit.drawio import to_drawio
 from labkit.llm.cassette import ReplayBackend
+from labkit.stats import paired_test
 from labkit.store import read_jsonl
 
 DATA = Path("..") / "data" / "dialog"
@@ -100,11 +111,9 @@ print("…", xml.count('vertex="1"'), "vertices,", xml.count('edge="1"'), "edges
 # %% [markdown]
 # ## 3. One conversation, turn by turn
 #
-# **Predict first.** The scripted user `a02_offtopic` opens with "What is the weather like today?". The step is
-# `goal`. Which signals may the model emit there, and which one should it emit?
-#
-# The conversation below is replayed from the cassette of the larger recorded model: the engine builds each
-# prompt again, and the cassette answers it. Every prompt shown is the one the model read.
+# The scripted user `a02_offtopic` opens with "What is the weather like today?" while the step is `goal`. The
+# conversation is replayed from the cassette of the larger recorded model: the engine builds each prompt again,
+# and the cassette answers it. Every prompt shown is the one the model read.
 
 # %%
 TRACE_MODEL = MODELS[-1]
@@ -117,7 +126,22 @@ for text in users["a02_offtopic"].turns:
         break
     bot.respond(text)
 turns = conversation_view(bot.events)
-print(f"model: {TRACE_MODEL}; ended in step {bot.state.status}; variables: {json.dumps(bot.state.variables)}")
+goal_step = analyst.step("goal")
+print(f"replayed {len(turns)} turns of {TRACE_MODEL}")
+print("signals of step goal:", {s.name: f"to {s.to}" + (f", needs {list(s.needs)}" if s.needs else "")
+                                for s in goal_step.signals})
+
+# %% jupyter={"source_hidden": true}
+first_signal = next(e.details["signal"] for e in turns[0].log if e.kind == "transition")
+predict("The user's first message is off-topic. Which signal did the recorded model emit in step goal?",
+        ["next", "stay", "a signal the step does not have"],
+        first_signal if first_signal in ("next", "stay") else "a signal the step does not have",
+        f"It emitted {first_signal!r}, and the conversation is in step {turns[0].step_after!r} after the turn. The "
+        "grammar lets it choose only `next` or `stay`; the step's instructions ask for `stay` on an off-topic "
+        "message; and `next` needs `goal`, which nobody has given yet, so the engine would have refused it anyway.")
+
+# %%
+print(f"ended in step {bot.state.status}; variables: {json.dumps(bot.state.variables)}")
 print(render_text(turns))
 
 # %% [markdown]
@@ -143,7 +167,7 @@ viewer  # NBVAL_IGNORE_OUTPUT
 # built from the step's schema makes the *shape* near-certain and restricts `signal` to the step's own signals;
 # it cannot know that `next` needs the goal, and a long answer cut off at the token limit is not JSON at all.
 # The engine checks, and on a violation makes **one** follow-up call that names it. Here is the first recorded
-# violation in the machine arm of each model:
+# violation in the machine arm of each model.
 
 # %%
 def first_violation(model: str) -> tuple[str, list[ModelCalled]] | None:
@@ -155,6 +179,20 @@ def first_violation(model: str) -> tuple[str, list[ModelCalled]] | None:
     return None
 
 
+# %% jupyter={"source_hidden": true}
+_model = next((m for m in reversed(MODELS) if first_violation(m)), None)
+_found = first_violation(_model) if _model else None
+_repaired = bool(_found and len(_found[1]) > 1 and not _found[1][1].violation)
+(predict(f"The {_model} model's first broken answer is re-asked once, with the violation named, at "
+         "temperature 0. Does its second answer keep the contract?",
+         ["yes, the re-ask repairs it", "no, it breaks the contract again"],
+         "yes, the re-ask repairs it" if _repaired else "no, it breaks the contract again",
+         "With greedy decoding the second call sees nearly the same prompt (only the note about the violation is "
+         "added), and a small model tends to give nearly the same answer. Compare the 're-asks' and 'repaired' "
+         "columns of the table in section 5 for every model.")
+ if _found else Markdown("No recorded model broke the contract, so there is nothing to predict here."))
+
+# %%
 for model in MODELS:
     found = first_violation(model)
     if found is None:
@@ -179,15 +217,12 @@ for model in MODELS:
 # Both bots answer the same users under the same contract and re-ask; the prompt-only bot's `signal` is the step
 # it says it is in after its reply, and its `results` everything it has learned.
 #
-# **Predict first.** The seed reports about 1.03 model calls per user message for its machine-run bot. Will a
-# 270M base model come close? Will the prompt-only bot adhere more or less often than the machine?
-#
-# The embedded model ran all 22 users in both arms. The 1.5B model runs two to three times slower per call on this 2-core
-# machine, so it was recorded on a stated subset (the users listed in its `provenance.json`); its rows count
-# only those conversations, and its intervals are correspondingly wide.
+# Both models ran all 22 users in both arms, greedy. (The 1.5B model was recorded in batches; each batch's
+# command, commit and users are in its `provenance.json`.)
 #
 # The table is recomputed here by replaying every recorded conversation from its cassette, and checked against
-# the results written when it was recorded:
+# the results written when it was recorded. The seed material reports about 1.03 model calls per user message for
+# its machine-run bot, with a large hosted model.
 
 # %%
 scenarios = load_scenarios(DATA)
@@ -209,6 +244,20 @@ def pct(pair: list[float]) -> str:
     return f"{pair[0]:.0%}–{pair[1]:.0%}"
 
 
+# %% jupyter={"source_hidden": true}
+_m, _p = summaries[MODELS[0]]["machine"], summaries[MODELS[0]]["prompt_only"]
+(_ml, _mh), (_pl, _ph) = _m["adherence_ci95"], _p["adherence_ci95"]
+predict(f"For {MODELS[0]}, does the machine arm adhere to the script more often than the prompt-only bot?",
+        ["clearly more often (the 95% intervals do not overlap)", "no clear difference (the intervals overlap)",
+         "clearly less often (the 95% intervals do not overlap)"],
+        "clearly more often (the 95% intervals do not overlap)" if _ml > _ph
+        else "clearly less often (the 95% intervals do not overlap)" if _pl > _mh
+        else "no clear difference (the intervals overlap)",
+        f"Machine {_m['adhered']}/{_m['conversations']} (95% Wilson {pct(_m['adherence_ci95'])}), prompt-only "
+        f"{_p['adhered']}/{_p['conversations']} ({pct(_p['adherence_ci95'])}). With this few conversations, read "
+        "the intervals, not the counts; the cells below show where the conversations of each arm ended.")
+
+# %%
 rows = ["| model | arm | conversations | adhered (95% Wilson) | calls / user message | re-asks (repaired) | "
         "violations | failed twice | prompt tokens (mean / max) |", "|---|---|---|---|---|---|---|---|---|"]
 for model, summary in summaries.items():
@@ -250,19 +299,27 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Where the conversations ended, against where they should have ended (machine arm vs prompt-only arm):
+# Where the conversations ended, against where they should have ended (machine arm vs prompt-only arm). A
+# conversation that ends in a *final* step (brief written, ticket filed, cancelled) without adhering is a false
+# completion: the bot declared the job done with something missing or wrong.
 
 # %%
+final_steps = {name for sc in scenarios.values() for name, step in sc.steps.items() if step.final}
 for model in MODELS:
     recorded = json.loads((RUNS / model / "results.json").read_text(encoding="utf-8"))
     expected = {u.name: u.expect_step for u in all_users}
     for arm in ("machine", "prompt_only"):
         mine = [r for r in recorded if r["arm"] == arm]
         right_step = sum(r["end_step"] == expected[r["user"]] for r in mine)
+        false_done = sum(r["end_step"] in final_steps and not r["adhered"] for r in mine)
         misses = Counter("end step" if m.startswith("ended") else m.split("=")[0]
                          for r in mine for m in r["misses"])
-        print(f"{model:20s} {arm:12s} right end step {right_step}/{len(mine)}; "
-              f"conversations missing each check: {dict(misses)}")
+        print(f"{model:20s} {arm:12s} right end step {right_step}/{len(mine)}; false completions "
+              f"{false_done}/{len(mine)}; conversations missing each check: {dict(misses)}")
+    by_arm = {arm: {r["user"]: (int(r["adhered"]), 1) for r in recorded if r["arm"] == arm}
+              for arm in ("machine", "prompt_only")}
+    print(f"{'':20s} adherence paired by user: "
+          + paired_test(by_arm["machine"], by_arm["prompt_only"], names=("machine", "prompt_only")).describe())
 
 # %% [markdown]
 # ## 6. Prompt size per turn
@@ -286,7 +343,56 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# ## 7. What to take away
+# ## Wrap-up quiz
+#
+# Answer in the boxes and press *check answers*; a wrong answer gets a hint, not the answer. Code answers are one
+# line of Python, evaluated in this notebook: `analyst` (the scenario) and `summaries` (the measured table, by
+# model and arm) are there to use.
+
+# %% jupyter={"source_hidden": true}
+from labkit import Choice, CodeLine, Quiz
+
+quiz = Quiz([
+    Choice("The step's signal `next` needs `goal`. The model emits `next` with empty results, and no goal is "
+           "known. What does the engine do?",
+           ["moves on: the model decided", "refuses the answer, re-asks once, and keeps the step if the second "
+            "answer breaks the contract too", "ends the conversation with an error"],
+           "refuses the answer, re-asks once, and keeps the step if the second answer breaks the contract too",
+           "A violation is an event; a second one is recorded too, and the conversation goes on in the same step."),
+    Choice("What can the grammar built from the step's schema guarantee?",
+           ["that the answer is valid in every way", "the shape, and that the signal is one of the step's own",
+            "nothing: a grammar is only a hint"],
+           "the shape, and that the signal is one of the step's own",
+           "It cannot know which results are already known, or stop an answer cut off at the token limit."),
+    Choice("Why does the machine's prompt stay about the same size however long the conversation gets?",
+           ["it carries one step's instructions, the variables, short summaries of past steps and the last turns",
+            "the model forgets old turns by itself", "the cassette compresses the prompt"],
+           "it carries one step's instructions, the variables, short summaries of past steps and the last turns",
+           "The prompt-only bot carries the whole script and the whole conversation, so its prompt grows."),
+    Choice("A bot needs 1.03 model calls per user message. What does that tell you?",
+           ["it followed the script in 97% of the conversations",
+            "its first answer kept the contract almost every time; nothing about following the script",
+            "it was 3% slower than a prompt-only bot"],
+           "its first answer kept the contract almost every time; nothing about following the script",
+           "Adherence is measured separately, against stated end steps."),
+    CodeLine("Write the line that gives the names of the signals the analyst scenario's step `goal` may emit.",
+             lambda names: sorted(names) == sorted(s.name for s in analyst.step("goal").signals),
+             hint="analyst.step(name) gives a step; a step has its signals, each with a .name",
+             explain="[s.name for s in analyst.step('goal').signals]"),
+    CodeLine("Write the line that gives the results the signal `next` of the step `deadline` needs.",
+             lambda needs: list(needs) == list(analyst.step("deadline").signal("next").needs),
+             hint="a step's .signal(name) gives one signal; it lists what it needs",
+             explain="analyst.step('deadline').signal('next').needs"),
+    CodeLine("Write the line that gives how many re-asks the prompt-only bot needed with the embedded model "
+             "(gemma3-270m).",
+             lambda n: n == summaries["gemma3-270m"]["prompt_only"]["reasks"],
+             hint="summaries is indexed by model, then arm ('machine' or 'prompt_only'), then column",
+             explain="summaries['gemma3-270m']['prompt_only']['reasks']"),
+], namespace=globals())
+quiz
+
+# %% [markdown]
+# ## Take-aways
 #
 # - **The machine owns the script; the model owns one step.** The prompt holds one step's instructions, the
 #   variables and short summaries, so it stays small and flat (section 6) — and the step the conversation is in is
@@ -310,5 +416,5 @@ plt.show()
 # **Try it.** `labkit chat data/dialog/support/scenario.yaml` talks to the embedded model in the terminal;
 # `--model qwen2.5-coder-1.5b` (after `labkit models fetch qwen2.5-coder-1.5b`) uses the 1.5B chat model.
 #
-# **Exercises.** `exercises/06_dialog_step/` — write a scenario step in YAML; the checker runs it against scripted
+# **Your turn.** `exercises/06_dialog_step/` — write a scenario step in YAML; the checker runs it against scripted
 # users with an eager stand-in model. `exercises/07_contract_validator/` — write the validator and its re-ask.

@@ -114,6 +114,46 @@ print(f"grammar / free generation speed on this run: {result['grammar_to_free_ra
       f"({result['gen_grammar_tokens_per_s']:.1f} vs {result['gen_tokens_per_s']:.1f} tokens/s)")
 
 # %% [markdown]
+# ## Two models, recorded
+#
+# The run above used small sizes so this notebook stays quick. The full-size benchmark was recorded for
+# the embedded model and for the opt-in chat model Qwen2.5-Coder-1.5B-Instruct (`labkit models fetch
+# qwen2.5-coder-1.5b`, then `labkit bench inference --model qwen2.5-coder-1.5b`). The table is read from
+# the recorded JSON files in `data/bench/`, each with its model hash and conditions; rows recorded with a
+# different thread count, or on another machine, do not compare number for number.
+
+# %%
+from pathlib import Path
+
+from labkit.inference import read_recorded, render_inference_comparison
+
+BENCH = Path("..") / "data" / "bench"
+recorded = [read_recorded(BENCH / name) for name in
+            ("inference.json", "inference-gemma3-270m-threads1.json", "inference-qwen2.5-coder-1.5b.json")]
+print(render_inference_comparison(recorded))
+for r in recorded:
+    print(f"{r['model_name']}: sha256 {r['model_sha256'][:16]}…, llama-cpp-python {r['llama_cpp_python']}, "
+          f"{r['cpu_count']} CPUs, n_ctx {r['n_ctx']}, prompt {r['prompt_tokens']} tokens")
+small, large = recorded[1], recorded[2]  # one thread each, on the same machine
+print(f"\n270M over 1.5B, one thread each: prompt {small['prompt_tokens_per_s'] / large['prompt_tokens_per_s']:.1f}x, "
+      f"free generation {small['gen_tokens_per_s'] / large['gen_tokens_per_s']:.1f}x, "
+      f"grammar generation {small['gen_grammar_tokens_per_s'] / large['gen_grammar_tokens_per_s']:.1f}x faster")
+for r in (small, large):
+    extra_ms = 1000 / r["gen_grammar_tokens_per_s"] - 1000 / r["gen_tokens_per_s"]
+    print(f"{r['model_name']}: the grammar adds {extra_ms:.0f} ms to each generated token "
+          f"({1000 / r['gen_tokens_per_s']:.0f} ms without it)")
+
+# %% [markdown]
+# Read the last two rows (one thread each, the same shared 2-core machine, a quarter of an hour apart): the
+# 1.5B model is several times slower at everything, a little less than its weights are larger (1.04 GiB
+# against 0.23 GiB: `labkit fit --model gemma3-270m --model qwen2.5-coder-1.5b --vram 2` reads both files).
+# Generating a token reads every weight once, so on a CPU the speed follows the bytes of the weights.
+# Its grammar/free ratio is much closer to 1. What the grammar adds to each token follows the vocabulary
+# it checks, not the model's size: Qwen's 151,936 tokens cost it less per step than Gemma's 262,144 cost
+# the small model, while its forward pass costs far more, so the grammar's share of each step is small. The first row was recorded earlier with two threads on another machine; it is not
+# comparable with the other two.
+
+# %% [markdown]
 # ## CPU against GPU
 #
 # **Not measured yet.** The machine that built this notebook has no GPU, and the installed
@@ -238,14 +278,14 @@ print(render_equality(equality))
 
 # %% [markdown]
 # The same decoding, faster. The grammar's price in `labkit bench inference` (recorded in
-# `data/bench/inference.json`; goal: grammar/free ≥ 0.8), and the machine arm's mean time per call, today's
+# `data/bench/inference-lazy-grammar.json`; goal: grammar/free ≥ 0.8), and the machine arm's mean time per call, today's
 # path against lazy grammar + prefix reuse (goal: ≥ 3× faster). The machine is shared, so the call times
 # are measured twice: once per pass of the equality run above, and in alternating blocks of the same 20
 # prompts, seconds apart (`--timing-rounds`, recorded in `data/bench/equality-timing.json`), whose spread
 # shows the noise:
 
 # %%
-recorded = json.loads((bench_dir / "inference.json").read_text(encoding="utf-8"))
+recorded = json.loads((bench_dir / "inference-lazy-grammar.json").read_text(encoding="utf-8"))
 print(f"free generation      {recorded['gen_tokens_per_s']:6.1f} tokens/s")
 print(f"masking first        {recorded['gen_grammar_tokens_per_s']:6.1f} tokens/s   "
       f"grammar/free {recorded['grammar_to_free_ratio']:.2f}")

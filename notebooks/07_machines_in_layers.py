@@ -3,15 +3,20 @@
 #
 # **After this notebook you can**
 #
-# 1. split one overloaded status into layers, and say which question each layer answers;
-# 2. declare a forward-only layer and a whitelisted layer, and read the refusals they give;
-# 3. declare a router's possible keys so that a missing or misspelt key is found before the run;
+# 1. split one overloaded status into [layers](../docs/glossary.md), and say which question each layer answers;
+# 2. declare a [forward-only layer](../docs/glossary.md) and a [whitelisted layer](../docs/glossary.md), and read
+#    the refusals they give;
+# 3. declare a [router](../docs/glossary.md)'s possible keys so that a missing or misspelt key is found before the
+#    run;
 # 4. keep a lifecycle as a *view* of the persisted layers, so that it cannot disagree with them;
-# 5. make an abort reach the inner loop, and check from the log that no model call began after it.
+# 5. make an [abort](../docs/glossary.md) reach the inner loop, and check from the log that no model call began
+#    after it.
 #
-# **Prerequisites:** notebook 01 (transition tables) and notebook 03 (the log, replay, invariants).
-# **Time:** about 40 minutes. Everything runs in a few seconds: the model's part is replayed from a
-# recorded cassette.
+# **Prerequisites:** notebook 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)) and
+# notebook 03 ([event log](../docs/glossary.md), [replay](../docs/glossary.md), [invariant](../docs/glossary.md),
+# [resume](../docs/glossary.md)). **Time:** about 45 minutes, the quiz included. Everything runs in a few seconds:
+# the model's part is replayed from a recorded [cassette](../docs/glossary.md). The **Predict** boxes hide their
+# answer until you choose and press *check*.
 #
 # The example is a small writing system in the spirit of a production novel writer: plan a section, draft it,
 # review it, rewrite or polish it, save it at a checkpoint, go on to the next section or finish.
@@ -23,7 +28,7 @@ from pathlib import Path
 
 from IPython.display import Markdown
 
-from labkit import EventLog, TableError, load_events
+from labkit import EventLog, TableError, load_events, predict
 from labkit.events import InvariantViolated
 from labkit.layers import (
     Graph,
@@ -35,6 +40,7 @@ from labkit.layers import (
     Router,
     RouteRefused,
     calls_after_abort,
+    draw_layer_stack,
     replay_layers,
     timeline,
 )
@@ -119,13 +125,20 @@ except TableError as exc:
 # %% [markdown]
 # Nodes ask a layer for a *destination* ("flow to REVIEWING"); the layer answers with its row, or refuses with
 # a reason.
-#
-# **Predict first.** Which of these three flow moves does the whitelist allow: REVIEWING → POLISHING,
-# REWRITING → REVIEWING, POLISHING → STEERING? Write your answer down, then run the cell.
 
 # %%
+MOVES = [("REVIEWING", "POLISHING"), ("REWRITING", "REVIEWING"), ("POLISHING", "STEERING")]
 flow, phase = flow_layer(), phase_layer()
-for source, dest in [("REVIEWING", "POLISHING"), ("REWRITING", "REVIEWING"), ("POLISHING", "STEERING")]:
+
+# %% jupyter={"source_hidden": true}
+_refused = [f"{s} -> {d}" for s, d in MOVES if not hasattr(flow.row_to(s, d), "event")]
+predict("Which of these three flow moves does the whitelist refuse?", [f"{s} -> {d}" for s, d in MOVES],
+        _refused[0] if len(_refused) == 1 else f"{MOVES[0][0]} -> {MOVES[0][1]}",
+        "REWRITING -> REVIEWING: new text must be written (flow back to WRITING) before it is reviewed again. "
+        "STEERING, a person changing direction, is reachable from every state.")
+
+# %%
+for source, dest in MOVES:
     answer = flow.row_to(source, dest)
     print(f"{source} -> {dest}: " + (f"allowed, row {answer}" if hasattr(answer, "event") else answer.reason))
 print(phase.row_to("WRITING", "OUTLINE").reason)
@@ -136,9 +149,29 @@ print(phase.row_to("WRITING", "OUTLINE").reason)
 #
 # ## 3. The whole machine in one picture
 #
-# `labkit diagram writing` prints this Mermaid text; one subgraph per layer, router edges labelled with the
-# router and its key, and the cross-layer rules as dotted links. The lifecycle has a table too (it says which
-# changes of the view are possible), but nothing ever sets it.
+# First the layers as a stack, at three moments of the scripted run that section 4 follows, drawn by labkit
+# from the machine's declaration (`labkit.layers.draw_layer_stack`). Each band is one layer's table, with the
+# state it is in filled; dotted lines are the [cross-layer rules](../docs/glossary.md); the lifecycle is not
+# set by anyone but computed from the persisted layers. Watch the speeds: the phase hardly moves, the flow moves per section, the
+# graph moves every step.
+
+# %%
+import matplotlib.pyplot as plt
+
+rows_of_run = timeline(run_demo(EventLog(), scripted_writer()).events, spec)
+moments = [next(r for r in rows_of_run if r["writing"] == "draft"),
+           next(r for r in rows_of_run if r["flow"] == "REVIEWING"), rows_of_run[-1]]
+fig, axes = plt.subplots(len(moments), 1, figsize=(12, 4.1 * len(moments)))
+for ax, moment in zip(axes, moments, strict=True):
+    draw_layer_stack(spec, moment, ax=ax, title=f"after event #{moment['seq']} ({moment['event']}): "
+                                                f"lifecycle {moment['lifecycle']}")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# The same machine with every row: `labkit diagram writing` prints this Mermaid text; one subgraph per layer,
+# router edges labelled with the router and its key, and the cross-layer rules as dotted links. The lifecycle has
+# a table too (it says which changes of the view are possible), but nothing ever sets it.
 
 # %%
 Markdown("```mermaid\n" + spec.to_mermaid({"phase": "WRITING", "flow": "REVIEWING", "writing": "review"})
@@ -193,15 +226,21 @@ print("model calls per node:", {n: sum(1 for e in recorded if isinstance(e, Mode
 # A plausible bug: to save a step, the review's router sends the *last* accepted section straight to `finish`.
 # `finish` moves the phase to COMPLETE. The graph builds (finish declares nothing about the flow).
 #
-# **Predict first.** Without the cross-layer rules, what will the lifecycle say at the end, and where is the
-# flow?
-
 # %%
 def machine(spec, model=None, **switches):
     return LayeredMachine(spec, model=model or scripted_writer(), clock=tick_clock(),
                           params=job_params(TITLE, TOPICS), **switches)
 
 
+# %% jupyter={"source_hidden": true}
+_unchecked = machine(writing_spec("skip_checkpoint"), check_rules=False)
+_unchecked.run()
+predict("Without the cross-layer rules, what will the lifecycle say when this run ends?",
+        ["completed", "paused", "running"], _unchecked.lifecycle,
+        f"It says {_unchecked.lifecycle!r} with the layers at {dict(_unchecked.layers)}: the phase reached "
+        "COMPLETE, and nothing compared it with the flow, which still has a review open.")
+
+# %%
 unchecked = machine(writing_spec("skip_checkpoint"), check_rules=False)
 print("lifecycle:", unchecked.run(), "| layers:", unchecked.layers)
 print("sections saved:", len(unchecked.state.memo["sections"]), "of", len(TOPICS))
@@ -280,8 +319,6 @@ except TableError as exc:
 # A user clicks *stop* while the model is generating the second call. In the naive version, `abort()` flips the
 # lifecycle to paused and nothing else: the loop keeps calling the model.
 #
-# **Predict first.** Without abort checkpoints, how many model calls begin *after* the abort?
-
 # %%
 def aborted_run(**switches):
     holder = []
@@ -291,6 +328,14 @@ def aborted_run(**switches):
     return holder[0]
 
 
+# %% jupyter={"source_hidden": true}
+_late = calls_after_abort(aborted_run(abort_checkpoints=False).events)["model_calls"]
+predict("Without abort checkpoints, how many model calls begin after the abort?",
+        ["none", "one", "more than one"], "none" if _late == 0 else "one" if _late == 1 else "more than one",
+        f"{_late} model calls began after the abort: the naive abort only changed the view, and the loop never "
+        "looked at it again before calling the model.")
+
+# %%
 for checkpoints in (False, True):
     m = aborted_run(abort_checkpoints=checkpoints)
     after = calls_after_abort(m.events)
@@ -317,9 +362,6 @@ print("lifecycle" in {f.name for f in dataclasses.fields(run.state)})
 # %% [markdown]
 # A restart rebuilds everything from the log. Cut the scripted run's log just after event 40, as if the
 # process had been killed there (the tests do it for real, with SIGKILL and a SQLite file).
-#
-# **Predict first.** Look at the layers at the cut: the graph says `draft`, the persisted flow says IDLE. At
-# which node will the restarted run continue?
 
 # %%
 cut = 40
@@ -327,11 +369,31 @@ kept = list(run.events[: cut + 1])
 state_at_cut = replay_layers(kept, spec).state
 print("layers at the cut:", dict(state_at_cut.layers), "| draft so far:", repr(state_at_cut.memo["draft"][:40]))
 
+
+def restart(kept):
+    """A machine resumed from a copy of the kept events (re-sealed into a fresh log), not yet run."""
+    log = EventLog()
+    for event in kept:
+        log.append(event.model_copy(update={"hash": "", "seq": -1, "prev_hash": ""}), at=event.at)
+    return LayeredMachine(spec, model=scripted_writer(), log=log, clock=tick_clock())
+
+
+def first_node(restarted, kept):
+    """Where the restarted run's graph went first."""
+    return next(e.dest for e in restarted.events[len(kept):] if isinstance(e, LayerMoved) and e.layer == "writing")
+
+
+# %% jupyter={"source_hidden": true}
+_again = restart(kept)
+_again.run()
+predict(f"At the cut the graph says {state_at_cut.layers['writing']!r} and the persisted flow says "
+        f"{state_at_cut.layers['flow']!r}. At which node will the restarted run continue?",
+        ["draft", "plan", "load", "review"], first_node(_again, kept),
+        "The graph's position is transient: a restart puts it back at `load`, whose router reads only the "
+        "persisted phase and flow (and the memo), and sends the run on from there.")
+
 # %%
-log = EventLog()
-for event in kept:
-    log.append(event.model_copy(update={"hash": "", "seq": -1, "prev_hash": ""}), at=event.at)
-restarted = LayeredMachine(spec, model=scripted_writer(), log=log, clock=tick_clock())
+restarted = restart(kept)
 print("lifecycle before the restart:", restarted.lifecycle, "(nobody recorded a stop)")
 restarted.run()
 first = next(e for e in restarted.events[len(kept):] if isinstance(e, LayerMoved) and e.layer == "writing")
@@ -393,6 +455,49 @@ print("same sections as the uninterrupted run:", restarted.state.memo["sections"
 # upper layers *pull* the lower layers' state when they need it; lower layers never push into upper ones.
 # </details>
 #
+# ## Wrap-up quiz
+#
+# Answer in the boxes and press *check answers*; a wrong answer gets a hint, not the answer. Code answers are one
+# line of Python, evaluated in this notebook: `flow` (the flow layer), `aborted_run` and `calls_after_abort` are
+# there to use.
+
+# %% jupyter={"source_hidden": true}
+from labkit import Choice, CodeLine, Quiz
+from labkit.layers import Refusal
+
+quiz = Quiz([
+    Choice("With the run-time route check on, a router returns a key its map does not have. What happens?",
+           ["a KeyError ends the process", "a route_refused event is recorded, the run pauses, and what it wrote "
+            "is kept", "the map's first key is used instead"],
+           "a route_refused event is recorded, the run pauses, and what it wrote is kept",
+           "An undeclared key is a typed event, not a crash (section 6)."),
+    Choice("After a restart, which layer starts again from its beginning?",
+           ["the phase", "the flow", "the graph (what runs next)"], "the graph (what runs next)",
+           "The graph's position is transient; load's router reads the persisted phase and flow to go on."),
+    Choice("Why does the lifecycle have no setter?",
+           ["it is computed from the persisted layers, so it cannot disagree with them", "to save memory",
+            "because it never changes"],
+           "it is computed from the persisted layers, so it cannot disagree with them",
+           "A field can be set anywhere and drift; a view is recomputed after every event and every restart."),
+    Choice("With abort checkpoints, what happens to the model call that is running when the abort arrives?",
+           ["it is cut off mid-call", "it finishes and is recorded; nothing new begins",
+            "it is repeated after the restart"],
+           "it finishes and is recorded; nothing new begins",
+           "Each node and each model or tool call checks for the abort before it begins."),
+    CodeLine("Write the line that asks the flow layer for the move POLISHING -> REVIEWING (it answers with a row or "
+             "a refusal).",
+             lambda answer: isinstance(answer, Refusal) and (answer.source, answer.dest) == ("POLISHING", "REVIEWING"),
+             hint="a layer answers a destination with .row_to(source, dest)",
+             explain="flow.row_to('POLISHING', 'REVIEWING') is refused: a polish goes back to WRITING first."),
+    CodeLine("Write the line that gives, read from its log, the report of what began after the abort in a run "
+             "WITHOUT abort checkpoints.",
+             lambda report: report == calls_after_abort(aborted_run(abort_checkpoints=False).events),
+             hint="aborted_run(...) takes the machine's switches; calls_after_abort reads a run's events",
+             explain="calls_after_abort(aborted_run(abort_checkpoints=False).events)"),
+], namespace=globals())
+quiz
+
+# %% [markdown]
 # ## Take-aways
 #
 # - One status string answers four questions badly; four layers answer one question each.

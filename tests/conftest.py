@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,17 +28,14 @@ def unused_port() -> int:
     return free_port()
 
 
-@pytest.fixture(scope="module")
-def server_url(tmp_path_factory) -> Iterator[str]:
-    """A real llama.cpp server (``python -m labkit.llm.serve``) with the embedded model, always stopped.
-
-    Module-scoped: an idle server still costs CPU, so it lives only while the module that needs it runs.
-    """
+@contextlib.contextmanager
+def llama_server(log_dir: Path, *, threads: int = 2) -> Iterator[str]:
+    """Start ``python -m labkit.llm.serve`` with the embedded model on a free loopback port; always stop it."""
     port = free_port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
+    log = log_dir / f"server-{port}.log"
     with log.open("wb") as sink:
         proc = subprocess.Popen([sys.executable, "-m", "labkit.llm.serve", "--model", str(embedded_model_path()),
-                                 "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2"],
+                                 "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(threads)],
                                 stdout=sink, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -59,3 +58,13 @@ def server_url(tmp_path_factory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def server_url(tmp_path_factory) -> Iterator[str]:
+    """A real llama.cpp server (``python -m labkit.llm.serve``) with the embedded model, always stopped.
+
+    Module-scoped: an idle server still costs CPU, so it lives only while the module that needs it runs.
+    """
+    with llama_server(tmp_path_factory.mktemp("server")) as url:
+        yield url

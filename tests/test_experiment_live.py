@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,7 @@ from labkit.experiment.runner import BackendSource, ExperimentConfig, SerialCall
 from labkit.experiment.tasks import load_tasks
 from labkit.llm import LlamaCppBackend, OpenAICompatBackend, ServerError
 from labkit.llm.cassette import read_cassette
+from labkit.llm.pool import ServerPool
 
 SMALL = Decoding(temperature=0.5, max_tokens_whole=24, max_tokens_step=8)
 TINY = Decoding(temperature=0.5, max_tokens_whole=16, max_tokens_step=8)
@@ -67,6 +69,39 @@ def test_concurrent_runs_against_a_real_server_equal_a_sequential_run(server_url
                                  r.completion_tokens, tuple(r.outputs)) for r in records]
     assert len(per_run[1]) == 8
     assert per_run[3] == per_run[1]
+
+
+@pytest.mark.slow
+def test_runs_spread_over_two_real_servers_equal_one_server(server_url: str, tmp_path: Path) -> None:
+    """Two `python -m labkit.llm.serve` processes on loopback against the module's one server."""
+    from conftest import llama_server
+
+    tasks = _tasks("diff2", "distractor2", max_steps=3)
+    config = ExperimentConfig(seeds=[0, 1], arms=["prompt-only", "machine-model"], decoding=TINY, concurrency=2)
+
+    def experiment(live: Any, out: Path) -> list:
+        return run_experiment(config, tasks, BackendSource(live=live, record_to=out), out, progress=False)
+
+    def server(url: str) -> SerialCalls:
+        return SerialCalls(OpenAICompatBackend(url, timeout_s=60, cache_dir=tmp_path / "cache"))
+
+    one = experiment(server(server_url), tmp_path / "one")
+    with llama_server(tmp_path, threads=1) as first, llama_server(tmp_path, threads=1) as second:
+        pool = ServerPool([server(first), server(second)])
+        two = experiment(pool, tmp_path / "two")
+
+    def outcome(r: Any) -> tuple:
+        return (r.arm, r.task, r.seed, r.passed, r.termination, r.llm_calls, r.prompt_tokens, r.completion_tokens,
+                tuple(r.outputs))
+
+    assert len(one) == 8 and [outcome(r) for r in two] == [outcome(r) for r in one]
+    assert {r.server for r in one} == {server_url}
+    assert {r.server for r in two} == {first, second}  # both served, each run by one of them
+    assert sum(pool.runs_per_server().values()) == 8
+    for r in two:
+        _, calls = read_cassette(tmp_path / "two" / "cassettes" / r.arm / f"{r.task}.jsonl")
+        mine = [c for c in calls if c["request"]["seed"] // 1000 == r.seed]
+        assert len(mine) == r.llm_calls and {c["server"] for c in mine} == {r.server}
 
 
 # --- bad input ---------------------------------------------------------------------------------------
@@ -157,3 +192,34 @@ def test_a_slow_server_stops_the_experiment_and_keeps_finished_runs(stub, tmp_pa
         run_experiment(config, _tasks("diff2"), BackendSource(live=backend), tmp_path, progress=False)
     kept = load_runs(tmp_path / "runs.jsonl")
     assert [r.arm for r in kept] == ["machine-random"]
+
+
+@contextlib.contextmanager
+def _stub_server(delay: float = 0.0) -> Iterator[str]:
+    handler = type("Stub", (_Stub,), {"posts": 0, "fail_post": -1, "delay": delay})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_cli_spreads_runs_over_every_server_given(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    with _stub_server(delay=0.01) as first, _stub_server(delay=0.01) as second:
+        code = main(["experiment", "--server", first, "--server", second, "--task-ids", "diff2,distractor2",
+                     "--arms", "prompt-only,machine-model,machine-rule", "--seeds", "2", "--retries", "0",
+                     "--out", str(out), "--no-progress", "--no-plots"])
+        assert code == 0, capsys.readouterr().err
+        assert main(["experiment", "--server", first, "--server", first + "/", "--out", str(tmp_path / "twice"),
+                     "--no-progress"]) == 2
+        assert "given twice" in capsys.readouterr().err
+    runs = load_runs(out / "runs.jsonl")
+    assert len(runs) == 12
+    assert {r.server for r in runs if r.arm != "machine-rule"} == {first, second}
+    assert {r.server for r in runs if r.arm == "machine-rule"} == {""}
+    assert json.loads((out / "experiment.json").read_text())["concurrency"] == 2  # one run per server
+    assert json.loads((out / "provenance.json").read_text())["backend"]["servers"] == [first, second]

@@ -81,3 +81,58 @@ def test_cli_fit_worked_example_and_embedded_model(capsys: pytest.CaptureFixture
     assert main(["fit", "--ctx", "4096", "--vram", "2"]) == 0
     out = capsys.readouterr().out
     assert "Gemma 3 270m" in out and "sliding window 512 on 15 of 18 layers" in out and "yes" in out
+
+
+def test_cli_fit_knows_the_registered_models_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    from labkit.llm.models import get_model
+
+    qwen = get_model("qwen2.5-coder-1.5b")
+    if qwen.path_if_present() is None:
+        pytest.skip("the opt-in Qwen model is not fetched here (`labkit models fetch qwen2.5-coder-1.5b`)")
+    assert main(["fit", "--model", "gemma3-270m", "--model", "qwen2.5-coder-1.5b", "--ctx", "4096",
+                 "--vram", "2", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["arch"] for r in rows] == ["Gemma 3 270m", "Qwen2.5 Coder 1.5B Instruct GGUF"]
+    assert rows[1]["gpu_weights"] > 3 * rows[0]["gpu_weights"]  # 1.5B against 270M parameters
+    # The name reads the same file as its cached path does.
+    assert main(["fit", "--model", str(qwen.cache_path()), "--ctx", "4096", "--vram", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == rows[1:]
+    assert main(["fit", "--model", "gemma3-270m", "--model", "qwen2.5-coder-1.5b", "--vram", "2"]) == 0
+    table = capsys.readouterr().out
+    assert "(qwen2): 28 layers" in table and "Gemma 3 270m" in table
+
+
+def test_cli_fit_refuses_an_unknown_model_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fit", "--model", "gemma-7b", "--vram", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "neither a registered model nor a .gguf file" in err and "qwen2.5-coder-1.5b" in err
+
+
+def test_bench_resolves_a_registered_name_before_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A registered name becomes its cached file and carries its declared sha256 (checked without a model)."""
+    from labkit.llm import models
+
+    def unfetched(self: models.ModelSpec, cache_dir: Path | None = None) -> None:
+        return None
+
+    monkeypatch.setattr(models.ModelSpec, "path_if_present", unfetched)
+    with pytest.raises(LabkitError, match="not fetched yet"):
+        bench_inference("qwen2.5-coder-1.5b", **TINY)  # type: ignore[arg-type]
+
+
+def test_recorded_benchmarks_are_read_and_compared(tmp_path: Path) -> None:
+    from labkit.inference import read_recorded, render_inference_comparison
+
+    bench = Path(__file__).resolve().parents[1] / "data" / "bench"
+    qwen = read_recorded(bench / "inference-qwen2.5-coder-1.5b.json")
+    gemma = read_recorded(bench / "inference-gemma3-270m-threads1.json")
+    for r, name in ((qwen, "qwen2.5-coder-1.5b"), (gemma, "gemma3-270m")):  # each names its registered model
+        assert r["registered_model"] == name and r["model_sha256"] == r["expected_sha256"]
+    table = render_inference_comparison([gemma, qwen]).splitlines()
+    assert len(table) == 4 and table[3].startswith("qwen2.5-coder-1.5b")
+    assert f"{qwen['gen_tokens_per_s']:.1f}" in table[3] and f"{qwen['grammar_to_free_ratio']:.2f}" in table[3]
+    (tmp_path / "other.json").write_text('{"benchmark": "labkit bench core"}')
+    with pytest.raises(LabkitError, match="not a `labkit bench inference` record"):
+        read_recorded(tmp_path / "other.json")
+    with pytest.raises(LabkitError, match="cannot read"):
+        read_recorded(tmp_path / "missing.json")

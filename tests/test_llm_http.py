@@ -183,3 +183,32 @@ def test_bad_urls_and_modes_are_refused():
     with pytest.raises(Exception, match="schema_mode"):
         OpenAICompatBackend("http://127.0.0.1:1", schema_mode="magic")
     assert OpenAICompatBackend("http://127.0.0.1:8000/v1/").base_url == "http://127.0.0.1:8000"
+
+
+def test_each_schema_mode_puts_the_schema_where_its_server_reads_it():
+    bodies: list[dict] = []
+
+    class Capture(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            bodies.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0)))))
+            reply(self, 200, GOOD)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Capture)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    url, schema = f"http://127.0.0.1:{srv.server_address[1]}", {"type": "integer"}
+    try:
+        for mode, field in (("grammar", "grammar"), ("json_schema", "json_schema"),
+                            ("structured_outputs", "structured_outputs")):
+            client = OpenAICompatBackend(url, model="m", model_sha256="0" * 64, schema_mode=mode,
+                                         isolate_calls=False)
+            assert client.complete("x", schema=schema).grammar_used
+            sent = bodies[-1]
+            assert field in sent and not {"grammar", "json_schema", "structured_outputs"} - {field} & set(sent)
+        assert bodies[-1]["structured_outputs"] == {"json": schema}  # vLLM's field
+        assert isinstance(bodies[0]["grammar"], str) and bodies[1]["json_schema"] == schema
+    finally:
+        srv.shutdown()
+        srv.server_close()

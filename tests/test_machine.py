@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -173,3 +174,15 @@ def test_resuming_a_log_that_breaks_an_invariant_it_does_not_record_is_refused(t
     never_triaged = Invariant("never_triaged", lambda s, ev: "triaged" if s.status == "TRIAGED" else None)
     with pytest.raises(LabkitError, match="breaks invariant 'never_triaged' at seq 1"):
         ticket(log=JsonlLog(tmp_path / "run.jsonl"), invariants=[never_triaged])
+
+
+def test_the_state_after_a_transition_equals_the_one_its_constructor_builds():
+    from labkit.reducer import MachineState, _after_transition
+
+    before = MachineState("IN_PROGRESS", "ticket", 4, 3, ("closed_only_after_resolved",))
+    after = _after_transition(before, "WAITING_CUSTOMER", 5)
+    expected = MachineState("WAITING_CUSTOMER", "ticket", 5, 4, ("closed_only_after_resolved",))
+    assert after == expected and hash(after) == hash(expected) and repr(after) == repr(expected)
+    assert type(after) is MachineState and before.status == "IN_PROGRESS"  # the old state is untouched
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        after.status = "CLOSED"  # type: ignore[misc]

@@ -42,6 +42,38 @@ KEYS = {
          "lambda evs: all(b.seq == a.seq + 1 for a, b in zip(evs, evs[1:]))", "[]",
          "outcome_view(empty_run_state())"],
     ),
+    "04_dialog_machines.py": (
+        ["refuses the answer, re-asks once, and keeps the step if the second answer breaks the contract too",
+         "the shape, and that the signal is one of the step's own",
+         "it carries one step's instructions, the variables, short summaries of past steps and the last turns",
+         "its first answer kept the contract almost every time; nothing about following the script",
+         "[s.name for s in analyst.step('goal').signals]", "analyst.step('deadline').signal('next').needs",
+         "summaries['gemma3-270m']['prompt_only']['reasks']"],
+        ["moves on: the model decided", "nothing: a grammar is only a hint", "the model forgets old turns by itself",
+         "it followed the script in 97% of the conversations", "['next']",
+         "analyst.step('deadline').signal('stay').needs", "summaries['gemma3-270m']['machine']['reasks']"],
+    ),
+    "07_machines_in_layers.py": (
+        ["a route_refused event is recorded, the run pauses, and what it wrote is kept",
+         "the graph (what runs next)", "it is computed from the persisted layers, so it cannot disagree with them",
+         "it finishes and is recorded; nothing new begins", "flow.row_to('POLISHING', 'REVIEWING')",
+         "calls_after_abort(aborted_run(abort_checkpoints=False).events)"],
+        ["a KeyError ends the process", "the flow", "because it never changes", "it is cut off mid-call",
+         "flow.row_to('POLISHING', 'WRITING')", "calls_after_abort(aborted_run().events)"],
+    ),
+    "09_stop_recover_redact.py": (
+        ["because a proposal grants nothing: only the validator's token lets the executor act, and the log must "
+         "show which one decided", "UNKNOWN: it may have happened",
+         "executed => validated; committed => observed; at most one side effect per logical action",
+         "the log is immutable (hash chain) and records the schema, tool and policy versions it was made under",
+         "a wrong but allowed action, such as a draft that lists the wrong differences",
+         "live(with_budget(task, max_steps=3), 'q6').run()",
+         "lambda text: not any(s in text for s in secrets)"],
+        ["so that the log is longer and easier to read", "FAILED: it did not answer",
+         "every step is fast; every prompt is short; every model is large", "the same model weights are loaded",
+         "repeated writes after a lost reply", "live(task, 'q6-wrong').run()",
+         "lambda text: 'NI-' not in text"],
+    ),
 }
 
 

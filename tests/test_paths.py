@@ -51,7 +51,17 @@ def test_the_cover_is_as_small_as_the_terminal_bound_on_the_shipped_tables() -> 
     flat = [entry.table() for entry in map(catalog.lookup, catalog.names())]
     for table in [t for t in flat if isinstance(t, TransitionTable)] + _exercise_tables():
         suite = build_suite(table)
-        assert len(suite.paths) == suite.lower_bound, (table.name, len(suite.paths), suite.lower_bound)
+        minimum = KNOWN_MINIMUM.get(table.name, suite.lower_bound)
+        assert len(suite.paths) == minimum, (table.name, len(suite.paths), minimum)
+
+
+# Flat tables whose minimum number of sequences is above the terminal bound, with the reason.
+KNOWN_MINIMUM = {
+    # Four rows enter ROLLBACK_OR_FIX, whose only exit is rolled_back -> FAILED, so each sequence passes it at
+    # most once: four sequences end with rolled_back, and bad_repo, plan_refused -> FAILED and green need one
+    # sequence each.
+    "repoedit": 7,
+}
 
 
 def test_a_guarded_pair_without_its_complement_must_be_refused_when_the_guard_fails() -> None:

@@ -42,7 +42,7 @@ def test_tables_are_found_without_importing_their_layer() -> None:
     out = fresh("import sys; from labkit import catalog; "
                 "print('labkit.runtime.table' in sys.modules, catalog.names())")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "False ['planner_executor', 'ticket', 'writing']"
+    assert out.stdout.strip() == "False ['planner_executor', 'repoedit', 'ticket', 'writing']"
 
 
 def test_importing_a_table_module_registers_nothing_by_side_effect() -> None:

@@ -246,3 +246,21 @@ def test_a_refused_jsonl_open_does_not_touch_the_file(trace):
     with pytest.raises(EventLogError, match="holds run 'r1', not 'other'"):
         JsonlLog(trace, run_id="other")
     assert trace.read_bytes() == before and not (trace.parent / "run.jsonl.torn").exists()
+
+
+def test_sealing_again_writes_every_shipped_line_byte_for_byte():
+    """The sealed line is the event's one serialisation with the hash put first: the same bytes as written."""
+    from pathlib import Path
+
+    from labkit.events import seal
+
+    root = Path(__file__).resolve().parents[1] / "data" / "traces"
+    files = sorted(root.glob("*.jsonl"))
+    assert files
+    for path in files:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for event, line in zip(read_jsonl(path).events, lines, strict=True):
+            unsealed = event.model_copy(update={"hash": ""})
+            sealed, written = seal(unsealed, seq=event.seq, prev_hash=event.prev_hash, run_id=event.run_id,
+                                   at=event.at)
+            assert written == line and sealed.hash == event.hash and sealed.model_dump_json() == line

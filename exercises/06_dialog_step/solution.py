@@ -1,4 +1,7 @@
+# BEGIN SOLUTION
 """Exercise 06, one solution: the `date` step of the booking dialog."""
+# STUB: """Exercise 06: write the `date` step of the booking dialog. Fill in the TODO, then run `labkit check 06`."""
+# END SOLUTION
 
 SCENARIO = """\
 name: booking
@@ -12,6 +15,7 @@ steps:
       next: {to: date, needs: [name]}
       stay: name
   date:
+    # BEGIN SOLUTION
     instructions: Ask for the date of the booking. Put it into `date` as the guest said it.
     results:
       date: {type: string, description: the day of the booking}
@@ -19,6 +23,11 @@ steps:
       next: {to: done, needs: [date], when: the guest gave a date}
       stay: {to: date, when: the date is still unknown}
       back: {to: name, when: the guest wants to change the name}
+    # STUB: instructions: TODO ask for the date
+    # STUB: # TODO: results (a string called date) and signals next / stay / back
+    # STUB: signals:
+    # STUB:   stay: date
+    # END SOLUTION
   done:
     final: true
     message: Booked.

@@ -1,12 +1,14 @@
+# BEGIN SOLUTION
 """Exercise 07, one solution: the four-field contract's validator and its re-ask message."""
+# STUB: """Exercise 07: the four-field contract's validator and its re-ask message. Fill in the TODOs, then run
+# STUB: `labkit check 07`."""
+# END SOLUTION
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any
-
-FIELDS = {"message": str, "signal": str, "results": dict, "summary": str}
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,10 @@ class Verdict:
     violation: Violation | None
 
 
+# BEGIN SOLUTION
+FIELDS = {"message": str, "signal": str, "results": dict, "summary": str}
+
+
 def _refuse(code: str, detail: str) -> Verdict:
     return Verdict(None, Violation(code, detail))
 
@@ -29,8 +35,13 @@ def _empty(value: Any) -> bool:
     return value is None or value == "" or value == []
 
 
+# STUB: # (helpers of your own may go here)
+# STUB:
+# STUB:
+# END SOLUTION
 def check_answer(raw: str, signals: list[str], needs: dict[str, list[str]], known: dict[str, Any]) -> Verdict:
     """Check one raw answer against the contract (see README for the order of the checks)."""
+    # BEGIN SOLUTION
     try:
         data = json.loads(raw)
     except ValueError as exc:
@@ -51,10 +62,18 @@ def check_answer(raw: str, signals: list[str], needs: dict[str, list[str]], know
                if _empty(data["results"].get(n)) and _empty(known.get(n))]
     if missing:
         return _refuse("missing_results", f"signal '{data['signal']}' needs {', '.join(missing)}")
+    # STUB: data = json.loads(raw)  # TODO: a text that is not JSON is a violation, not a crash
+    # STUB: # TODO: the shape: an object with exactly message, signal, results, summary, of the right types
+    # STUB: # TODO: the signal must be one of `signals`
+    # STUB: # TODO: every result the signal needs must be given now (non-empty) or known from before
+    # END SOLUTION
     return Verdict(data, None)
 
 
 def reask_message(violation: Violation, signals: list[str]) -> str:
     """The follow-up prompt: what was wrong, and which signals are allowed."""
+    # BEGIN SOLUTION
     return (f"Your answer broke the contract: {violation.detail}. Answer again with one JSON object with "
             f"message, signal (one of: {', '.join(signals)}), results and summary.")
+    # STUB: return "Please answer again."  # TODO
+    # END SOLUTION

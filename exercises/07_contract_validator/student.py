@@ -20,6 +20,9 @@ class Verdict:
     violation: Violation | None
 
 
+# (helpers of your own may go here)
+
+
 def check_answer(raw: str, signals: list[str], needs: dict[str, list[str]], known: dict[str, Any]) -> Verdict:
     """Check one raw answer against the contract (see README for the order of the checks)."""
     data = json.loads(raw)  # TODO: a text that is not JSON is a violation, not a crash

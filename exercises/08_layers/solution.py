@@ -1,4 +1,7 @@
+# BEGIN SOLUTION
 """Exercise 08, one solution: the flow whitelist and a lifecycle computed from the persisted layers."""
+# STUB: """Exercise 08: the flow whitelist and the lifecycle view. Fill in the TODOs, then run `labkit check 08`."""
+# END SOLUTION
 
 from __future__ import annotations
 
@@ -6,11 +9,14 @@ PHASES = ("INIT", "PREMISE", "OUTLINE", "WRITING", "COMPLETE")
 
 FLOW_WHITELIST: dict[str, set[str]] = {
     "IDLE": {"WRITING", "STEERING"},
+    # BEGIN SOLUTION
     "WRITING": {"REVIEWING", "REWRITING", "POLISHING", "STEERING", "IDLE"},
     "REVIEWING": {"WRITING", "REWRITING", "POLISHING", "STEERING", "IDLE"},
     "REWRITING": {"WRITING", "STEERING"},
     "POLISHING": {"WRITING", "STEERING"},
     "STEERING": {"WRITING", "REVIEWING", "REWRITING", "POLISHING"},
+    # STUB: # TODO: WRITING, REVIEWING, REWRITING, POLISHING, STEERING (see the README)
+    # END SOLUTION
 }
 
 
@@ -57,6 +63,7 @@ class BookStatus:
     def stop(self) -> None:
         self._running = False
 
+    # BEGIN SOLUTION
     @property
     def lifecycle(self) -> str:
         """Computed on every read; there is no setter, so nobody can make it disagree with the layers."""
@@ -65,3 +72,6 @@ class BookStatus:
         if self._phase == "COMPLETE":
             return "completed"
         return "running" if self._running else "idle"
+    # STUB: # TODO: the lifecycle must be a view computed from the layers, and impossible to assign.
+    # STUB: lifecycle = "idle"
+    # END SOLUTION

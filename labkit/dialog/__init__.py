@@ -20,8 +20,8 @@ from labkit.dialog.events import (
 )
 from labkit.dialog.scenario import Scenario, ScenarioError, Step, load_scenario, parse_scenario
 from labkit.dialog.simulate import UserScript, adherence, load_user_script, load_user_scripts, run_user, summarize
-from labkit.dialog.stats import wilson_interval
 from labkit.dialog.viewer import ChatViewer, TurnView, conversation_view, render_html, render_text
+from labkit.stats import wilson_interval
 
 __all__ = ["Answer", "BotSaid", "ChatViewer", "Checked", "ContractFailed", "DialogBot", "DialogState", "ModelCalled",
            "PromptOnlyBot", "Scenario", "ScenarioError", "Step", "TurnOutcome", "TurnView", "UserSaid", "UserScript",

@@ -106,9 +106,14 @@ class RunRecord:
     model_s: float
     trace: str = ""
     outputs: list[str] = field(default_factory=list)
+    server: str = ""  # the server that answered this run's calls ("" in process or replayed)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The run as written to ``runs.jsonl``; ``server`` only where a server answered it."""
+        data = asdict(self)
+        if not data["server"]:
+            del data["server"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:

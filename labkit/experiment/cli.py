@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.errors import LabkitError
+from labkit.llm.http import SCHEMA_MODES
 
 
 def _read_json(path: Path) -> Any:
@@ -35,19 +36,34 @@ def _set_previous_aside(out: Path) -> None:
         out.rename(previous)
         print(f"labkit: the previous results in {out} were moved to {previous}", file=sys.stderr)
 
+def _concurrency(args: argparse.Namespace) -> int:
+    """Runs at once: as asked, else one per server (one in process)."""
+    if args.concurrency is not None:
+        return int(args.concurrency)
+    return len(args.server) if args.server else 1
+
+
 def _backend(args: argparse.Namespace) -> Any:
+    concurrency = _concurrency(args)
     if args.server and args.model:
         raise LabkitError("give either --model or --server, not both", "one model per experiment.")
-    if args.concurrency > 1 and not args.server:
+    if concurrency > 1 and not args.server:
         raise LabkitError("--concurrency needs --server",
                           "in-process llama.cpp runs one call at a time; serve the model and pass --server URL.")
     if args.server:
         from labkit.experiment.runner import SerialCalls
         from labkit.llm.http import OpenAICompatBackend
+        from labkit.llm.pool import ServerPool
 
-        server = OpenAICompatBackend(args.server, timeout_s=args.timeout, retries=args.retries)
-        server.describe()  # fails early, with a clear error, when the server is down
-        return SerialCalls(server) if args.concurrency > 1 else server
+        servers = []
+        for url in args.server:
+            server = OpenAICompatBackend(url, timeout_s=args.timeout, retries=args.retries,
+                                         schema_mode=args.schema_mode, model_sha256=args.model_sha256)
+            server.describe()  # fails early, with a clear error, when the server is down
+            servers.append(SerialCalls(server) if concurrency > 1 else server)
+        if len(servers) > 1:
+            return ServerPool(servers)  # refuses servers that do not serve the same model alike
+        return servers[0]
     from labkit.experiment.prompts import REUSED_PREFIXES
     from labkit.llm.llamacpp import LlamaCppBackend
 
@@ -95,7 +111,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         config = ExperimentConfig(seeds=list(range(args.first_seed, args.first_seed + args.seeds)),
                                   task_ids=[t.id for t in tasks],
                                   decoding=Decoding(temperature=args.temperature),
-                                  concurrency=args.concurrency)
+                                  concurrency=_concurrency(args))
         if arms:
             config.arms = arms
         config.check()
@@ -147,7 +163,7 @@ def regrade_provenance(recorded: dict[str, Any], folder: Path) -> dict[str, Any]
     note = {"by": "replay of the recorded cassettes (`labkit experiment --replay DIR --regrade`)",
             "labkit_commit": git_commit(), "at_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "replayed_from": str(folder),
-            "kept_from_the_recording": "the model's outputs; each run's wall_s and model_s; the experiment's "
+            "kept_from_the_recording": "the model's outputs; each run's wall_s, model_s and server; the experiment's "
                                        "wall time; backend, machine, decoding, seeds, started_utc",
             "from_the_replay": "passed, failed checks, failure sources, terminations, reasons, traces and every "
                                "count (calls, tokens, retries, planner and tool calls)"}
@@ -192,8 +208,16 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--temperature", type=float, default=0.5, help="sampling temperature (default 0.5)")
     p.add_argument("--model", help="a .gguf file instead of the embedded model")
     p.add_argument("--threads", type=int, help="llama.cpp threads for an in-process model (default: all cores)")
-    p.add_argument("--server", help="an OpenAI-compatible server's base URL instead of an in-process model")
-    p.add_argument("--concurrency", type=int, default=1, help="parallel runs against --server (default 1)")
+    p.add_argument("--server", action="append",
+                   help="an OpenAI-compatible server's base URL instead of an in-process model; repeat it to "
+                        "spread the runs over several servers of the same model (each run stays on one)")
+    p.add_argument("--concurrency", type=int,
+                   help="parallel runs against --server (default: 1 per server)")
+    p.add_argument("--schema-mode", choices=list(SCHEMA_MODES), default="grammar",
+                   help="how a schema reaches --server: grammar (llama.cpp servers, default), structured_outputs "
+                        "(vLLM), json_schema (llama-server), none")
+    p.add_argument("--model-sha256", help="the served model file's sha256, for provenance and cassette keys "
+                   "(a llama.cpp server's local file is hashed without it)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per server request (default 60)")
     p.add_argument("--retries", type=int, default=2, help="retries per server request (default 2)")
     p.add_argument("--replay", metavar="DIR", help="replay a recorded experiment (e.g. data/experiment)")

@@ -1,36 +1,16 @@
 """Success k/n, pass^k, and the per-arm summary of an experiment.
 
-pass^k (after τ-bench) asks "if the same task is run k times, how likely do *all* k succeed?":
-for a task with c successes in n runs it is C(c, k) / C(n, k) — the chance that k runs drawn
-without replacement from the n are all successes — and the arm's pass^k is the mean over tasks.
-pass^1 is the plain success rate; pass^k falls with k unless an arm succeeds on every seed.
+pass^k and the intervals live in :mod:`labkit.stats` (one place for every report); this module
+counts runs into the rows they need.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from math import comb
 from typing import Any
 
-from labkit.errors import LabkitError
-
-
-def pass_hat_k(per_task: Mapping[str, tuple[int, int]], k: int) -> float:
-    """Mean over tasks of C(c, k) / C(n, k), for ``per_task`` = {task: (c successes, n runs)}."""
-    if k < 1:
-        raise LabkitError(f"pass^k needs k >= 1, got {k}", "use k = 1 … n.")
-    values = []
-    for task, (c, n) in per_task.items():
-        if not 0 <= c <= n:
-            raise LabkitError(f"task {task}: {c} successes in {n} runs is impossible", "count again.")
-        if k > n:
-            raise LabkitError(f"task {task} has only {n} runs; pass^{k} needs at least {k}", "use k <= n.")
-        values.append(comb(c, k) / comb(n, k))
-    if not values:
-        raise LabkitError("pass^k of no tasks", "run at least one task.")
-    return sum(values) / len(values)
-
+from labkit.stats import pass_hat_k
 
 SUM_FIELDS = ("llm_calls", "prompt_tokens", "completion_tokens", "retries", "http_retries", "guard_rejections",
               "schema_invalid", "forced_choices", "planner_calls", "tool_calls")

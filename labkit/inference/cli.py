@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from labkit.errors import LabkitError
@@ -78,19 +79,27 @@ def _describe(arch: ArchSpec) -> str:
             f"vocab {arch.n_vocab}{swa}; weights {arch.weight_bytes / GIB:.3f} GiB [{arch.source}]")
 
 
+def _model_file(name_or_path: str | None) -> Path:
+    """A ``--model`` value (registered name, GGUF path, or None for the embedded model) as a file."""
+    from labkit.llm.modelfile import embedded_model_path
+    from labkit.llm.models import model_names, resolve_model
+
+    if name_or_path is not None and not name_or_path.endswith(".gguf") and name_or_path not in model_names():
+        raise LabkitError(f"--model {name_or_path!r} is neither a registered model nor a .gguf file",
+                          f"use one of: {', '.join(model_names())} (see `labkit models list`), or a .gguf path.")
+    path, _kind = resolve_model(name_or_path)
+    return embedded_model_path() if path is None else path
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
     if args.model and args.arch:
         raise LabkitError("give either --model or --arch, not both",
                           "--model reads a real GGUF file; --arch uses published Llama-2 numbers.")
     archs: list[ArchSpec]
-    if args.model:
-        archs = [read_gguf_arch(args.model)]
-    elif args.arch:
+    if args.arch:
         archs = [nominal_arch(a, q) for a in args.arch for q in (args.quant or list(NOMINAL_BPW))]
     else:
-        from labkit.inference.bench import default_model_path
-
-        archs = [read_gguf_arch(default_model_path())]
+        archs = [read_gguf_arch(_model_file(m)) for m in (args.model or [None])]
     options = {"type_k": args.kv_type, "type_v": args.kv_type, "flash_attn": args.flash_attn,
                "swa_full": not args.swa_small}
     decisions = [check_fit(arch, ctx, args.vram, args.n_gpu_layers, reserve_gib=args.reserve, **options)
@@ -113,7 +122,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
     """Add ``bench inference`` and ``bench equality`` under ``bench``, ``fit`` under the top-level commands."""
     b = bench.add_parser("inference", help="load time, prompt and generation tokens/s, grammar cost")
-    b.add_argument("--model", help="a .gguf file (default: the embedded Gemma 3 270M)")
+    b.add_argument("--model", help="a registered model name (`labkit models list`) or a .gguf file "
+                   "(default: the embedded Gemma 3 270M)")
     b.add_argument("--n-gpu-layers", type=int, default=0, help="layers to offload, -1 = all (default 0)")
     b.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
     b.add_argument("--n-ctx", type=int, default=1024, help="context size (default 1024)")
@@ -139,7 +149,9 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     e.set_defaults(func=_cmd_bench_equality)
 
     p = commands.add_parser("fit", help="estimate weights + KV cache memory and whether it fits a GPU")
-    p.add_argument("--model", help="a .gguf file; its own metadata is read (default: the embedded model)")
+    p.add_argument("--model", action="append",
+                   help="a registered model name (`labkit models list`) or a .gguf file; its own metadata is "
+                   "read (repeatable; default: the embedded model)")
     p.add_argument("--arch", action="append", choices=sorted(LLAMA2),
                    help="a published Llama-2 architecture instead of a file (repeatable)")
     p.add_argument("--quant", action="append", choices=sorted(NOMINAL_BPW),

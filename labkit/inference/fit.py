@@ -233,13 +233,14 @@ def worked_example(vram_gib: float = 12.0, contexts: tuple[int, ...] = (4096, 16
 
 def render_fit_table(decisions: list[FitDecision]) -> str:
     """A plain-text table of fit decisions, sizes in GiB."""
-    head = (f"{'model':<20} {'ctx':>6} {'weights':>8} {'KV':>7} {'compute':>8} {'GPU need':>9} "
+    width = max([20, *(len(d.estimate.arch) for d in decisions)])
+    head = (f"{'model':<{width}} {'ctx':>6} {'weights':>8} {'KV':>7} {'compute':>8} {'GPU need':>9} "
             f"{'VRAM':>6}  fits  (max layers)")
     lines = [head, "-" * len(head)]
     for d in decisions:
         e = d.estimate
         layers = "all" if d.max_gpu_layers > d.n_layer else str(d.max_gpu_layers)
-        lines.append(f"{e.arch:<20} {e.n_ctx:>6} {e.gpu_weights / GIB:>8.2f} {e.gpu_kv / GIB:>7.2f} "
+        lines.append(f"{e.arch:<{width}} {e.n_ctx:>6} {e.gpu_weights / GIB:>8.2f} {e.gpu_kv / GIB:>7.2f} "
                      f"{(e.compute if e.gpu_layers else 0) / GIB:>8.2f} {d.need_gib:>9.2f} "
                      f"{d.vram_gib:>6.1f}  {'yes' if d.fits else 'no ':<4}  ({layers})")
     reserve = {d.reserve_gib for d in decisions}

@@ -4,6 +4,7 @@ See :mod:`labkit.layers.machine` for how one step runs, :mod:`labkit.layers.writ
 (notebook 07), and ``labkit diagram writing`` for its picture.
 """
 
+from labkit.layers.diagram import draw_layer_stack
 from labkit.layers.events import (
     AbortRequested,
     LayerMoved,
@@ -23,4 +24,4 @@ from labkit.layers.state import LayeredState, reduce_layers
 __all__ = ["NEXT", "AbortRequested", "CrossRule", "Ctx", "Graph", "Layer", "LayerMoved", "LayeredMachine",
            "LayeredSpec", "LayeredState", "LoopStarted", "LoopStopped", "ModelCalled", "MoveRefused", "Node",
            "Noted", "Refusal", "RouteRefused", "Router", "ToolCalled", "calls_after_abort", "declared_keys",
-           "reduce_layers", "replay_layers", "timeline"]
+           "draw_layer_stack", "reduce_layers", "replay_layers", "timeline"]

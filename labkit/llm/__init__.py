@@ -2,6 +2,7 @@
 
 - :class:`LlamaCppBackend` — a GGUF model in this process (the embedded model by default);
 - :class:`OpenAICompatBackend` — an OpenAI-compatible ``/v1/completions`` server;
+- :class:`ServerPool` — several servers of one model; each run borrows one for all its calls;
 - :class:`RecordingBackend` / :class:`ReplayBackend` — JSONL cassettes of real calls;
 - :class:`ScriptedBackend` — scripted answers for unit tests of logic.
 
@@ -21,8 +22,9 @@ from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.llamacpp import LlamaCppBackend
 from labkit.llm.native import LoadPlan, decide_load_plan, load_plan, open_llama
 from labkit.llm.parse import OutputTally, parse_json_output
+from labkit.llm.pool import ServerPool
 
 __all__ = ["Backend", "BackendError", "CassetteError", "CassetteMiss", "CompiledSchema", "Completion",
            "GrammarError", "LlamaCppBackend", "LoadPlan", "ModelFileError", "OpenAICompatBackend", "OutputTally",
-           "RecordingBackend", "ReplayBackend", "Request", "ScriptedBackend", "ServerError", "cassette_key",
-           "compile_schema", "decide_load_plan", "load_plan", "open_llama", "parse_json_output"]
+           "RecordingBackend", "ReplayBackend", "Request", "ScriptedBackend", "ServerError", "ServerPool",
+           "cassette_key", "compile_schema", "decide_load_plan", "load_plan", "open_llama", "parse_json_output"]

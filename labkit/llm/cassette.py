@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -73,18 +74,23 @@ class RecordingBackend(WrappedBackend):
     """Passes every call to ``inner`` and appends it to the cassette at ``path``.
 
     A call that fails is not recorded (there is no answer to replay); the error reaches the caller.
-    Recording the same key twice appends twice; replay serves the latest recording.
+    Recording the same key twice appends twice; replay serves the latest recording. A call answered
+    by a server names it (``"server"``), so a cassette filled from several servers says which
+    answered what. Recorders that share one file must share one ``lock``: appends and the read of
+    the file's last description then never interleave.
     """
 
     kind = "recording"
 
-    def __init__(self, inner: Backend, path: str | Path) -> None:
+    def __init__(self, inner: Backend, path: str | Path, *, lock: threading.Lock | None = None) -> None:
         super().__init__(inner)
         self.path = Path(path)
+        self._lock = lock or threading.Lock()
         self._last_describe: dict[str, Any] | None = None
-        if self.path.exists():
-            backends, _ = read_cassette(self.path)  # refuse to append to a damaged cassette
-            self._last_describe = backends[-1] if backends else None
+        with self._lock:
+            if self.path.exists():
+                backends, _ = read_cassette(self.path)  # refuse to append to a damaged cassette
+                self._last_describe = backends[-1] if backends else None
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "recording_to": str(self.path)}
@@ -98,12 +104,16 @@ class RecordingBackend(WrappedBackend):
     def _complete(self, request: Request) -> Completion:
         completion = self.inner._complete(request)
         description = self.inner.describe()
-        if description != self._last_describe:
-            self._append({"type": "backend", "describe": description})
-            self._last_describe = description
         model = self.inner.model_id()
-        self._append({"type": "call", "key": cassette_key(request, model), "model": model,
-                      "request": request.to_dict(), "completion": completion.to_dict()})
+        call = {"type": "call", "key": cassette_key(request, model), "model": model,
+                "request": request.to_dict(), "completion": completion.to_dict()}
+        if description.get("server"):
+            call["server"] = description["server"]
+        with self._lock:
+            if description != self._last_describe:
+                self._append({"type": "backend", "describe": description})
+                self._last_describe = description
+            self._append(call)
         return completion
 
 

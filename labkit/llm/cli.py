@@ -15,6 +15,7 @@ from typing import Any
 from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
 from labkit.llm.grammar import compile_schema
+from labkit.llm.http import SCHEMA_MODES
 
 
 def load_schema(path: str) -> dict[str, Any]:
@@ -125,7 +126,7 @@ def register(commands: Any, bench: Any) -> None:
     where.add_argument("--n-ctx", type=int, default=2048, help="context size for --model (default 2048)")
     where.add_argument("--server", metavar="URL", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000")
     where.add_argument("--server-model", metavar="NAME", help="model name to request (default: the server's first)")
-    where.add_argument("--schema-mode", choices=["grammar", "json_schema", "none"], default="grammar",
+    where.add_argument("--schema-mode", choices=list(SCHEMA_MODES), default="grammar",
                        help="how --schema reaches the server (default grammar: GBNF in the 'grammar' field)")
     where.add_argument("--timeout", type=float, default=60.0, help="seconds per HTTP request (default 60)")
     where.add_argument("--retries", type=int, default=2, help="HTTP retries after failures (default 2)")

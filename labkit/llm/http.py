@@ -11,6 +11,9 @@ How a schema reaches the server (``schema_mode``):
   ``response_format`` or ``json_schema`` field there), and so does llama.cpp's own ``llama-server``.
   The local parse check matters: llama-cpp-python hands an unparsable grammar to llama.cpp, which
   crashes the server process.
+- ``"structured_outputs"``: the schema is sent as ``structured_outputs: {"json": schema}``, the field
+  vLLM reads on ``/v1/completions`` (0.10.2 and later; earlier versions read ``guided_json``). Not
+  tested against vLLM here: only the request body is tested.
 - ``"json_schema"``: the schema is sent as ``json_schema`` (llama.cpp's ``llama-server``). Not
   tested here; ``llama_cpp.server`` silently ignores this field.
 - ``"none"``: the server cannot constrain decoding; a call with a schema is an error.
@@ -41,7 +44,7 @@ from labkit.llm.errors import BackendError, GrammarError, ModelFileError, Server
 from labkit.llm.grammar import check_gbnf_offline, compile_schema
 from labkit.llm.modelfile import check_gguf, file_sha256
 
-SCHEMA_MODES = ("grammar", "json_schema", "none")
+SCHEMA_MODES = ("grammar", "json_schema", "structured_outputs", "none")
 _START_HINT = ("start one, e.g. `python -m labkit.llm.serve --model FILE.gguf --host 127.0.0.1 --port 8000`, "
                "or check the URL (--server).")
 
@@ -161,6 +164,8 @@ class OpenAICompatBackend(Backend):
                                "and validate the text.")
         if self.schema_mode == "json_schema":
             return {"json_schema": schema}
+        if self.schema_mode == "structured_outputs":
+            return {"structured_outputs": {"json": schema}}
         compiled = compile_schema(schema)
         check_gbnf_offline(compiled.gbnf)  # an unparsable grammar would crash a llama_cpp server
         return {"grammar": compiled.gbnf}
@@ -193,7 +198,7 @@ class OpenAICompatBackend(Backend):
             usage = answer["usage"]
             return Completion(text=str(choice["text"]), prompt_tokens=int(usage["prompt_tokens"]),
                               completion_tokens=int(usage["completion_tokens"]), seconds=seconds,
-                              grammar_used="grammar" in body or "json_schema" in body,
+                              grammar_used=any(f in body for f in ("grammar", "json_schema", "structured_outputs")),
                               finish_reason=str(choice.get("finish_reason")), retries=retries)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise ServerError(f"{self.base_url} answered without choices[0].text or usage token counts: "

@@ -43,7 +43,7 @@ from labkit.runtime.redact import redact, scrub_text
 from labkit.runtime.state import RunState, commit_pending, empty_run_state, outcome_view, reduce_run
 from labkit.runtime.table import planner_executor_table, state_guards
 from labkit.runtime.task import Task, goal_met
-from labkit.runtime.tools import TOOLS, CallContext, DraftStatusArgs, World, text_sha256
+from labkit.runtime.tools import TOOLS, CallContext, DraftStatusArgs, ToolSpec, World, text_sha256
 from labkit.runtime.validator import DEFAULT_SECRET, Signer, Validator
 from labkit.store import EventLog
 
@@ -100,6 +100,7 @@ class Runtime:
         executor: Executor | None = None,
         on_violation: str = "FAILED",
         die: Callable[[str], None] = kill_runner,
+        tools: Mapping[str, ToolSpec] = TOOLS,
     ) -> None:
         self.log = log if log is not None else EventLog()
         existing = list(self.log.events)
@@ -110,15 +111,19 @@ class Runtime:
             raise LabkitError("a new run needs a task", "pass a Task (or resume an existing log).")
         self.task = task
         self.faults = faults if faults is not None else task.faults
+        self.tools = dict(tools)
         self.policy: Policy = task.policy()
+        if tools is not TOOLS:  # another tool set: the planner may use each of its visible tools
+            self.policy = self.policy.model_copy(update={"allowlist": tuple(
+                n for n, t in self.tools.items() if t.planner_visible)})
         self.budget: Budget = task.budget
         self.planner: Planner = planner if planner is not None else make_planner(logged_planner or task.planner, task)
         self.world = world
         self.clock = clock
         self.signer = Signer(secret)
-        self.validator = Validator(self.policy, self.budget, self.signer)
+        self.validator = Validator(self.policy, self.budget, self.signer, tools=self.tools)
         self._die = die  # what a ``crash`` fault calls: SIGKILL by default (see executor.kill_runner)
-        self.executor = executor or Executor(world, self.signer, self.policy.version, die=die)
+        self.executor = executor or Executor(world, self.signer, self.policy.version, tools=self.tools, die=die)
         self._inbox: list[tuple[str, int]] = []  # duplicate deliveries not yet recorded
         self._candidates: list[dict[str, Any]] | None = None  # the planner's unredacted candidates
         self.machine = LabMachine(
@@ -128,7 +133,7 @@ class Runtime:
             invariants=runtime_invariants(), reduce=reduce_run, empty=empty_run_state(), log=self.log,
             clock=clock, on_violation=on_violation,
             versions={"runtime": RUNTIME_VERSION, "policy": self.policy.version,
-                      "tools": ",".join(sorted(TOOLS))},
+                      "tools": ",".join(sorted(self.tools))},
             params={"task": task.model_dump(mode="json"), "faults": self.faults.labels(),
                     "fault_plan": self.faults.model_dump(mode="json"), "planner": self.planner.name},
         )
@@ -177,7 +182,7 @@ class Runtime:
             remaining["tokens"] = self.budget.max_tokens - s.tokens
         return PlannerContext(
             task_id=self.task.id, goal=self.task.description, state=s.status, step=s.planner_calls,
-            k=self.task.k, tools=tuple(t.describe() for t in TOOLS.values()
+            k=self.task.k, tools=tuple(t.describe() for t in self.tools.values()
                                        if t.planner_visible and t.name in self.policy.allowlist),
             records={k: dict(v) for k, v in s.reads.items()}, drafts=tuple(s.drafts), feedback=s.feedback,
             remaining=remaining, policy_version=self.policy.version)
@@ -365,7 +370,7 @@ class Runtime:
             return True
         result = next(e for e in reversed(self.log.events)
                       if isinstance(e, ToolResult) and e.action_id == action.action_id)
-        if action.tool == "read_record":
+        if not action.side_effect:  # a read: its answer is what was read (a record, a message)
             self._record(Observation(action_id=action.action_id, tool=action.tool, kind="record_read",
                                      facts=dict(result.data)))
         else:

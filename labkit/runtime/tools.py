@@ -6,6 +6,9 @@
   idempotent by key: saving the same text under the same key again changes nothing.
 - ``draft_status(key)`` says whether a draft exists and its digest. It is not offered to the
   planner; the runtime uses it to settle an UNKNOWN write.
+- ``read_message(id)`` reads a customer's message or note (read-only). It is declared in
+  :data:`INBOX_TOOLS`, the tool set of worlds that hold messages (the comparison v2); the default
+  :data:`TOOLS` stay the three above, so runs over records alone are unchanged.
 
 Every call that reaches the draft area is written to its ``calls`` table in the same transaction
 as the draft itself, so "was this side effect repeated?" is answered by the world, not by the
@@ -34,6 +37,7 @@ from labkit.runtime.records import load_records
 
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 RECORD_ID_PATTERN = r"^R\d{2,4}$"
+MESSAGE_ID_PATTERN = r"^M\d{2,4}$"
 
 
 def check_key(key: str) -> str:
@@ -54,6 +58,14 @@ class ReadRecordArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     id: str = Field(pattern=RECORD_ID_PATTERN, description="a record id such as R07")
+
+
+class ReadMessageArgs(BaseModel):
+    """Arguments of ``read_message``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    id: str = Field(pattern=MESSAGE_ID_PATTERN, description="a message id such as M104")
 
 
 class SaveDraftArgs(BaseModel):
@@ -190,15 +202,17 @@ class DraftStore:
 
 
 class World:
-    """The synthetic world a run acts on: the records (read-only) and a draft area.
+    """The synthetic world a run acts on: the records and messages (read-only) and a draft area.
 
     ``latency`` makes every tool call take that many seconds (split around the write), which the
     crash tests use so that a kill can land inside a call.
     """
 
     def __init__(self, drafts: DraftStore, records: Mapping[str, Mapping[str, Any]] | None = None,
-                 *, latency: float = 0.0, sleep: Callable[[float], None] = time.sleep) -> None:
+                 *, messages: Mapping[str, Mapping[str, Any]] | None = None, latency: float = 0.0,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.records = dict(records) if records is not None else load_records()
+        self.messages = dict(messages or {})
         self.drafts = drafts
         self.latency = latency
         self._sleep = sleep
@@ -222,6 +236,14 @@ class World:
         if record.get("restricted") and not ctx.human_grant:
             return ToolAnswer("denied", detail=f"record {args.id} is restricted; a supervisor must approve")
         return ToolAnswer("ok", data=dict(record))
+
+    def read_message(self, args: ReadMessageArgs, ctx: CallContext) -> ToolAnswer:
+        self._wait()
+        message = self.messages.get(args.id)
+        self._wait()
+        if message is None:
+            return ToolAnswer("error", detail=f"there is no message {args.id}")
+        return ToolAnswer("ok", data=dict(message))
 
     def save_draft(self, args: SaveDraftArgs, ctx: CallContext, *, lose_reply: bool = False) -> ToolAnswer:
         self._wait()
@@ -260,3 +282,7 @@ TOOLS: dict[str, ToolSpec] = {t.name: t for t in (
     ToolSpec("draft_status", DraftStatusArgs, False, "whether a draft exists (used by the runtime)",
              planner_visible=False),
 )}
+
+# Worlds with messages (the comparison v2): the same tools plus one more read.
+INBOX_TOOLS: dict[str, ToolSpec] = {**TOOLS, "read_message": ToolSpec(
+    "read_message", ReadMessageArgs, False, "read one customer message or note by id (read-only)")}

@@ -107,7 +107,7 @@ class Validator:
         if spec.side_effect and saved is not None and saved.get("sha256") == text_sha256(str(args.get("text"))):
             return finding("rejected", f"draft {args['key']!r} is already saved with this text in this run",
                            "already_saved")
-        if action == "read_record" and args.get("id") in self.policy.forbidden_records and not grant:
+        if not spec.side_effect and args.get("id") in self.policy.forbidden_records and not grant:
             return finding("denied", f"record {args['id']} is forbidden by policy {self.policy.version}",
                            "forbidden")
         if state.tool_calls + 1 > self.budget.max_tool_calls:

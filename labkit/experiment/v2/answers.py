@@ -1,0 +1,83 @@
+"""The answers a model gives in the comparison v2, as pydantic models, and the one parser every arm uses.
+
+Every arm's model output — the prompt-only arms' next action, the machine's queue, form, message or
+next-record choice — is read by :func:`read_answer` into one of these models. So "schema-invalid"
+means the same thing in every arm, and a fenced answer (an instruction-tuned model's habit of wrapping
+JSON in a Markdown code fence) is accepted the same way everywhere.
+
+:func:`answer_schema` is the JSON schema a grammar constrains decoding with (the menu becomes an
+``enum``); :func:`unenforced` lists the keywords of a schema the grammar cannot enforce, for provenance.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from labkit.experiment.v2.taskfile import Form
+from labkit.llm.grammar import unenforced_keywords
+from labkit.llm.parse import parse_json_output
+
+M = TypeVar("M", bound=BaseModel)
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+class ActionAnswer(BaseModel):
+    """The prompt-only arms' next step: a tool (or helper, or ``done``) and its arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class QueueAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    queue: str
+
+
+class MessageAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    message: str
+
+
+class NextAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    next: str
+
+
+FormAnswer = Form
+
+
+def read_answer(text: str, model: type[M]) -> tuple[M | None, str]:
+    """``(answer, "")`` if ``text`` is one JSON value valid for ``model`` (a code fence around it allowed),
+    else ``(None, why)``."""
+    fenced = _FENCE.match(text)
+    obj, problem = parse_json_output(fenced.group(1) if fenced else text.strip(), model)
+    return obj, problem or ""
+
+
+def answer_schema(model: type[BaseModel], enums: dict[str, Sequence[str]] | None = None) -> dict[str, Any]:
+    """The JSON schema of ``model`` for a grammar, each field in ``enums`` restricted to its options."""
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    schema.pop("description", None)
+    for name, prop in schema.get("properties", {}).items():
+        prop.pop("title", None)
+        if enums and name in enums:
+            prop.clear()
+            prop["enum"] = list(enums[name])
+    schema["required"] = list(schema.get("properties", {}))
+    schema["additionalProperties"] = False
+    return schema
+
+
+def unenforced(schema: dict[str, Any]) -> list[str]:
+    """The keywords of ``schema`` a llama.cpp grammar accepts but does not enforce (written to provenance)."""
+    return unenforced_keywords(schema)

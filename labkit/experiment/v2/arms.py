@@ -1,0 +1,219 @@
+"""The ladder of arms of the comparison v2, each one declaration, and one run of one arm on one task.
+
+An :class:`Arm` owns everything that makes it different: its run shape (:data:`SHAPES`: the prompt-only
+loop or the machine) and its factory (the loop's options, or the machine's chooser). Nothing else in
+the package names an arm: the runner, the report and the CLI read :data:`ARMS`. Adding an arm is one
+entry here (and its test on scripted answers).
+
+The ladder isolates one thing per rung:
+
+1. prompt-only — the whole task in one growing prompt, a free loop running its actions;
+2. + JSON grammar — the same, the answer forced into the action's JSON shape;
+3. + helpers — the same loop with the machine's compose helpers as actions (tools, no machine);
+4. machine + model — per-decision prompts, grammar, validator, corrective re-ask;
+5. machine + rule — the dev rule instead of the model (:mod:`~labkit.experiment.v2.rules`);
+6. machine + random — a seeded random pick (what the harness achieves with no reading at all);
+7. machine + oracle — the task's answer decides (the machine's upper bound).
+
+The model's share is arm 4 − arm 5 on the content families; the harness's share is arm 5 − arm 1.
+Every arm is graded by :func:`~labkit.experiment.v2.families.grade`, and every count comes from the
+run's event log (:func:`count_events`), which :func:`run_arm` returns with the record.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from labkit.errors import LabkitError
+from labkit.events import Event
+from labkit.experiment.v2.choosers import (
+    DEFAULT_DECODING,
+    Chooser,
+    Decoding,
+    ModelChooser,
+    OracleChooser,
+    RandomChooser,
+    RuleChooser,
+    shuffled,
+)
+from labkit.experiment.v2.events import LoopEnded, ModelAsked
+from labkit.experiment.v2.families import grade
+from labkit.experiment.v2.free import run_free
+from labkit.experiment.v2.machine import FamilyPlanner
+from labkit.experiment.v2.taskfile import FAMILY_NAMES, TaskV2
+from labkit.experiment.v2.world import TOOLS_V2, runtime_task, task_world
+from labkit.llm.backend import Backend
+from labkit.runtime.clock import TickClock
+from labkit.runtime.events import ToolResult, Validation
+from labkit.runtime.loop import Runtime
+from labkit.runtime.tools import DraftStore
+from labkit.store import EventLog
+
+
+@dataclass(frozen=True)
+class ArmInputs:
+    """What one run of an arm is given (the same for every arm but the factory's own choices)."""
+
+    task: TaskV2
+    seed: int
+    backend: Backend | None
+    examples: Mapping[str, TaskV2]  # one dev example per family
+    decoding: Decoding = DEFAULT_DECODING
+
+    def example_order(self) -> list[TaskV2]:
+        """The few-shot episodes in the order this seed shows them (seed varies it under greedy decoding)."""
+        return [self.examples[f] for f in shuffled(FAMILY_NAMES, self.seed, "examples")]
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """How an arm's run is driven: ``run(arm, inputs, drafts) -> (events, claimed outcome, termination)``."""
+
+    name: str
+    run: Callable[[Arm, ArmInputs, DraftStore], tuple[list[Event], str, str]]
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One rung of the ladder: its name, shape, and the factory of what it decides with."""
+
+    number: int
+    name: str
+    label: str
+    shape: RunShape
+    uses_model: bool
+    decides: str  # what the model (or its stand-in) decides in this arm
+    seed_varies: str  # what a seed changes under greedy decoding
+    factory: Callable[[ArmInputs, Callable[[Event], Any]], Any]
+
+
+def _run_free(arm: Arm, inputs: ArmInputs, drafts: DraftStore) -> tuple[list[Event], str, str]:
+    options = arm.factory(inputs, lambda e: None)
+    log = EventLog(run_id=f"{arm.name}:{inputs.task.id}:{inputs.seed}")
+    world = task_world(inputs.task, drafts)
+    outcome = run_free(inputs.task, world, inputs.backend, log, examples=inputs.example_order(),  # type: ignore[arg-type]
+                       seed=inputs.seed, decoding=inputs.decoding, **options)
+    claimed = "succeeded" if outcome.stop == "said_done" else "failed"
+    return list(log.events), claimed, {"said_done": "said done", "step_budget": "step budget"}[outcome.stop]
+
+
+def _run_machine(arm: Arm, inputs: ArmInputs, drafts: DraftStore) -> tuple[list[Event], str, str]:
+    hook: list[Callable[[Event], Any]] = []
+    chooser: Chooser = arm.factory(inputs, lambda e: hook[0](e))
+    planner = FamilyPlanner(inputs.task, chooser, seed=inputs.seed)
+    rt = Runtime(runtime_task(inputs.task), planner, task_world(inputs.task, drafts), clock=TickClock(),
+                 tools=TOOLS_V2, log=EventLog(run_id=f"{arm.name}:{inputs.task.id}:{inputs.seed}"))
+    hook.append(rt.machine.record)  # model calls become facts of the run's own log
+    result = rt.run()
+    while result.outcome == "paused":  # the experiment's supervisor refuses every escalation
+        result = rt.decide(False, by="experiment", note="escalations are refused in the experiment")
+    termination = "succeeded" if result.outcome == "succeeded" else \
+        f"{result.outcome}: {result.reason.split(':')[0].strip()}"
+    return list(rt.events), result.outcome, termination
+
+
+SHAPES: dict[str, RunShape] = {s.name: s for s in (RunShape("free loop", _run_free),
+                                                     RunShape("machine", _run_machine))}
+_FREE, _MACHINE = SHAPES["free loop"], SHAPES["machine"]
+_ORDER_FREE = "the order of the four worked episodes in the prompt"
+_ORDER_MACHINE = "the order of queues, messages and menu options in each decision prompt"
+
+
+def _model(inputs: ArmInputs, record: Callable[[Event], Any]) -> ModelChooser:
+    if inputs.backend is None:
+        raise LabkitError("the machine + model arm needs a model backend", "pass a backend (or a cassette).")
+    return ModelChooser(inputs.backend, inputs.examples, seed=inputs.seed, decoding=inputs.decoding, record=record)
+
+
+ARMS: dict[str, Arm] = {a.name: a for a in (
+    Arm(1, "prompt-only", "1 prompt-only", _FREE, True,
+        "everything: which action, its arguments, the draft text, when to stop", _ORDER_FREE,
+        lambda i, r: {"grammar": False, "helpers": False}),
+    Arm(2, "prompt-grammar", "2 prompt-only + JSON grammar", _FREE, True,
+        "everything, its answer forced into the action's JSON shape", _ORDER_FREE,
+        lambda i, r: {"grammar": True, "helpers": False}),
+    Arm(3, "prompt-helpers", "3 prompt-only + helpers", _FREE, True,
+        "everything but the draft's format: code helpers write and save the answer draft", _ORDER_FREE,
+        lambda i, r: {"grammar": True, "helpers": True}),
+    Arm(4, "machine-model", "4 machine + model", _MACHINE, True,
+        "each reading decision (queue, form values, which message, which record next)", _ORDER_MACHINE, _model),
+    Arm(5, "machine-rule", "5 machine + dev rule", _MACHINE, False,
+        "nothing: keyword and regex rules written on the dev split decide", _ORDER_MACHINE,
+        lambda i, r: RuleChooser()),
+    Arm(6, "machine-random", "6 machine + random", _MACHINE, False,
+        "nothing: a seeded random pick among the options", "the random picks and the option order",
+        lambda i, r: RandomChooser(i.seed)),
+    Arm(7, "machine-oracle", "7 machine + oracle", _MACHINE, False,
+        "nothing: the task's answer decides (upper bound)", _ORDER_MACHINE, lambda i, r: OracleChooser(i.task)),
+)}
+
+
+@dataclass
+class RunRecordV2:
+    """What the experiment keeps about one run (one line of its results); counts come from the events."""
+
+    arm: str
+    task: str
+    family: str
+    seed: int
+    passed: bool
+    failed_checks: list[str]
+    termination: str
+    llm_calls: int
+    decisions: int
+    reasks: int
+    schema_invalid: int
+    violations: int
+    guard_rejections: int
+    tool_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    wall_s: float
+    details: list[str] = field(default_factory=list)
+
+    @property
+    def calls_per_decision(self) -> float:
+        return round(self.llm_calls / self.decisions, 3) if self.decisions else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def count_events(events: Sequence[Event]) -> dict[str, int]:
+    """Every count of a run, read once from its event log (machine and loop logs alike)."""
+    asked = [e for e in events if isinstance(e, ModelAsked)]
+    invalid = [e for e in asked if e.problem.startswith(("not JSON", "schema-invalid", "unknown action"))]
+    return {
+        "llm_calls": len(asked),
+        "decisions": len({(e.step, e.decision) for e in asked}),
+        "reasks": sum(1 for e in asked if e.attempt > 1),
+        "schema_invalid": len(invalid),
+        "violations": sum(1 for e in asked if e.problem) - len(invalid),
+        "guard_rejections": sum(1 for e in events if isinstance(e, Validation) and e.verdict in ("rejected", "denied")),
+        "tool_calls": sum(1 for e in events if isinstance(e, ToolResult)),
+        "prompt_tokens": sum(e.prompt_tokens for e in asked),
+        "completion_tokens": sum(e.completion_tokens for e in asked),
+        "loop_steps": next((e.steps for e in events if isinstance(e, LoopEnded)), 0),
+    }
+
+
+def run_arm(arm: Arm, inputs: ArmInputs, drafts: DraftStore, *,
+            clock: Callable[[], float] = time.perf_counter) -> tuple[RunRecordV2, list[Event]]:
+    """Run ``arm`` on ``inputs.task`` in the draft area ``drafts``; grade it; count from its events."""
+    if arm.uses_model and inputs.backend is None:
+        raise LabkitError(f"arm {arm.name} needs a model backend", "pass a backend (or a cassette).")
+    started = clock()
+    events, claimed, termination = arm.shape.run(arm, inputs, drafts)
+    wall = clock() - started
+    world = task_world(inputs.task, drafts)
+    verdict = grade(inputs.task, world, events, claimed=claimed)
+    counts = count_events(events)
+    counts.pop("loop_steps")
+    record = RunRecordV2(arm=arm.name, task=inputs.task.id, family=inputs.task.family, seed=inputs.seed,
+                         passed=verdict.passed, failed_checks=[c.name for c in verdict.failed()],
+                         termination=termination, wall_s=round(wall, 3),
+                         details=[f"{c.name}: {c.detail}" for c in verdict.failed() if c.detail], **counts)
+    return record, events

@@ -1,0 +1,131 @@
+"""``labkit experiment2``: the comparison v2 (task families, dev/test split, the ladder of arms), live or replayed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from labkit.errors import LabkitError
+
+N_CTX = 4096  # the prompt-only prompt holds four worked episodes and grows with the run
+
+
+def _grammar_notes() -> dict[str, list[str]]:
+    """The keywords of every schema the arms decode under that the grammar does not enforce."""
+    from labkit.experiment.v2.answers import ActionAnswer, answer_schema, unenforced
+    from labkit.experiment.v2.choosers import DECISION_KINDS
+    from labkit.experiment.v2.free import action_names
+
+    schemas = {kind: answer_schema(k.answer, {k.enum_field: ["x"]} if k.enum_field else None)
+               for kind, k in DECISION_KINDS.items()}
+    schemas["action"] = answer_schema(ActionAnswer, {"action": action_names(True)})
+    return {name: unenforced(schema) for name, schema in schemas.items()}
+
+
+def provenance_v2(backend: dict[str, Any], config: Any, mode: str) -> dict[str, Any]:
+    from labkit.experiment.v2.arms import ARMS
+    from labkit.experiment.v2.taskfile import file_sha256
+    from labkit.provenance import git_commit, machine
+
+    tasks = config.tasks_folder()
+    return {"mode": mode, "backend": backend, "config": config.to_dict(),
+            "task_files": {s: {"path": f"{config.tasks_dir}/{s}.json", "sha256": file_sha256(tasks / f"{s}.json")}
+                           for s in ("dev", "test")},
+            "arms": {a.name: {"label": a.label, "shape": a.shape.name, "decides": a.decides,
+                              "seed_varies": a.seed_varies} for a in ARMS.values() if a.name in config.arms},
+            "grammar_unenforced": _grammar_notes(), "labkit_commit": git_commit(), "machine": machine(),
+            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def _live_backend(args: argparse.Namespace) -> Any:
+    if args.server and args.model:
+        raise LabkitError("give either --model or --server, not both", "one model per experiment.")
+    if args.server:
+        from labkit.llm.http import OpenAICompatBackend
+
+        server = OpenAICompatBackend(args.server, timeout_s=args.timeout, retries=args.retries)
+        server.describe()  # fails early, with a clear error, when the server is down
+        return server
+    from labkit.dialog.cli import model_backend
+
+    return model_backend(args.model, n_ctx=N_CTX, threads=args.threads)
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    from labkit.experiment.v2.choosers import Decoding
+    from labkit.experiment.v2.report import markdown, write_report
+    from labkit.experiment.v2.runner import Backends, ConfigV2, prepare_replay_v2, run_experiment_v2
+
+    out = Path(args.out)
+    if args.replay:
+        folder = Path(args.replay)
+        if folder.resolve() == out.resolve():
+            raise LabkitError(f"--out {out} is the folder being replayed", "write the replay elsewhere (--out).")
+        config = prepare_replay_v2(folder)
+        backends = Backends(replay=folder)
+        recorded = folder / "provenance.json"
+        prov = {**(json.loads(recorded.read_text(encoding="utf-8")) if recorded.exists() else {}),
+                "mode": "replay", "replayed_from": str(folder)}
+    else:
+        config = ConfigV2(arms=args.arms.split(",") if args.arms else ConfigV2().arms,
+                          splits=args.splits.split(","), seeds=list(range(args.first_seed,
+                                                                              args.first_seed + args.seeds)),
+                          decoding=Decoding(temperature=args.temperature),
+                          task_ids=args.task_ids.split(",") if args.task_ids else None,
+                          per_family=args.per_family)
+        config.check()
+        if config.decoding.temperature <= 0 and len(config.seeds) > 1:
+            print("labkit: greedy decoding with several seeds: the seeds vary the order of examples, queues, "
+                  "messages and menu options (see provenance 'arms')", file=sys.stderr)
+        from labkit.experiment.v2.arms import ARMS
+
+        needs_model = any(ARMS[a].uses_model for a in config.arms)
+        backends = Backends(live=_live_backend(args) if needs_model else _NoModel(), out=out)
+        prov = provenance_v2(backends.describe(), config, "live")
+        if (out / "cassettes").exists():
+            import shutil
+
+            shutil.rmtree(out / "cassettes")
+    started = time.perf_counter()
+    say = None if args.quiet else (lambda line: print(line, file=sys.stderr))
+    runs = run_experiment_v2(config, backends, out, progress=say)
+    prov["wall_s"] = round(time.perf_counter() - started, 1)
+    summary = write_report(out, runs, config.arms, config.splits, config.task_sets()["test"], prov)
+    print(markdown(summary["rows"], summary["paired"], summary["headline"]), end="")
+    print(f"\n{len(runs)} runs, {prov['mode']}, wall time {prov['wall_s']:.0f} s; results, logs/ and cassettes/ "
+          f"in {out}")
+    return 0
+
+
+class _NoModel:
+    """Stands in for a backend when no chosen arm calls a model (describe only)."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "none", "why": "no chosen arm calls a model"}
+
+
+def register(commands: Any, bench: Any) -> None:
+    from labkit.experiment.v2.arms import ARMS
+
+    p = commands.add_parser("experiment2", help="the comparison v2: task families, dev/test split, seven arms")
+    p.add_argument("--arms", help=f"comma-separated arms (default all: {', '.join(ARMS)})")
+    p.add_argument("--splits", default="dev,test", help="dev, test or dev,test (default)")
+    p.add_argument("--task-ids", help="comma-separated task ids")
+    p.add_argument("--per-family", type=int, help="at most N tasks per family and split (a smoke run)")
+    p.add_argument("--seeds", type=int, default=1, help="seeds per task and arm (default 1)")
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0: greedy)")
+    p.add_argument("--model", help="a registered model name (labkit models list; a chat model is asked in its chat "
+                                   "template) or a .gguf file, instead of the embedded model")
+    p.add_argument("--threads", type=int, help="llama.cpp threads for an in-process model")
+    p.add_argument("--server", help="an OpenAI-compatible server's base URL instead of an in-process model")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per server request (default 60)")
+    p.add_argument("--retries", type=int, default=2, help="retries per server request (default 2)")
+    p.add_argument("--replay", metavar="DIR", help="replay a recorded v2 experiment from its cassettes")
+    p.add_argument("--out", default="results-v2", help="output folder (default results-v2/)")
+    p.add_argument("--quiet", action="store_true", help="no per-run progress lines")
+    p.set_defaults(func=_cmd)

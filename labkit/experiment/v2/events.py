@@ -1,0 +1,39 @@
+"""The facts the comparison v2 adds to a run's log: each model call, and how a free loop ended.
+
+Why a call is an event: the experiment reports LLM calls per decision and corrective re-asks, and
+counts them once, from the log (:func:`~labkit.experiment.v2.runs.count_events`), not from counters
+kept beside it. A machine run records its calls into the runtime's own log (the planner is handed
+the machine's ``record`` as a hook); a free loop records them into its log next to the tool results.
+The prompt itself is not stored (the cassette holds it, keyed by its hash); its sha256 is.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from labkit.events import Event, register_event
+
+
+@register_event
+class ModelAsked(Event):
+    """One model call for one decision; ``attempt`` 2+ is a corrective re-ask after ``problem``-s."""
+
+    type: Literal["model_asked"] = "model_asked"
+    decision: str  # e.g. "queue", "form", "message-1", "next", "action"
+    step: int
+    attempt: int
+    prompt_sha256: str
+    prompt_tokens: int
+    completion_tokens: int
+    answer: str  # the raw answer, shortened and scrubbed
+    problem: str = ""  # why the answer was not accepted ("" when it was)
+    grammar: bool = False
+
+
+@register_event
+class LoopEnded(Event):
+    """How a free loop stopped: the model said done, or the step budget ran out."""
+
+    type: Literal["loop_ended"] = "loop_ended"
+    stop: Literal["said_done", "step_budget"]
+    steps: int

@@ -1,0 +1,170 @@
+"""The prompt-only arms' loop: the whole task in one growing prompt, and whatever action the model writes is run.
+
+No validator, no menu, no stop predicate: each step the model writes one JSON action (read with the
+one parser, :func:`~labkit.experiment.v2.answers.read_answer`), the loop runs it against the world and
+appends the result to the prompt, until the model says ``done`` or the step budget runs out. Arguments
+are still checked against the tool's schema — a loop that crashed on a bad argument would measure the
+loop, not the model — and the error is shown to the model instead.
+
+Actions are declarations (:data:`ACTIONS`): the world's tools, plus, for the helpers arm, the same
+compose helpers the machine uses (:func:`~labkit.experiment.v2.families.compose_route` and friends),
+which write a draft in the right format and save it. So arm 3 differs from arm 1 by the helpers only,
+and from arm 4 by the machine only.
+
+Every model call is a :class:`~labkit.experiment.v2.events.ModelAsked` event and every tool call a
+runtime :class:`~labkit.runtime.events.ToolResult` in the loop's own event log, so calls are counted
+from events here too, and the verifier finds forbidden reads the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from labkit.experiment.v2 import prompts
+from labkit.experiment.v2.answers import ActionAnswer, answer_schema, read_answer
+from labkit.experiment.v2.choosers import Decoding
+from labkit.experiment.v2.events import LoopEnded, ModelAsked
+from labkit.experiment.v2.families import compose_differences, compose_form, compose_route
+from labkit.experiment.v2.taskfile import Form, TaskV2
+from labkit.llm.backend import Backend
+from labkit.runtime.events import ToolResult
+from labkit.runtime.redact import redact, scrub_text
+from labkit.runtime.tools import INBOX_TOOLS, CallContext, SaveDraftArgs, ToolAnswer, World, check_key
+from labkit.store import EventLog
+
+
+class SaveRouteArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    key: str
+    queue: str = Field(min_length=1)
+
+
+class SaveFormArgs(Form):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    key: str
+
+
+class SaveDifferencesArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    key: str
+    ids: list[str] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class LoopAction:
+    """One action a prompt-only loop can run: its argument model and what it does in the world."""
+
+    name: str
+    args: type[BaseModel]
+    run: Callable[[World, BaseModel, Mapping[str, Mapping[str, Any]]], ToolAnswer]
+    helper: bool = False
+
+
+def _tool(name: str) -> Callable[[World, BaseModel, Mapping[str, Mapping[str, Any]]], ToolAnswer]:
+    return lambda world, args, read: getattr(world, name)(args, CallContext(action_id=name))
+
+
+def _save(world: World, key: str, text: str) -> ToolAnswer:
+    return world.save_draft(SaveDraftArgs(text=text, key=check_key(key)), CallContext(action_id="save"))
+
+
+def _save_differences(world: World, args: BaseModel, read: Mapping[str, Mapping[str, Any]]) -> ToolAnswer:
+    ids = list(args.ids)  # type: ignore[attr-defined]
+    missing = [i for i in ids if i not in read]
+    if missing:
+        return ToolAnswer("error", detail=f"record(s) {missing} have not been read yet")
+    return _save(world, args.key, compose_differences([read[i] for i in ids]))  # type: ignore[attr-defined]
+
+
+ACTIONS: dict[str, LoopAction] = {a.name: a for a in (
+    *(LoopAction(t.name, t.args, _tool(t.name)) for t in INBOX_TOOLS.values() if t.planner_visible),
+    LoopAction("save_route", SaveRouteArgs,
+               lambda w, a, r: _save(w, a.key, compose_route(a.queue)), helper=True),  # type: ignore[attr-defined]
+    LoopAction("save_form", SaveFormArgs,
+               lambda w, a, r: _save(w, a.key, compose_form(a.model_dump())), helper=True),  # type: ignore[attr-defined]
+    LoopAction("save_differences", SaveDifferencesArgs, _save_differences, helper=True),
+)}
+DONE = "done"
+
+
+def action_names(helpers: bool) -> list[str]:
+    return [n for n, a in ACTIONS.items() if helpers or not a.helper] + [DONE]
+
+
+@dataclass(frozen=True)
+class FreeOutcome:
+    stop: str  # said_done | step_budget
+    steps: int
+
+
+def _result_text(answer: ToolAnswer, action: str) -> str:
+    if answer.outcome != "ok":
+        return f"{answer.outcome}: {answer.detail}"
+    data = dict(answer.data)
+    if action == "read_message":
+        return "ok " + prompts.message_view(data)
+    if action == "read_record":
+        return "ok " + prompts.record_view(data)
+    return f"ok saved {data.get('key', '')}"
+
+
+def run_free(task: TaskV2, world: World, backend: Backend, log: EventLog, *, examples: Sequence[TaskV2],
+             grammar: bool, helpers: bool, seed: int, decoding: Decoding) -> FreeOutcome:
+    """Run ``task`` in the prompt-only loop; facts go to ``log``; the world keeps what was saved."""
+    names = action_names(helpers)
+    schema = answer_schema(ActionAnswer, {"action": names}) if grammar else None
+    transcript: list[tuple[str, str]] = []
+    read: dict[str, Mapping[str, Any]] = {}
+    steps = task.budget.max_steps
+    for step in range(steps):
+        prompt = prompts.whole_prompt(examples, task.description, transcript, helpers=helpers)
+        out = backend.complete(prompt, max_tokens=decoding.max_tokens_action, stop=None if grammar else ["\n"],
+                               schema=schema, temperature=decoding.temperature,
+                               seed=decoding.call_seed(seed, step))
+        answer, problem = read_answer(out.text, ActionAnswer)
+        if answer is not None and answer.action not in names:
+            problem = f"unknown action {answer.action!r} (actions: {', '.join(names)})"
+        log.append(ModelAsked(decision="action", step=step, attempt=1,
+                              prompt_sha256=hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
+                              prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
+                              answer=scrub_text(out.text.strip())[:300], problem=problem[:300],
+                              grammar=out.grammar_used))
+        line = out.text.strip().replace("\n", " ")[:400]
+        if answer is None or problem:
+            transcript.append((line, f"error: {problem}"))
+            continue
+        if answer.action == DONE:
+            log.append(LoopEnded(stop="said_done", steps=step + 1))
+            return FreeOutcome("said_done", step + 1)
+        spec = ACTIONS[answer.action]
+        try:
+            args = spec.args.model_validate(answer.args)
+        except (ValidationError, ValueError) as exc:
+            first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
+            where = ".".join(str(p) for p in first["loc"]) or "(arguments)"
+            transcript.append((line, f"error: arguments of {answer.action}: {where}: {first['msg']}"))
+            continue
+        try:
+            result = spec.run(world, args, read)
+        except ValueError as exc:  # a helper's key that is not a plain name
+            result = ToolAnswer("error", detail=str(exc))
+        if result.outcome == "ok" and answer.action in ("read_message", "read_record"):
+            read[str(result.data.get("id"))] = dict(result.data)
+        side_effect = answer.action not in ("read_message", "read_record")
+        log.append(ToolResult(action_id=f"free-{step}", attempt=1, tool=answer.action,
+                              args_sha256=hashlib.sha256(json.dumps(answer.args, sort_keys=True,
+                                                                    default=str).encode()).hexdigest(),
+                              outcome=result.outcome, side_effect=side_effect, data=redact(dict(result.data)),
+                              detail=scrub_text(result.detail)[:300]))
+        transcript.append((line, _result_text(result, answer.action)))
+    log.append(LoopEnded(stop="step_budget", steps=steps))
+    return FreeOutcome("step_budget", steps)

@@ -1,0 +1,176 @@
+"""The v2 report: per arm and split, successes with Wilson intervals and pass^k; paired tests between arms.
+
+The unit is the task (outcomes cluster by task). Per (split, arm) the report gives the run-level
+successes k/n, pass^k over tasks, and the tasks solved with their Wilson 95% interval, a task counting
+as solved when it passed on at least half of its seeds (with one seed: when it passed). Between arms it
+gives the exact sign test over tasks (:func:`labkit.stats.paired_test`) for the comparisons the
+question needs — 4 vs 1 (what the machine with the model adds to prompting), 4 vs 5 (the model's share
+over the best dev rule, on the content families), 5 vs 1 (the harness's share) — on each split. The
+headline set gives "prompt-only x/10 → machine y/10" on test.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from labkit.experiment.v2.arms import ARMS, RunRecordV2
+from labkit.experiment.v2.taskfile import TaskSet
+from labkit.stats import paired_test, pass_hat_k, wilson_interval
+
+CONTENT_FAMILIES = ("triage", "extraction", "selection")
+# (a, b, on which families, what the difference means)
+COMPARISONS = (
+    ("machine-model", "prompt-only", None, "machine + model vs prompt-only"),
+    ("machine-model", "machine-rule", CONTENT_FAMILIES, "the model's share (content families)"),
+    ("machine-rule", "prompt-only", None, "the harness's share"),
+)
+
+Runs = Sequence[tuple[str, RunRecordV2]]
+
+
+def per_task(runs: Runs, split: str, arm: str, families: Sequence[str] | None = None) -> dict[str, tuple[int, int]]:
+    """{task: (successes, runs)} of one arm on one split (optionally only some families)."""
+    counts: dict[str, tuple[int, int]] = {}
+    for s, r in runs:
+        if s == split and r.arm == arm and (families is None or r.family in families):
+            c, n = counts.get(r.task, (0, 0))
+            counts[r.task] = (c + int(r.passed), n + 1)
+    return counts
+
+
+def solved(counts: Mapping[str, tuple[int, int]]) -> int:
+    """Tasks passed on at least half of their seeds."""
+    return sum(1 for c, n in counts.values() if 2 * c >= n and n > 0)
+
+
+def summary_rows(runs: Runs, arms: Sequence[str], splits: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per (split, arm) with successes, interval, pass^k, calls, re-asks and per-family solved."""
+    rows = []
+    for split in splits:
+        for arm in arms:
+            mine = [r for s, r in runs if s == split and r.arm == arm]
+            if not mine:
+                continue
+            counts = per_task(runs, split, arm)
+            k_max = min(n for _, n in counts.values())
+            tasks_solved = solved(counts)
+            decisions = sum(r.decisions for r in mine)
+            calls = sum(r.llm_calls for r in mine)
+            families: dict[str, str] = {}
+            for family in sorted({r.family for r in mine}):
+                fam = per_task(runs, split, arm, (family,))
+                families[family] = f"{solved(fam)}/{len(fam)}"
+            rows.append({
+                "split": split, "arm": arm, "label": ARMS[arm].label if arm in ARMS else arm,
+                "tasks": len(counts), "runs": len(mine), "successes": sum(r.passed for r in mine),
+                "tasks_solved": tasks_solved, "ci95": list(wilson_interval(tasks_solved, len(counts))),
+                "pass_k": [round(pass_hat_k(counts, k), 4) for k in range(1, k_max + 1)],
+                "families": families, "llm_calls": calls, "decisions": decisions,
+                "calls_per_decision": round(calls / decisions, 3) if decisions else 0.0,
+                "reasks": sum(r.reasks for r in mine), "schema_invalid": sum(r.schema_invalid for r in mine),
+                "guard_rejections": sum(r.guard_rejections for r in mine),
+                "prompt_tokens": sum(r.prompt_tokens for r in mine),
+                "completion_tokens": sum(r.completion_tokens for r in mine),
+                "backend_errors": sum(r.termination.startswith("backend error") for r in mine),
+                "wall_s": round(sum(r.wall_s for r in mine), 1)})
+    return rows
+
+
+def paired_rows(runs: Runs, splits: Sequence[str]) -> list[dict[str, Any]]:
+    """The paired exact sign tests of :data:`COMPARISONS` on each split (where both arms ran)."""
+    rows = []
+    for split in splits:
+        for a, b, families, meaning in COMPARISONS:
+            ca, cb = per_task(runs, split, a, families), per_task(runs, split, b, families)
+            if not ca or set(ca) != set(cb):
+                continue
+            test = paired_test(ca, cb, names=(a, b))
+            rows.append({"split": split, "a": a, "b": b, "families": list(families or ("all",)),
+                         "meaning": meaning, "tasks": test.tasks, "a_better": test.a_better,
+                         "b_better": test.b_better, "ties": test.ties, "p_value": round(test.p_value, 6)})
+    return rows
+
+
+def headline(runs: Runs, test_set: TaskSet, lower: str = "prompt-only", upper: str = "machine-model") -> str | None:
+    """"prompt-only x/10 → machine y/10" on the test split's headline set (None if either arm lacks it)."""
+    ids = set(test_set.headline)
+    got = {}
+    for arm in (lower, upper):
+        counts = {t: v for t, v in per_task(runs, "test", arm).items() if t in ids}
+        if set(counts) != ids:
+            return None
+        got[arm] = solved(counts)
+    return f"{lower} {got[lower]}/{len(ids)} → {upper.replace('-model', '')} {got[upper]}/{len(ids)}"
+
+
+def markdown(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any]], head: str | None) -> str:
+    out = ["| split | arm | tasks solved | 95% CI | runs passed | pass^k | per family | LLM calls | calls/decision "
+           "| re-asks | schema-invalid | guard rejections |", "|" + "---|" * 12]
+    for r in rows:
+        fams = ", ".join(f"{f} {v}" for f, v in r["families"].items())
+        out.append(f"| {r['split']} | {r['label']} | {r['tasks_solved']}/{r['tasks']} | "
+                   f"{r['ci95'][0]:.2f}–{r['ci95'][1]:.2f} | {r['successes']}/{r['runs']} | "
+                   f"{' '.join(f'{v:.2f}' for v in r['pass_k'])} | {fams} | {r['llm_calls']} | "
+                   f"{r['calls_per_decision']} | {r['reasks']} | {r['schema_invalid']} | {r['guard_rejections']} |")
+    if paired:
+        out += ["", "| split | comparison | tasks | A better | B better | tied | exact sign test p |", "|" + "---|" * 7]
+        out += [f"| {p['split']} | {p['a']} vs {p['b']} ({p['meaning']}) | {p['tasks']} | {p['a_better']} | "
+                f"{p['b_better']} | {p['ties']} | {p['p_value']:.4g} |" for p in paired]
+    if head:
+        out += ["", f"Headline (test, 10 tasks): {head}"]
+    return "\n".join(out) + "\n"
+
+
+def plot_ladder(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """Tasks solved per arm with Wilson 95% intervals, one panel per split, every arm that ran (no overplotting:
+    arms sit side by side on their own row)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    splits = list(dict.fromkeys(r["split"] for r in rows))
+    fig, axes = plt.subplots(1, len(splits), figsize=(5.2 * len(splits), 3.6), sharey=True, squeeze=False)
+    for ax, split in zip(axes[0], splits, strict=True):
+        mine = [r for r in rows if r["split"] == split]
+        ys = list(range(len(mine)))[::-1]
+        rates = [r["tasks_solved"] / r["tasks"] for r in mine]
+        low = [rate - r["ci95"][0] for rate, r in zip(rates, mine, strict=True)]
+        high = [r["ci95"][1] - rate for rate, r in zip(rates, mine, strict=True)]
+        ax.errorbar(rates, ys, xerr=[low, high], fmt="o", capsize=4)
+        for y, rate, r in zip(ys, rates, mine, strict=True):
+            ax.annotate(f"{r['tasks_solved']}/{r['tasks']}", (rate, y), textcoords="offset points", xytext=(6, 5),
+                        fontsize=8)
+        ax.set_yticks(ys, [r["label"] for r in mine])
+        ax.set_xlim(-0.02, 1.08)
+        ax.set_xlabel("tasks solved (Wilson 95% interval)")
+        ax.set_title(f"{split} split")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def write_report(out: Path, runs: Runs, arms: Sequence[str], splits: Sequence[str], test_set: TaskSet,
+                 provenance: Mapping[str, Any], *, plots: bool = True) -> dict[str, Any]:
+    """Write ``summary.json``, ``summary.md``, ``provenance.json`` and ``ladder.png``; return the summary."""
+    rows = summary_rows(runs, arms, splits)
+    paired = paired_rows(runs, splits)
+    head = headline(runs, test_set) if "test" in splits else None
+    summary = {"rows": rows, "paired": paired, "headline": head,
+               "unit": "task; a task is solved when it passed on at least half of its seeds"}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "summary.md").write_text(markdown(rows, paired, head), encoding="utf-8")
+    (out / "provenance.json").write_text(json.dumps(dict(provenance), indent=2, ensure_ascii=False) + "\n",
+                                         encoding="utf-8")
+    if plots and rows:
+        plot_ladder(rows, out / "ladder.png")
+    return summary
+
+
+def counts_only(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary without wall-clock times: what a replay must reproduce exactly."""
+    return {**summary, "rows": [{k: v for k, v in r.items() if k != "wall_s"} for r in summary["rows"]]}

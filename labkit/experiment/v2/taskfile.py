@@ -1,0 +1,350 @@
+"""The task file format of the comparison v2: a task set (one split) as one pydantic-validated JSON file.
+
+Why each task carries its own material: a teacher who adds a task writes one JSON object — the
+task text, the messages and records it is about, and the expected answer — and nothing else; no
+record file to edit, no code. The loader checks everything a comparison would silently be spoilt
+by before a model call is spent: a field of the wrong type, an answer the material cannot support
+(an extracted value that does not appear in the note, a queue that is not offered, a selected
+record nobody wrote from), a task text that does not name what every arm must find from it, ids
+used twice. Every error names the file, the task and the field.
+
+A file looks like this (``data/tasks/v2/dev.json`` is a full example)::
+
+    {"format": "labkit-tasks-v2", "split": "dev",
+     "examples": {"triage": "dev-triage-01", ...},     # the one few-shot example per family (dev only)
+     "headline": [],                                     # the 10-task headline set (test only)
+     "tasks": [
+       {"family": "triage", "id": "dev-triage-01", "draft_key": "route-M101",
+        "description": "Route message M101 to one queue ... key route-M101.",
+        "message": {"id": "M101", "text": "..."}, "queues": ["billing", "shipping", ...],
+        "answer": "shipping"},
+       {"family": "extraction", ..., "message": {...},
+        "answer": {"order": "ORD-1234", "date": "2025-03-14", "amount": "41.20", "name": "Ada Berg"}},
+       {"family": "selection", ..., "messages": [{"id": "M120", "sender": "R120", "text": "..."}, ...],
+        "records": [{"id": "R120", "customer": "...", "plan": "basic", ...}, ...], "answer": ["R120", "R123"]},
+       {"family": "compare", ..., "records": [...], "answer": ["R130", "R131"], "forbidden": ["R132"]}]}
+
+``answer`` is what the verifier grades against; no arm is ever shown it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from labkit.experiment.tasks import TaskFileError
+from labkit.runtime.policy import Budget
+from labkit.runtime.records import DIFF_FIELDS, record_ids_in
+from labkit.runtime.tools import RECORD_ID_PATTERN, check_key
+
+MESSAGE_ID_PATTERN = r"^M\d{2,4}$"
+TASK_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
+FORMAT = "labkit-tasks-v2"
+FAMILY_NAMES = ("triage", "extraction", "selection", "compare")
+FORM_FIELDS = ("order", "date", "amount", "name")
+
+
+class Message(BaseModel):
+    """A free-text message or note; ``sender`` is the record of the customer who wrote it (if known)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=MESSAGE_ID_PATTERN, description="a message id such as M104")
+    text: str = Field(min_length=1, max_length=2000)
+    sender: str | None = Field(None, pattern=RECORD_ID_PATTERN)
+
+
+class Record(BaseModel):
+    """A customer record: the compared fields (``DIFF_FIELDS``) plus the customer's name."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=RECORD_ID_PATTERN)
+    customer: str = Field(min_length=1)
+    plan: str
+    status: str
+    region: str
+    amount: int
+    channel: str
+    restricted: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+assert set(DIFF_FIELDS) <= set(Record.model_fields), "a v2 record must carry every compared field"
+
+
+class Form(BaseModel):
+    """The extraction form: every value as it is written in the note (the note is the evidence)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    order: str = Field(min_length=1)
+    date: str = Field(min_length=1)
+    amount: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+
+
+class _TaskBase(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=TASK_ID_PATTERN)
+    description: str = Field(min_length=1, max_length=2000)
+    draft_key: str
+    budget: Budget = Field(default_factory=lambda: Budget(max_steps=8, max_retries=2))
+
+    @field_validator("draft_key")
+    @classmethod
+    def _plain_key(cls, key: str) -> str:
+        return check_key(key)
+
+    @model_validator(mode="after")
+    def _description_names_key(self) -> _TaskBase:
+        if self.draft_key not in self.description:
+            raise ValueError(f"the description does not name the draft key {self.draft_key!r} "
+                             "(every arm reads the key from the task text)")
+        return self
+
+    def message_list(self) -> tuple[Message, ...]:
+        """Every message of the task's world."""
+        return ()
+
+    def record_list(self) -> tuple[Record, ...]:
+        """Every record of the task's world."""
+        return ()
+
+    def forbidden_records(self) -> tuple[str, ...]:
+        return ()
+
+
+def _require_named(description: str, ids: list[str], what: str) -> None:
+    missing = [i for i in ids if i not in description]
+    if missing:
+        raise ValueError(f"the description does not name {what} {missing} (no arm could find them)")
+
+
+class TriageTask(_TaskBase):
+    """Route one message to one of the offered queues."""
+
+    family: Literal["triage"]
+    message: Message
+    queues: tuple[str, ...] = Field(min_length=2)
+    answer: str
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TriageTask:
+        if self.answer not in self.queues:
+            raise ValueError(f"answer {self.answer!r} is not one of the queues {list(self.queues)}")
+        _require_named(self.description, [self.message.id], "the message")
+        return self
+
+    def message_list(self) -> tuple[Message, ...]:
+        return (self.message,)
+
+
+class ExtractionTask(_TaskBase):
+    """Fill the order form from one note; distractor values of the same shape may stand nearby."""
+
+    family: Literal["extraction"]
+    message: Message
+    answer: Form
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ExtractionTask:
+        absent = [f for f in FORM_FIELDS if getattr(self.answer, f) not in self.message.text]
+        if absent:
+            raise ValueError(f"answer field(s) {absent} do not appear in the note's text (the note is the evidence)")
+        _require_named(self.description, [self.message.id], "the note")
+        return self
+
+    def message_list(self) -> tuple[Message, ...]:
+        return (self.message,)
+
+
+def _check_records(records: tuple[Record, ...], answer: tuple[str, ...], forbidden: tuple[str, ...]) -> None:
+    ids = [r.id for r in records]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"record ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+    unknown = [r for r in (*answer, *forbidden) if r not in ids]
+    if unknown:
+        raise ValueError(f"record(s) {unknown} are named but not among the task's records")
+    both = sorted(set(answer) & set(forbidden))
+    if both:
+        raise ValueError(f"record(s) {both} are both in the answer and forbidden")
+    if len(set(answer)) != len(answer):
+        raise ValueError(f"the answer names a record twice: {list(answer)}")
+
+
+class SelectionTask(_TaskBase):
+    """Find two records from what their customers wrote, then save their differences (in the text's order)."""
+
+    family: Literal["selection"]
+    messages: tuple[Message, ...] = Field(min_length=2)
+    records: tuple[Record, ...] = Field(min_length=2)
+    answer: tuple[str, str]
+    forbidden: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SelectionTask:
+        _check_records(self.records, self.answer, self.forbidden)
+        senders = [m.sender for m in self.messages]
+        if None in senders:
+            raise ValueError("every message of a selection task needs a sender (the record of who wrote it)")
+        unknown = sorted({s for s in senders if s not in {r.id for r in self.records}})  # type: ignore[misc]
+        if unknown:
+            raise ValueError(f"message sender(s) {unknown} are not among the task's records")
+        nobody = [r for r in self.answer if r not in senders]
+        if nobody:
+            raise ValueError(f"answer record(s) {nobody} sent none of the messages (they cannot be found)")
+        if record_ids_in(self.description):
+            raise ValueError(f"the description names record ids {record_ids_in(self.description)}; a selection "
+                             "task must be solved from the messages, not from ids in its text")
+        _require_named(self.description, [m.id for m in self.messages], "the messages")
+        return self
+
+    def message_list(self) -> tuple[Message, ...]:
+        return self.messages
+
+    def record_list(self) -> tuple[Record, ...]:
+        return self.records
+
+    def forbidden_records(self) -> tuple[str, ...]:
+        return self.forbidden
+
+
+class CompareTask(_TaskBase):
+    """Read the records the text names and save their differences (version 1's family)."""
+
+    family: Literal["compare"]
+    records: tuple[Record, ...] = Field(min_length=2)
+    answer: tuple[str, ...] = Field(min_length=2)
+    forbidden: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CompareTask:
+        _check_records(self.records, self.answer, self.forbidden)
+        _require_named(self.description, list(self.answer), "the records to compare")
+        return self
+
+    def record_list(self) -> tuple[Record, ...]:
+        return self.records
+
+    def forbidden_records(self) -> tuple[str, ...]:
+        return self.forbidden
+
+
+TaskV2 = Annotated[TriageTask | ExtractionTask | SelectionTask | CompareTask, Field(discriminator="family")]
+
+
+class TaskSet(BaseModel):
+    """One split of the v2 tasks, with its declared few-shot examples (dev) or headline set (test)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal["labkit-tasks-v2"]
+    split: Literal["dev", "test"]
+    generator: dict[str, Any] = Field(default_factory=dict, description="how the file was made (provenance)")
+    examples: dict[str, str] = Field(default_factory=dict, description="family -> id of its few-shot example")
+    headline: tuple[str, ...] = ()
+    tasks: tuple[TaskV2, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TaskSet:
+        ids = [t.id for t in self.tasks]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"task ids repeat: {repeated}")
+        messages: dict[str, str] = {}
+        records: dict[str, Record] = {}
+        for task in self.tasks:
+            for m in task.message_list():
+                if messages.setdefault(m.id, task.id) != task.id:
+                    raise ValueError(f"message {m.id} is used by tasks {messages[m.id]!r} and {task.id!r}; "
+                                     "give each task its own message ids")
+            for r in task.record_list():
+                if records.setdefault(r.id, r) != r:
+                    raise ValueError(f"record {r.id} differs between tasks (task {task.id!r}); one id, one record")
+        by_id = {t.id: t for t in self.tasks}
+        for family, task_id in self.examples.items():
+            if family not in FAMILY_NAMES:
+                raise ValueError(f"examples: unknown family {family!r} (families: {', '.join(FAMILY_NAMES)})")
+            if task_id not in by_id or by_id[task_id].family != family:
+                raise ValueError(f"examples: {family!r} names {task_id!r}, which is not a {family} task of this file")
+        if self.examples and self.split != "dev":
+            raise ValueError("few-shot examples come from the dev split only")
+        unknown = [h for h in self.headline if h not in by_id]
+        if unknown:
+            raise ValueError(f"headline names unknown task(s) {unknown}")
+        if self.headline and self.split != "test":
+            raise ValueError("the headline set is drawn from the test split")
+        return self
+
+    def by_id(self, task_id: str) -> TaskV2:
+        for task in self.tasks:
+            if task.id == task_id:
+                return task
+        raise TaskFileError(f"no task {task_id!r} in the {self.split} split", "see the ids in the task file.")
+
+    def example_tasks(self) -> dict[str, TaskV2]:
+        """The declared few-shot example of each family (dev only), by family."""
+        return {family: self.by_id(task_id) for family, task_id in self.examples.items()}
+
+    def families(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for task in self.tasks:
+            counts[task.family] = counts.get(task.family, 0) + 1
+        return counts
+
+    def __iter__(self) -> Iterator[TaskV2]:  # type: ignore[override]
+        return iter(self.tasks)
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of a task file's bytes (what provenance records for the test split)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _location(data: Any, loc: tuple[Any, ...]) -> str:
+    """``task [3] (id 'dev-triage-04'): answer`` from a pydantic error location."""
+    if len(loc) >= 2 and loc[0] == "tasks" and isinstance(loc[1], int):
+        index = loc[1]
+        item = data.get("tasks", [])[index] if isinstance(data, dict) else None
+        ident = item.get("id") if isinstance(item, dict) else None
+        rest = [str(p) for p in loc[2:] if p not in FAMILY_NAMES]
+        return f"task [{index}]" + (f" (id {ident!r})" if ident else "") + (f": {'.'.join(rest)}" if rest else "")
+    return ".".join(str(p) for p in loc) or "(file)"
+
+
+def parse_task_set(data: Any, source: str = "<data>") -> TaskSet:
+    """Validate already-loaded JSON as a task set; errors name ``source``, the task and the field."""
+    try:
+        return TaskSet.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        raise TaskFileError(f"{source}: {_location(data, tuple(first['loc']))}: {msg}",
+                            "fix the task file; its format is described in labkit/experiment/v2/taskfile.py "
+                            "and docs/tasks_v2.md.") from None
+
+
+def load_task_set(path: str | Path) -> TaskSet:
+    """Read and validate a v2 task file (see the module docstring for the format)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaskFileError(f"cannot read task file {path}: {exc.strerror or exc}",
+                            "check the path; the generated files are data/tasks/v2/dev.json and test.json "
+                            "(scripts/make_tasks_v2.py writes them).") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TaskFileError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
+                            "a v2 task file is one JSON object with 'format', 'split' and 'tasks'.") from None
+    return parse_task_set(data, str(path))

@@ -1,0 +1,40 @@
+"""A v2 task's world, served through the runtime's tools, and the runtime task a machine run drives.
+
+Each task carries its own messages and records (see :mod:`~labkit.experiment.v2.taskfile`); a run
+of it acts on a :class:`~labkit.runtime.tools.World` holding exactly those, plus a fresh draft area.
+Messages are read with ``read_message`` and records with ``read_record``, both declared in
+:data:`~labkit.runtime.tools.INBOX_TOOLS`; so every read goes through the runtime's validator (tool
+allowlist, argument schema, forbidden records), executor and event log like any other call, and a
+record under legal hold is *offered* to a planner and refused by the validator, not hidden from it.
+
+The runtime task's goal is only "a draft exists under the key": the machine stops when an answer is
+saved, and never learns from its stop predicate whether the answer is right — only the verifier
+(:func:`~labkit.experiment.v2.families.grade`) knows the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from labkit.experiment.v2.taskfile import TaskV2
+from labkit.runtime.task import Goal, Task
+from labkit.runtime.tools import INBOX_TOOLS, DraftStore, ToolSpec, World
+
+TOOLS_V2: Mapping[str, ToolSpec] = INBOX_TOOLS
+
+
+def task_world(task: TaskV2, drafts: DraftStore) -> World:
+    """The world of ``task``: its records and messages (read-only) and the draft area ``drafts``."""
+    records: dict[str, dict[str, Any]] = {r.id: r.as_dict() for r in task.record_list()}
+    messages = {m.id: m.model_dump(exclude_none=True) for m in task.message_list()}
+    return World(drafts, records, messages=messages)
+
+
+def runtime_task(task: TaskV2, *, planner: str = "scripted-diff") -> Task:
+    """The runtime's view of ``task``: its text, budget and forbidden records; the goal is "a draft saved".
+
+    The answer is left out on purpose (see the module docstring).
+    """
+    return Task(id=task.id, description=task.description, goal=Goal(draft_key=task.draft_key),
+                forbidden_records=task.forbidden_records(), budget=task.budget, planner=planner)

@@ -1,0 +1,96 @@
+"""Several servers that serve one model: a class or a sweep spread over machines.
+
+Why runs, not calls, are spread: a run's calls depend on each other (each prompt holds the answers
+before it), and a server's cache state can change a greedy answer (see :mod:`labkit.llm.http`). A
+run therefore borrows one server for all its calls and gives it back when it ends; which server
+that was is recorded with the run. Spreading is then only a question of time: the answers are
+those one server would give, provided every server loads the same model file with the same
+settings. The pool refuses servers whose model sha256 or sampling differ, because their answers
+would not be interchangeable.
+
+Which server a run gets: the one with the fewest runs in flight; on a tie, the one lent the fewest
+runs so far, then the first listed. With ``concurrency`` equal to the number of servers each server
+runs one run at a time; with one run at a time, the runs take turns.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from labkit.errors import LabkitError
+from labkit.llm.backend import Backend, Completion, Request
+
+
+class ServerPool(Backend):
+    """Servers that answer alike; :meth:`borrow` hands one to a run.
+
+    The pool is a :class:`Backend` only for provenance (``describe``, ``model_id``, ``sampling``):
+    calling it directly is refused, because a call must belong to a run that borrowed a server.
+    """
+
+    kind = "server_pool"
+
+    def __init__(self, servers: Sequence[Backend]) -> None:
+        if not servers:
+            raise LabkitError("a server pool needs at least one server", "give --server URL once or more.")
+        self.servers = tuple(servers)
+        self._in_flight = [0] * len(self.servers)
+        self._runs = [0] * len(self.servers)
+        self._lock = threading.Lock()
+        self._check_alike()
+
+    def _check_alike(self) -> None:
+        first = self.servers[0]
+        names = [self.name(i) for i in range(len(self.servers))]
+        if len(set(names)) != len(names):
+            raise LabkitError(f"a server is given twice: {', '.join(names)}",
+                              "give each server once; run more runs at once with --concurrency.")
+        for i, other in enumerate(self.servers[1:], start=1):
+            if other.model_id() != first.model_id():
+                raise LabkitError(f"{self.name(i)} serves model {other.model_id()}, but {self.name(0)} serves "
+                                  f"{first.model_id()}", "serve the same model file on every server: runs "
+                                  "spread over them must get the answers one server would give.")
+            if other.sampling() != first.sampling():
+                raise LabkitError(f"{self.name(i)} samples with {other.sampling()}, {self.name(0)} with "
+                                  f"{first.sampling()}", "use the same sampling settings on every server.")
+
+    def name(self, index: int) -> str:
+        """How server ``index`` is named in results: its URL where it has one."""
+        info = self.servers[index].describe()
+        return str(info.get("server") or f"{info.get('backend', 'backend')}#{index}")
+
+    @contextmanager
+    def borrow(self) -> Iterator[tuple[str, Backend]]:
+        """Lend the least busy server to one run: yields (its name, the server)."""
+        with self._lock:
+            index = min(range(len(self.servers)), key=lambda i: (self._in_flight[i], self._runs[i], i))
+            self._in_flight[index] += 1
+            self._runs[index] += 1
+        try:
+            yield self.name(index), self.servers[index]
+        finally:
+            with self._lock:
+                self._in_flight[index] -= 1
+
+    def runs_per_server(self) -> dict[str, int]:
+        """How many runs each server was lent so far (the spread, for a report)."""
+        with self._lock:
+            return {self.name(i): n for i, n in enumerate(self._runs)}
+
+    def describe(self) -> dict[str, Any]:
+        first = self.servers[0].describe()
+        return {**first, "backend": self.kind, "server": None,
+                "servers": [self.name(i) for i in range(len(self.servers))]}
+
+    def model_id(self) -> str:
+        return self.servers[0].model_id()
+
+    def sampling(self) -> dict[str, Any]:
+        return self.servers[0].sampling()
+
+    def _complete(self, request: Request) -> Completion:
+        raise LabkitError("a server pool answers no call itself", "borrow a server for the run: "
+                          "`with pool.borrow() as (name, server): ...`.")

@@ -1,0 +1,149 @@
+"""``labkit repoedit run TASK`` (one run of the machine, its trace printed) and ``labkit repoedit tasks``.
+
+Registered through ``labkit.registry.COMMAND_MODULES``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from labkit.errors import LabkitError
+from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir
+
+PLANNERS = ("oracle", "model")
+
+
+def _versions(extra: dict[str, str]) -> dict[str, str]:
+    import platform
+
+    import pytest
+
+    from labkit.provenance import git_commit
+
+    return {"git_commit": git_commit(), "python": platform.python_version(), "pytest": pytest.__version__, **extra}
+
+
+def _planner(args: argparse.Namespace, task: Any) -> Any:
+    """The planner for one task and the versions that describe it (the backend's, for a model)."""
+    from labkit.repoedit.planners import ModelPlanner, OraclePlanner
+
+    if args.planner == "oracle":
+        return OraclePlanner(task), {}
+    if args.replay:
+        from labkit.llm.cassette import ReplayBackend
+
+        backend = ReplayBackend(args.replay)
+    else:
+        from labkit.dialog.cli import model_backend
+
+        backend = model_backend(args.model, threads=args.threads)
+        if args.record:
+            from labkit.llm.cassette import RecordingBackend
+
+            backend = RecordingBackend(backend, args.record)
+    info = backend.describe()
+    versions = {k: str(info[k]) for k in ("backend", "model_sha256", "llama_cpp_version") if info.get(k)}
+    return ModelPlanner(backend), versions
+
+
+def approve_all(file: str, changed: int, diff: str) -> bool:
+    """``--approve-large``: the person at the command line approved every edit over the limit."""
+    return True
+
+
+def _run_task(args: argparse.Namespace, task: Any, log_path: str | None) -> Any:
+    from labkit.repoedit.machine import Limits, RepoEditRun, no_human
+    from labkit.store import JsonlLog
+
+    if log_path and Path(log_path).exists():
+        raise LabkitError(f"{log_path} exists already", "choose a new log file; a run is never appended to another.")
+    planner, versions = _planner(args, task)
+    log = JsonlLog(log_path, run_id=task.id) if log_path else None
+    run = RepoEditRun(project_dir(task, Path(args.tasks).parent), task.requirement, planner,
+                      limits=Limits(test_timeout=args.timeout), log=log, task_id=task.id,
+                      versions=_versions(versions), approver=approve_all if args.approve_large else no_human)
+    run.run()
+    return run
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from labkit.repoedit.machine import run_summary
+    from labkit.repoedit.trace import render_trace
+
+    tasks = load_tasks(args.tasks)
+    if args.task not in tasks:
+        raise LabkitError(f"no task {args.task!r} in {args.tasks}", f"choose one of: {', '.join(tasks)}.")
+    run = _run_task(args, tasks[args.task], args.log)
+    print(render_trace(run.events, prompts=args.show_prompts))
+    print(json.dumps(run_summary(run.state), sort_keys=True))
+    return 0 if run.state.status == "DONE" else 1
+
+
+def _cmd_record(args: argparse.Namespace) -> int:
+    """Run every task of a split into ``OUT/<task>.jsonl`` and write ``OUT/summary.json``."""
+    from labkit.repoedit.machine import run_summary
+    from labkit.repoedit.tasks import split_ids
+
+    tasks = load_tasks(args.tasks)
+    ids = split_ids(tasks, args.split) if args.split != "all" else list(tasks)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = {}
+    for task_id in ids:
+        run = _run_task(args, tasks[task_id], str(out / f"{task_id}.jsonl"))
+        rows[task_id] = run_summary(run.state)
+        print(f"{task_id:28} {run.state.status:6} {run.state.reason:20} test runs {run.state.test_runs}, "
+              f"calls {run.state.calls}")
+    summary = {"planner": args.planner, "split": args.split, "runs": rows,
+               "versions": _versions({}), "done": sum(r["status"] == "DONE" for r in rows.values())}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"{summary['done']}/{len(rows)} DONE; logs and summary.json in {out}")
+    return 0
+
+
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    tasks = load_tasks(args.tasks)
+    for task in tasks.values():
+        files = ", ".join(f.path for f in task.oracle)
+        print(f"{task.id:28} {task.split:5} {task.kind:13} {task.project:10} fix: {files}")
+    print(f"{len(tasks)} tasks, checked ({args.tasks})")
+    return 0
+
+
+def register(commands: Any, bench: Any) -> None:
+    """Add ``labkit repoedit run`` and ``labkit repoedit tasks``."""
+    del bench
+    group = commands.add_parser("repoedit", help="the repo-editing machine on the projects in data/repos")
+    sub = group.add_subparsers(dest="repoedit_command", required=True)
+    p = sub.add_parser("run", help="run the machine on one task in a temporary git copy and print its trace")
+    p.add_argument("task", help="a task id (see `labkit repoedit tasks`)")
+    p.add_argument("--planner", choices=PLANNERS, default="oracle",
+                   help="oracle (the known fix, through the machine; default) or model")
+    p.add_argument("--model", help="model planner: a registered model name or a GGUF path (default: embedded)")
+    p.add_argument("--record", metavar="CASSETTE", help="model planner: record every call to this cassette")
+    p.add_argument("--replay", metavar="CASSETTE", help="model planner: answer from this cassette, never a model")
+    p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core)")
+    p.add_argument("--tasks", default=str(DEFAULT_TASK_FILE), help="the task file (default data/repos/tasks.yaml)")
+    p.add_argument("--log", help="write the run's events to this new JSONL file (replay it with `labkit replay`)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds a test run may take (default 60)")
+    p.add_argument("--approve-large", action="store_true", help="approve edits over the size limit (you are "
+                   "the human of HUMAN_APPROVAL); without it they are rejected")
+    p.add_argument("--show-prompts", action="store_true", help="print every prompt and failing test output")
+    p.set_defaults(func=_cmd_run)
+    p = sub.add_parser("record", help="run every task of a split, one JSONL log per task plus summary.json")
+    p.add_argument("--planner", choices=PLANNERS, default="oracle", help="oracle (default) or model")
+    p.add_argument("--split", choices=("dev", "test", "all"), default="all", help="which tasks (default all)")
+    p.add_argument("--out", required=True, help="a folder for the logs (e.g. data/repoedit/oracle)")
+    for flag, kw in (("--model", {}), ("--record", {"metavar": "CASSETTE"}), ("--replay", {"metavar": "CASSETTE"}),
+                     ("--threads", {"type": int})):
+        p.add_argument(flag, help="as for `repoedit run`", **kw)
+    p.add_argument("--tasks", default=str(DEFAULT_TASK_FILE), help="the task file (default data/repos/tasks.yaml)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds a test run may take (default 60)")
+    p.add_argument("--approve-large", action="store_true", help="approve edits over the size limit")
+    p.set_defaults(func=_cmd_record)
+    p = sub.add_parser("tasks", help="check the task file and list its tasks")
+    p.add_argument("--tasks", default=str(DEFAULT_TASK_FILE), help="the task file (default data/repos/tasks.yaml)")
+    p.set_defaults(func=_cmd_tasks)

@@ -1,0 +1,196 @@
+"""Who proposes plans and edits: the oracle (the known fix), a script (tests), or a model.
+
+A planner only *proposes*: it returns raw text, and the machine parses it, checks it against the
+index and the guards, and decides. So the oracle's known fix, a scripted bad answer and a model's
+answer all go through exactly the same checks, and a planner can never apply anything itself.
+Each call sees a small view (:class:`PlanView`, :class:`EditView`): the requirement, the index
+summary or the one file, its plan line, and the failure output on a targeted fix — never the
+whole repository.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from labkit.llm.backend import Backend
+from labkit.llm.parse import parse_json_output
+from labkit.repoedit.edits import EditProposal, PlanProposal, Refusal
+from labkit.repoedit.tasks import RepoTask
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A planner's answer: the raw text plus what it cost (an empty prompt: no model was asked)."""
+
+    raw: str
+    prompt: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class PlanView:
+    requirement: str
+    files: str  # the index summary: one line per source file with its symbols
+    failing: tuple[str, ...]  # baseline failures: "node id: short message"
+    refused: str = ""  # why the previous proposal was refused, if it was
+
+
+@dataclass(frozen=True)
+class EditView:
+    requirement: str
+    path: str
+    why: str
+    content: str
+    failure: str = ""  # test output on a targeted fix
+    refused: str = ""
+
+
+class Planner(Protocol):
+    name: str
+
+    def propose_plan(self, view: PlanView) -> Proposal: ...
+
+    def propose_edit(self, view: EditView) -> Proposal: ...
+
+
+def strip_fence(text: str) -> str:
+    """The JSON inside a Markdown code fence (chat models often add one), else the text itself."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+        end = body.rfind("```")
+        body = body[:end] if end >= 0 else body
+    return body.strip()
+
+
+def parse_proposal(raw: str, model: type[M]) -> tuple[M | None, Refusal | None]:
+    """Parse a planner's raw answer into ``model``; a failure is a ``not_json`` or ``schema_invalid`` refusal."""
+    obj, error = parse_json_output(strip_fence(raw), model)
+    if error is None:
+        return obj, None
+    code = "not_json" if error.startswith("not JSON") else "schema_invalid"
+    schema = json.dumps(_example(model))
+    return None, Refusal(code, error, f"answer with one JSON object shaped like {schema}.")
+
+
+def _example(model: type[BaseModel]) -> dict[str, Any]:
+    if model is PlanProposal:
+        return {"steps": [{"file": "module.py", "why": "..."}]}
+    return {"status": "ok", "edits": [{"search": "exact old text", "replace": "new text"}]}
+
+
+class OraclePlanner:
+    """Proposes the task's known fix, through the same machine (a ceiling, and a check of the harness).
+
+    On a targeted fix round it has nothing new to offer and answers ``abort``.
+    """
+
+    name = "oracle"
+
+    def __init__(self, task: RepoTask) -> None:
+        self.task = task
+        self._done: set[str] = set()
+
+    def propose_plan(self, view: PlanView) -> Proposal:
+        steps = [{"file": fix.path, "why": fix.why} for fix in self.task.oracle]
+        return Proposal(json.dumps({"steps": steps}))
+
+    def propose_edit(self, view: EditView) -> Proposal:
+        fix = next((f for f in self.task.oracle if f.path == view.path), None)
+        if fix is None or view.failure or view.path in self._done:
+            return Proposal(json.dumps({"status": "abort", "reason": "the known fix has nothing more to offer"}))
+        self._done.add(view.path)
+        return Proposal(json.dumps({"status": "ok", "edits": [e.model_dump() for e in fix.edits]}))
+
+
+class ScriptedPlanner:
+    """Answers from two lists (plans, edits) or functions of the view: for tests of the machine's logic."""
+
+    name = "scripted"
+
+    def __init__(self, plans: Iterable[str] | Callable[[PlanView], str],
+                 edits: Iterable[str] | Callable[[EditView], str]) -> None:
+        self._plans = plans if callable(plans) else iter(list(plans))
+        self._edits = edits if callable(edits) else iter(list(edits))
+        self.views: list[PlanView | EditView] = []
+
+    def _next(self, source: Any, view: PlanView | EditView) -> Proposal:
+        self.views.append(view)
+        if callable(source):
+            return Proposal(source(view))
+        try:
+            return Proposal(next(source))
+        except StopIteration:
+            raise AssertionError(f"the script has no answer left for {type(view).__name__}") from None
+
+    def propose_plan(self, view: PlanView) -> Proposal:
+        return self._next(self._plans, view)
+
+    def propose_edit(self, view: EditView) -> Proposal:
+        return self._next(self._edits, view)
+
+
+PLAN_PROMPT = """You plan a change to a small Python project. Reply with JSON only, shaped like
+{{"steps": [{{"file": "<a source file from the list>", "why": "<one short line>"}}]}}
+List only the source files that must change (never test files).
+
+Requirement: {requirement}
+Failing tests:
+{failing}
+Source files and their definitions:
+{files}
+{refused}JSON:"""
+
+EDIT_PROMPT = """You change one file of a small Python project. Reply with JSON only, shaped like
+{{"status": "ok", "edits": [{{"search": "<lines copied exactly from the file>", "replace": "<the new lines>"}}]}}
+or {{"status": "skip", "reason": "<why>"}} if this file needs no change.
+
+Requirement: {requirement}
+Plan for {path}: {why}
+{path}:
+```python
+{content}
+```
+{failure}{refused}JSON:"""
+
+
+class ModelPlanner:
+    """Asks a :class:`~labkit.llm.backend.Backend` per state, greedy, under each contract's JSON schema.
+
+    Each prompt holds one state's context only: the plan prompt the requirement, the failing tests
+    and the index summary (names, no code); the edit prompt the requirement, one plan line and one
+    file (plus the test output on a targeted fix, and the previous refusal on a retry).
+    """
+
+    name = "model"
+
+    def __init__(self, backend: Backend, *, plan_tokens: int = 160, edit_tokens: int = 320) -> None:
+        self.backend = backend
+        self.plan_tokens = plan_tokens
+        self.edit_tokens = edit_tokens
+
+    def _ask(self, prompt: str, schema: dict[str, Any], max_tokens: int) -> Proposal:
+        done = self.backend.complete(prompt, max_tokens=max_tokens, schema=schema, temperature=0.0)
+        return Proposal(done.text, prompt, done.prompt_tokens, done.completion_tokens, done.seconds)
+
+    def propose_plan(self, view: PlanView) -> Proposal:
+        refused = f"Your previous answer was refused: {view.refused}\n" if view.refused else ""
+        prompt = PLAN_PROMPT.format(requirement=view.requirement, files=view.files,
+                                    failing="\n".join(view.failing) or "(none)", refused=refused)
+        return self._ask(prompt, PlanProposal.model_json_schema(), self.plan_tokens)
+
+    def propose_edit(self, view: EditView) -> Proposal:
+        failure = f"The tests still fail:\n{view.failure}\n" if view.failure else ""
+        refused = f"Your previous answer was refused: {view.refused}\n" if view.refused else ""
+        prompt = EDIT_PROMPT.format(requirement=view.requirement, path=view.path, why=view.why,
+                                    content=view.content.rstrip("\n"), failure=failure, refused=refused)
+        return self._ask(prompt, EditProposal.model_json_schema(), self.edit_tokens)

@@ -1,0 +1,146 @@
+"""Repo-editing tasks are data: a project folder plus one entry in ``data/repos/tasks.yaml``.
+
+A teacher adds a task by adding a folder (a tiny Python project with pytest tests) and an entry
+naming it, the tests that fail before the fix, and the known fix (the *oracle*: a plan line and
+search/replace edits per file, in exactly the form a planner proposes, so the oracle runs through
+the same machine). The file is validated as a whole when it is read; every problem is reported
+with the task id and the field, never as a Python error from deep inside a run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from labkit.errors import LabkitError
+
+FORMAT = 1
+DEFAULT_TASK_FILE = Path(__file__).resolve().parents[2] / "data" / "repos" / "tasks.yaml"
+KINDS = ("bug", "feature", "rename", "off-by-one", "wrong-default", "edge-case")
+
+
+class SearchReplace(BaseModel):
+    """Replace the one occurrence of ``search`` in the file by ``replace``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    search: str = Field(min_length=1)
+    replace: str
+
+
+class FileFix(BaseModel):
+    """The oracle's change to one file: its plan line and its edits."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str = Field(min_length=1)
+    why: str = Field(min_length=1)
+    edits: tuple[SearchReplace, ...] = Field(min_length=1)
+
+
+class RepoTask(BaseModel):
+    """One task: which project, what is asked, which tests show it, and the known fix."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    project: str = Field(min_length=1)
+    split: Literal["dev", "test"]
+    kind: Literal[KINDS]  # type: ignore[valid-type]
+    requirement: str = Field(min_length=10)
+    failing: tuple[str, ...] = Field(min_length=1)
+    oracle: tuple[FileFix, ...] = Field(min_length=1)
+
+    @field_validator("failing")
+    @classmethod
+    def _node_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for node in value:
+            if "::" not in node:
+                raise ValueError(f"{node!r} is not a pytest node id (tests/test_x.py::test_name)")
+        return value
+
+
+class TaskFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: int
+    tasks: tuple[RepoTask, ...] = Field(min_length=1)
+
+
+def load_tasks(path: str | Path = DEFAULT_TASK_FILE) -> dict[str, RepoTask]:
+    """Read and check a task file; return the tasks by id.
+
+    Raises :class:`LabkitError` naming the task and field for a malformed entry, a project folder
+    that does not exist, a folder without test files, an oracle path that is not in the project,
+    or an id used twice.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise LabkitError(f"task file {path} does not exist",
+                          "pass the path of a tasks.yaml (the kit's own is data/repos/tasks.yaml).")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise LabkitError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax at the line named.") from None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        found = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
+        raise LabkitError(f"{path}: expected a mapping with 'format: {FORMAT}', found {found!r}",
+                          "start the file with 'format: 1' and a 'tasks:' list.")
+    try:
+        parsed = TaskFile.model_validate(raw)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors()[:5]:
+            loc = list(err["loc"])
+            where = ".".join(str(p) for p in loc)
+            if len(loc) >= 2 and loc[0] == "tasks" and isinstance(loc[1], int):
+                task_id = raw["tasks"][loc[1]].get("id", "?") if isinstance(raw["tasks"][loc[1]], dict) else "?"
+                where = f"task {task_id!r}: " + ".".join(str(p) for p in loc[2:])
+            problems.append(f"{where}: {err['msg']}")
+        raise LabkitError(f"{path}: {len(exc.errors())} problem(s): " + "; ".join(problems),
+                          "each task needs id, project, split (dev|test), kind, requirement, failing "
+                          "(pytest node ids) and oracle (path, why, edits of search/replace).") from None
+    tasks: dict[str, RepoTask] = {}
+    for task in parsed.tasks:
+        if task.id in tasks:
+            raise LabkitError(f"{path}: task id {task.id!r} is used twice", "give every task its own id.")
+        check_task(task, path.parent)
+        tasks[task.id] = task
+    return tasks
+
+
+def project_dir(task: RepoTask, root: str | Path = DEFAULT_TASK_FILE.parent) -> Path:
+    return Path(root) / task.project
+
+
+def check_task(task: RepoTask, root: Path) -> None:
+    """Check what the schema cannot: the folder, its tests, the oracle's files and search texts."""
+    folder = root / task.project
+    if not folder.is_dir():
+        raise LabkitError(f"task {task.id!r}: project folder {folder} does not exist",
+                          "create the folder or correct 'project'.")
+    for node in task.failing:
+        test_file = node.split("::", 1)[0]
+        if not (folder / test_file).is_file():
+            raise LabkitError(f"task {task.id!r}: failing test {node!r} names a file that is not in {folder}",
+                              "list node ids relative to the project folder (tests/test_x.py::test_name).")
+    for fix in task.oracle:
+        target = folder / fix.path
+        if not target.is_file():
+            raise LabkitError(f"task {task.id!r}: oracle file {fix.path!r} is not in {folder}",
+                              "oracle paths are relative to the project folder.")
+        text = target.read_text(encoding="utf-8")
+        for edit in fix.edits:
+            if text.count(edit.search) != 1:
+                raise LabkitError(f"task {task.id!r}: an oracle search text for {fix.path!r} occurs "
+                                  f"{text.count(edit.search)} times in the file (it must occur once)",
+                                  "make the search text longer, so that it is unique.")
+            text = text.replace(edit.search, edit.replace, 1)
+
+
+def split_ids(tasks: dict[str, RepoTask], split: str) -> list[str]:
+    """Task ids of one split, in file order."""
+    return [t.id for t in tasks.values() if t.split == split]

@@ -1,0 +1,196 @@
+"""A run's working copy: a fresh temporary git repository, and real pytest runs in it.
+
+Why a copy under git: the run may break the project, so it never touches the shipped folder, and
+rolling back is ``git reset --hard`` plus ``git clean`` to a commit made before the first edit —
+a real restore, checked by comparing file hashes, not a promise. Why a subprocess with a time
+limit: the code under test is untrusted (a model wrote part of it); a hanging test must end as a
+typed outcome (``timeout``), never as a hanging run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from labkit.errors import LabkitError
+
+TestOutcome = Literal["passed", "failed", "timeout", "no_tests", "error"]
+OUTPUT_TAIL = 1500  # characters of pytest output kept per run: enough for a traceback, small for a prompt
+_GIT_IDENTITY = ("-c", "user.name=labkit", "-c", "user.email=labkit@localhost", "-c", "commit.gpgsign=false")
+_IGNORED = ("__pycache__", ".pytest_cache")
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """What one pytest run showed: the outcome, per-test results and the tail of its output.
+
+    ``outcome`` is ``passed`` only if at least one test ran and none failed or errored;
+    ``error`` means pytest could not collect or run (exit codes 2-4), ``no_tests`` that it found none.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    outcome: TestOutcome
+    passed: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    output: str = ""
+    exit_code: int | None = None
+    details: dict[str, str] = field(default_factory=dict)  # failing node id -> its failure text (short)
+
+    @property
+    def green(self) -> bool:
+        return self.outcome == "passed"
+
+
+def tree_hashes(root: Path) -> dict[str, str]:
+    """sha256 of every file under ``root`` (except .git and caches), by relative path."""
+    hashes: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == ".git" or any(part in _IGNORED for part in rel.parts) or not path.is_file():
+            continue
+        hashes[rel.as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashes
+
+
+def tree_digest(root: Path) -> str:
+    """One sha256 over :func:`tree_hashes`: equal digests mean byte-identical trees."""
+    listing = "".join(f"{p}\0{h}\n" for p, h in tree_hashes(root).items())
+    return hashlib.sha256(listing.encode()).hexdigest()
+
+
+class Workspace:
+    """A temporary git copy of a project. Use as a context manager; the copy is removed on exit.
+
+    ``python`` is the interpreter that runs pytest (default: this one, which has pytest).
+    """
+
+    def __init__(self, source: str | Path, *, python: str = sys.executable, keep: bool = False,
+                 parent: str | Path | None = None) -> None:
+        source = Path(source)
+        if not source.is_dir():
+            raise LabkitError(f"project folder {source} does not exist", "pass the folder of a project.")
+        self.source = source
+        self.python = python
+        self.keep = keep
+        self._tmp = Path(tempfile.mkdtemp(prefix="labkit-repoedit-", dir=parent))
+        self.root = self._tmp / source.name
+        shutil.copytree(source, self.root, symlinks=True,
+                        ignore=shutil.ignore_patterns(*_IGNORED, ".git"))
+        (self.root / ".gitignore").write_text("".join(f"{p}/\n" for p in _IGNORED), encoding="utf-8")
+        self._git("init", "-q")
+        self.baseline = self.commit("baseline: the project as shipped")
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if not self.keep:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    # ------------------------------------------------------------------ git
+    def _git(self, *args: str) -> str:
+        env = {**os.environ, "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
+        proc = subprocess.run(["git", *_GIT_IDENTITY, *args], cwd=self.root, capture_output=True, text=True,
+                              env=env, check=False)
+        if proc.returncode != 0:
+            raise LabkitError(f"git {' '.join(args)} failed in {self.root}: {proc.stderr.strip()}",
+                              "check that git is installed and the temporary folder is writable.")
+        return proc.stdout.strip()
+
+    def commit(self, message: str) -> str:
+        """Commit everything (even nothing) and return the commit id."""
+        self._git("add", "-A")
+        self._git("commit", "-q", "--allow-empty", "-m", message)
+        return self._git("rev-parse", "HEAD")
+
+    def rollback(self, commit: str | None = None) -> None:
+        """Restore the tree of ``commit`` (default: the baseline): tracked and untracked changes go."""
+        self._git("reset", "-q", "--hard", commit or self.baseline)
+        self._git("clean", "-q", "-fdx")
+
+    def diff(self) -> str:
+        """The uncommitted changes against HEAD, as a unified diff."""
+        self._git("add", "-A")
+        return self._git("diff", "--cached")
+
+    def digest(self) -> str:
+        return tree_digest(self.root)
+
+    # ------------------------------------------------------------------ tests
+    def run_tests(self, *, timeout: float = 60.0) -> TestRun:
+        """Run the project's tests with pytest in a subprocess; a run past ``timeout`` s is killed.
+
+        The child gets its own process group, so a hang is killed with every process it started.
+        Plugin autoloading is off: the projects need plain pytest, and the kit's own plugins
+        (nbval, ...) made each run about five times slower to start.
+        """
+        report = self._tmp / "junit.xml"
+        report.unlink(missing_ok=True)
+        cmd = [self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short", "-o", "addopts=",
+               "--rootdir", str(self.root), f"--junitxml={report}"]
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        env.pop("PYTHONPATH", None)
+        proc = subprocess.Popen(cmd, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=env, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, _ = proc.communicate()
+            tail = (out or "")[-OUTPUT_TAIL:]
+            return TestRun("timeout", output=f"{tail}\n[killed after {timeout:g} s]", exit_code=None)
+        if proc.returncode == 1 and "No module named pytest" in (out or ""):
+            raise LabkitError(f"{self.python} has no pytest, so the project's tests cannot run",
+                              "install it into that interpreter (pip install pytest), or pass python= one that has it.")
+        return _read_run(proc.returncode, out or "", report)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _read_run(code: int, output: str, report: Path) -> TestRun:
+    tail = output[-OUTPUT_TAIL:]
+    if code == 5:
+        return TestRun("no_tests", output=tail, exit_code=code)
+    if code not in (0, 1) or not report.is_file():
+        return TestRun("error", output=tail, exit_code=code)
+    passed, failed, details = [], [], {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        node = _node_id(case.get("classname", ""), case.get("name", ""))
+        problem = next((c for c in case if c.tag in ("failure", "error")), None)
+        if problem is None and not any(c.tag == "skipped" for c in case):
+            passed.append(node)
+        elif problem is not None:
+            failed.append(node)
+            details[node] = (problem.get("message") or "")[:300]
+    outcome: TestOutcome = "failed" if failed or code == 1 else ("passed" if passed else "no_tests")
+    return TestRun(outcome, tuple(passed), tuple(failed), tail, code, details)
+
+
+def _node_id(classname: str, name: str) -> str:
+    """pytest node id from junit's dotted classname (``tests.test_x`` or ``tests.test_x.TestK``)."""
+    parts = classname.split(".")
+    for cut in range(len(parts), 0, -1):
+        if parts[cut - 1].startswith("test"):
+            module = "/".join(parts[:cut]) + ".py"
+            rest = parts[cut:]
+            return "::".join([module, *rest, name])
+    return f"{classname}::{name}"
+
+

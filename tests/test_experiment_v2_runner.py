@@ -1,0 +1,159 @@
+"""The v2 runner and report: logs beside the results, record then replay to the same counts, failing backends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labkit.errors import LabkitError
+from labkit.experiment.v2.report import counts_only, headline, paired_rows, summary_rows, write_report
+from labkit.experiment.v2.runner import Backends, ConfigV2, load_runs_v2, log_path, run_experiment_v2
+from labkit.llm.backend import Request
+from labkit.llm.errors import ServerError
+from labkit.llm.fake import ScriptedBackend
+from labkit.store import load_events
+
+SMOKE = ["dev-triage-01", "dev-extraction-02", "test-selection-01", "test-compare-03"]
+
+
+def _answer(request: Request) -> str:
+    """A stand-in model: the first option of an enum, an invented form, "done" for a whole-task prompt."""
+    schema = request.schema or {}
+    props = schema.get("properties", {})
+    for name, prop in props.items():
+        if "enum" in prop and name != "action":
+            return json.dumps({name: prop["enum"][0]})
+    if "order" in props:
+        return json.dumps({"order": "ORD-1", "date": "2025-01-01", "amount": "1.00", "name": "Nobody Here"})
+    return json.dumps({"action": "done", "args": {}})
+
+
+def _config(**kw: Any) -> ConfigV2:
+    return ConfigV2(task_ids=SMOKE, **kw)
+
+
+def test_record_then_replay_gives_the_same_counts(tmp_path: Path) -> None:
+    config = _config()
+    live = tmp_path / "live"
+    runs = run_experiment_v2(config, Backends(live=ScriptedBackend(_answer), out=live), live)
+    assert len(runs) == len(SMOKE) * 7
+    sets = config.task_sets()
+    recorded = write_report(live, runs, config.arms, config.splits, sets["test"], {"mode": "live"})
+    # every run's log is beside the results, hash-chained and readable without importing the package first
+    for split, record in runs:
+        events = load_events(log_path(live, record.arm, split, record.task, record.seed))
+        assert events, record
+    assert load_runs_v2(live / "runs.jsonl") == runs
+    replayed_dir = tmp_path / "replay"
+    again = run_experiment_v2(config, Backends(replay=live), replayed_dir)
+    replayed = write_report(replayed_dir, again, config.arms, config.splits, sets["test"], {"mode": "replay"})
+    assert counts_only(replayed) == counts_only(recorded)
+    assert (live / "ladder.png").stat().st_size > 1000 and (live / "summary.md").exists()
+    oracle = [r for r in recorded["rows"] if r["arm"] == "machine-oracle"]
+    assert all(r["tasks_solved"] == r["tasks"] for r in oracle)
+    model = next(r for r in recorded["rows"] if r["arm"] == "machine-model" and r["split"] == "dev")
+    assert model["reasks"] >= 1 and model["llm_calls"] > model["decisions"]  # the invented form was re-asked
+
+
+def test_a_failing_backend_fails_its_runs_and_the_experiment_goes_on(tmp_path: Path) -> None:
+    class Down(ScriptedBackend):
+        def _complete(self, request: Request) -> Any:
+            raise ServerError("the server at http://127.0.0.1:9 is not answering", "start it again.")
+
+    config = _config(arms=["prompt-only", "machine-oracle"])
+    runs = run_experiment_v2(config, Backends(live=Down(["x"]), out=tmp_path), tmp_path)
+    model = [r for _, r in runs if r.arm == "prompt-only"]
+    assert len(model) == len(SMOKE) and all(not r.passed and r.termination.startswith("backend error") for r in model)
+    assert all(r.passed for _, r in runs if r.arm == "machine-oracle")
+    rows = summary_rows(runs, config.arms, config.splits)
+    assert sum(r["backend_errors"] for r in rows) == len(SMOKE)
+
+
+def test_replay_of_something_not_recorded_is_an_error(tmp_path: Path) -> None:
+    live = tmp_path / "live"
+    run_experiment_v2(_config(arms=["machine-model"]), Backends(live=ScriptedBackend(_answer), out=live), live)
+    with pytest.raises(LabkitError, match="no cassette"):
+        run_experiment_v2(_config(arms=["prompt-only"]), Backends(replay=live), tmp_path / "r")
+
+
+def test_paired_rows_and_headline_from_runs(tmp_path: Path) -> None:
+    from labkit.experiment.v2.arms import RunRecordV2
+
+    config = ConfigV2(splits=["test"])
+    test_set = config.task_sets()["test"]
+
+    def rec(arm: str, task: Any, passed: bool) -> tuple[str, RunRecordV2]:
+        return "test", RunRecordV2(arm=arm, task=task.id, family=task.family, seed=0, passed=passed,
+                                   failed_checks=[], termination="", llm_calls=0, decisions=0, reasks=0,
+                                   schema_invalid=0, violations=0, guard_rejections=0, tool_calls=0,
+                                   prompt_tokens=0, completion_tokens=0, wall_s=0.0)
+
+    runs = []
+    for i, task in enumerate(test_set.tasks):
+        runs.append(rec("prompt-only", task, i % 10 == 0))
+        runs.append(rec("machine-model", task, True))
+        runs.append(rec("machine-rule", task, i % 2 == 0))
+    paired = {(p["a"], p["b"]): p for p in paired_rows(runs, ["test"])}
+    first = paired[("machine-model", "prompt-only")]
+    assert (first["a_better"], first["b_better"], first["ties"]) == (36, 0, 4)
+    share = paired[("machine-model", "machine-rule")]
+    assert share["tasks"] == 30 and share["families"] == ["triage", "extraction", "selection"]
+    assert headline(runs, test_set) is not None and headline(runs, test_set).endswith("→ machine 10/10")  # type: ignore[union-attr]
+
+
+def test_the_committed_no_model_baseline_reproduces(tmp_path: Path) -> None:
+    """data/experiment-v2/no-model (rule, random, oracle on dev and test) is what this code computes."""
+    folder = Path(__file__).resolve().parents[1] / "data" / "experiment-v2" / "no-model"
+    config = ConfigV2.from_dict(json.loads((folder / "experiment.json").read_text(encoding="utf-8")))
+    runs = run_experiment_v2(config, Backends(live=ScriptedBackend([]), out=tmp_path), tmp_path)
+    recorded = load_runs_v2(folder / "runs.jsonl")
+
+    def strip(items: list[Any]) -> list[Any]:
+        return [(split, {k: v for k, v in r.to_dict().items() if k != "wall_s"}) for split, r in items]
+
+    assert strip(runs) == strip(recorded)
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    rule_dev = next(r for r in summary["rows"] if r["arm"] == "machine-rule" and r["split"] == "dev")
+    assert rule_dev["tasks_solved"] == rule_dev["tasks"]  # the dev rule's dev score, as recorded
+
+
+def test_the_cli_runs_and_replays_the_no_model_arms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from labkit.cli import main
+
+    out = tmp_path / "run"
+    args = ["experiment2", "--arms", "machine-rule,machine-oracle", "--task-ids", ",".join(SMOKE), "--quiet"]
+    assert main([*args, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| dev | 5 machine + dev rule | 2/2 |" in printed and "8 runs, live" in printed
+    provenance = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
+    assert len(provenance["task_files"]["test"]["sha256"]) == 64 and provenance["config"]["seeds"] == [0]
+    assert provenance["arms"]["machine-rule"]["seed_varies"]
+    assert main(["experiment2", "--replay", str(out), "--out", str(tmp_path / "again"), "--quiet"]) == 0
+    assert (tmp_path / "again" / "summary.md").read_text(encoding="utf-8") == \
+        (out / "summary.md").read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert main(["experiment2", "--arms", "machine-magic", "--out", str(tmp_path / "bad")]) != 0
+    assert "unknown arm(s) ['machine-magic']" in capsys.readouterr().err
+
+
+def test_the_committed_live_smoke_replays_exactly(tmp_path: Path) -> None:
+    """data/experiment-v2/smoke (the embedded model, live, two test tasks, arms 1 and 4) replays to its counts."""
+    from labkit.experiment.v2.runner import prepare_replay_v2
+
+    folder = Path(__file__).resolve().parents[1] / "data" / "experiment-v2" / "smoke"
+    config = prepare_replay_v2(folder)
+    runs = run_experiment_v2(config, Backends(replay=folder), tmp_path)
+    recorded = load_runs_v2(folder / "runs.jsonl")
+
+    def strip(items: list[Any]) -> list[Any]:
+        return [(split, {k: v for k, v in r.to_dict().items() if k != "wall_s"}) for split, r in items]
+
+    assert strip(runs) == strip(recorded)
+    provenance = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
+    assert provenance["mode"] == "live" and provenance["backend"]["model_sha256"].startswith("a5fd3b62")
+    summary = write_report(tmp_path, runs, config.arms, config.splits, config.task_sets()["test"],
+                           provenance, plots=False)
+    assert counts_only(summary) == counts_only(json.loads((folder / "summary.json").read_text(encoding="utf-8")))
