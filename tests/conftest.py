@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -68,3 +68,13 @@ def server_url(tmp_path_factory) -> Iterator[str]:
     """
     with llama_server(tmp_path_factory.mktemp("server")) as url:
         yield url
+
+
+@pytest.fixture
+def start_llama_server(tmp_path: Path) -> Callable[..., contextlib.AbstractContextManager[str]]:
+    """``start_llama_server(threads=1)`` starts one more loopback server in a ``with`` block (tests that need two).
+
+    A fixture rather than an import: ``make test`` also collects ``notebooks/conftest.py``, so the name
+    ``conftest`` does not reliably mean this file.
+    """
+    return lambda threads=2: llama_server(tmp_path, threads=threads)

@@ -72,9 +72,9 @@ def test_concurrent_runs_against_a_real_server_equal_a_sequential_run(server_url
 
 
 @pytest.mark.slow
-def test_runs_spread_over_two_real_servers_equal_one_server(server_url: str, tmp_path: Path) -> None:
+def test_runs_spread_over_two_real_servers_equal_one_server(server_url: str, tmp_path: Path,
+                                                            start_llama_server: Any) -> None:
     """Two `python -m labkit.llm.serve` processes on loopback against the module's one server."""
-    from conftest import llama_server
 
     tasks = _tasks("diff2", "distractor2", max_steps=3)
     config = ExperimentConfig(seeds=[0, 1], arms=["prompt-only", "machine-model"], decoding=TINY, concurrency=2)
@@ -86,7 +86,7 @@ def test_runs_spread_over_two_real_servers_equal_one_server(server_url: str, tmp
         return SerialCalls(OpenAICompatBackend(url, timeout_s=60, cache_dir=tmp_path / "cache"))
 
     one = experiment(server(server_url), tmp_path / "one")
-    with llama_server(tmp_path, threads=1) as first, llama_server(tmp_path, threads=1) as second:
+    with start_llama_server(threads=1) as first, start_llama_server(threads=1) as second:
         pool = ServerPool([server(first), server(second)])
         two = experiment(pool, tmp_path / "two")
 
