@@ -16,13 +16,20 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 
 
-def git_commit() -> str:
-    """The labkit commit, with ``+dirty`` when tracked files differ from it ("unknown" outside git)."""
+def git_commit(*, own_output: Path | None = None, repo: Path = REPO) -> str:
+    """The labkit commit, with ``+dirty`` when tracked files differ from it ("unknown" outside git).
+
+    ``own_output``: the folder the recording itself writes. A recording extended in batches (``--add``)
+    changes its own files between batches; those are the run's results, not a change to the code that
+    produced them, so they do not count as dirt. Any other changed tracked file still does.
+    """
+    status = ["git", "status", "--porcelain", "--untracked-files=no"]
+    if own_output is not None and Path(own_output).resolve().is_relative_to(repo.resolve()):
+        status += ["--", ".", f":(exclude){Path(own_output).resolve().relative_to(repo.resolve()).as_posix()}"]
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
                               timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(status, cwd=repo, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (head or "unknown") + ("+dirty" if dirty else "")

@@ -105,7 +105,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             raise LabkitError(f"--add extends an earlier recording with the same arms; none found in {out}",
                               "record without --add first, with the same --arms.")
         users = [u for u in users if u.name not in previous["users"]]
-    commit = git_commit()
+    commit = git_commit(own_output=out)
     backend: Backend
     if args.replay:
         backend = ReplayBackend(out / "cassette.jsonl")
