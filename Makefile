@@ -24,9 +24,10 @@ test: $(STAMP)
 	$(BIN)/python -m pytest tests notebooks/*.ipynb $(NBVAL)
 
 # The doctor runs first (a few seconds): a machine that cannot run the model gets advice, not a segfault.
+# MODEL=qwen2.5-coder-1.5b runs the opt-in model (labkit models fetch it first); ARGS=--full runs every task.
 experiment: $(STAMP)
 	@$(BIN)/labkit doctor --for experiment || { echo "make experiment: stopped before the run; fix what labkit doctor says above, then run make experiment again."; exit 1; }
-	$(BIN)/labkit experiment
+	$(BIN)/labkit experiment $(if $(MODEL),--model $(MODEL)) $(ARGS)
 
 # JupyterLab refuses to start as root (the usual user in a container) unless told --allow-root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)

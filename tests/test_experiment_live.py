@@ -110,21 +110,21 @@ def test_model_paths_that_cannot_be_a_model(tmp_path: Path, capsys) -> None:
     not_gguf = tmp_path / "model.gguf"
     not_gguf.write_text("hello, not a model")
     for path in (tmp_path / "missing.gguf", not_gguf):
-        code = main(["experiment", "--model", str(path), "--task-ids", "diff2", "--seeds", "1",
+        code = main(["experiment-v1", "--model", str(path), "--task-ids", "diff2", "--seeds", "1",
                      "--out", str(tmp_path / "out"), "--no-progress"])
         assert code == 2
         assert str(path) in capsys.readouterr().err
 
 
 def test_options_that_do_not_fit_together(tmp_path: Path, capsys) -> None:
-    assert main(["experiment", "--concurrency", "2", "--out", str(tmp_path)]) == 2
+    assert main(["experiment-v1", "--concurrency", "2", "--out", str(tmp_path)]) == 2
     assert "--concurrency needs --server" in capsys.readouterr().err
-    assert main(["experiment", "--arms", "prompt-only,telepathy", "--out", str(tmp_path)]) == 2
+    assert main(["experiment-v1", "--arms", "prompt-only,telepathy", "--out", str(tmp_path)]) == 2
     assert "unknown arm" in capsys.readouterr().err
 
 
 def test_a_server_that_is_down(tmp_path: Path, capsys) -> None:
-    code = main(["experiment", "--server", "http://127.0.0.1:9", "--timeout", "1", "--retries", "1",
+    code = main(["experiment-v1", "--server", "http://127.0.0.1:9", "--timeout", "1", "--retries", "1",
                  "--out", str(tmp_path), "--no-progress"])
     assert code == 2
     assert "failed 2 time(s)" in capsys.readouterr().err
@@ -210,11 +210,11 @@ def _stub_server(delay: float = 0.0) -> Iterator[str]:
 def test_cli_spreads_runs_over_every_server_given(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
     with _stub_server(delay=0.01) as first, _stub_server(delay=0.01) as second:
-        code = main(["experiment", "--server", first, "--server", second, "--task-ids", "diff2,distractor2",
+        code = main(["experiment-v1", "--server", first, "--server", second, "--task-ids", "diff2,distractor2",
                      "--arms", "prompt-only,machine-model,machine-rule", "--seeds", "2", "--retries", "0",
                      "--out", str(out), "--no-progress", "--no-plots"])
         assert code == 0, capsys.readouterr().err
-        assert main(["experiment", "--server", first, "--server", first + "/", "--out", str(tmp_path / "twice"),
+        assert main(["experiment-v1", "--server", first, "--server", first + "/", "--out", str(tmp_path / "twice"),
                      "--no-progress"]) == 2
         assert "given twice" in capsys.readouterr().err
     runs = load_runs(out / "runs.jsonl")

@@ -70,10 +70,10 @@ def test_a_prompt_missing_from_a_cassette_is_an_error_and_finished_runs_are_kept
 
 
 def test_cli_replay_and_a_folder_that_is_not_a_recording(tmp_path: Path, capsys) -> None:
-    assert main(["experiment", "--replay", str(tmp_path), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert main(["experiment-v1", "--replay", str(tmp_path), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
     assert "is not a recorded experiment" in capsys.readouterr().err
     out = tmp_path / "replayed"
-    assert main(["experiment", "--replay", str(DATA), "--out", str(out), "--no-progress", "--no-plots"]) == 0
+    assert main(["experiment-v1", "--replay", str(DATA), "--out", str(out), "--no-progress", "--no-plots"]) == 0
     printed = capsys.readouterr().out
     assert "replay" in printed and "3 machine + model" in printed
     assert counts_only(json.loads((out / "summary.json").read_text())["rows"]) == \
@@ -92,7 +92,7 @@ def test_the_committed_recording_was_regraded_by_replay_with_its_live_seconds_ke
 
 def test_regrade_reproduces_the_committed_runs_byte_for_byte(tmp_path: Path, capsys) -> None:
     out = tmp_path / "regraded"
-    assert main(["experiment", "--replay", str(DATA), "--regrade", "--out", str(out), "--no-progress",
+    assert main(["experiment-v1", "--replay", str(DATA), "--regrade", "--out", str(out), "--no-progress",
                  "--no-plots"]) == 0
     assert "re-graded by replay" in capsys.readouterr().out
     assert (out / "runs.jsonl").read_bytes() == (DATA / "runs.jsonl").read_bytes()
@@ -100,7 +100,7 @@ def test_regrade_reproduces_the_committed_runs_byte_for_byte(tmp_path: Path, cap
     mine, committed = (json.loads((d / "summary.json").read_text()) for d in (out, DATA))
     assert mine["rows"] == committed["rows"] and mine["wall_s"] == committed["wall_s"]
     assert len(mine["provenance"]["regraded"]) == len(committed["provenance"]["regraded"]) + 1
-    assert main(["experiment", "--regrade", "--out", str(tmp_path / "x"), "--no-progress"]) == 2
+    assert main(["experiment-v1", "--regrade", "--out", str(tmp_path / "x"), "--no-progress"]) == 2
     assert "--regrade needs --replay" in capsys.readouterr().err
 
 

@@ -87,7 +87,7 @@ def test_duplicate_ids_and_missing_paths(tmp_path: Path) -> None:
 def test_cli_reports_a_bad_task_file_and_spends_nothing(tmp_path: Path, capsys) -> None:
     path = _write(tmp_path, [{"id": "x"}])
     out = tmp_path / "out"
-    code = main(["experiment", "--tasks", str(path), "--out", str(out), "--no-progress"])
+    code = main(["experiment-v1", "--tasks", str(path), "--out", str(out), "--no-progress"])
     assert code == 2
     err = capsys.readouterr().err
     assert str(path) in err and "field description" in err

@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 
 from labkit.experiment.v2 import prompts, rules
-from labkit.experiment.v2.arms import ARMS, SHAPES, ArmInputs, RunRecordV2, count_events, run_arm
+from labkit.experiment.v2.arms import (
+    ARMS,
+    SHAPES,
+    ArmInputs,
+    RunRecordV2,
+    count_events,
+    declared_prefixes,
+    run_arm,
+)
 from labkit.experiment.v2.choosers import Decision, ModelChooser, evidence_problem
 from labkit.experiment.v2.events import ModelAsked
 from labkit.experiment.v2.families import oracle_draft
@@ -286,3 +294,18 @@ def test_no_prompt_carries_a_test_sentence(dev: TaskSet, test_set: TaskSet) -> N
     for family, example in examples.items():  # and each family's one example is in every prompt-only prompt
         assert all(example.description in p for p in built[:2]), family
     assert isinstance(Request("x"), Request)
+
+
+def test_every_prompt_only_prompt_starts_with_a_declared_prefix(test_set: TaskSet, dev: TaskSet,
+                                                                tmp_path: Path) -> None:
+    """The prefixes the CLI declares to the model are the real starts of every free-loop prompt, per seed."""
+    examples = dev.example_tasks()
+    prefixes = declared_prefixes(list(ARMS), [0, 1], examples)
+    assert len(prefixes) == 4  # (no helpers, helpers) x two seeds; the machine declares none
+    task = test_set.tasks[0]
+    for seed, arm in itertools.product((0, 1), ("prompt-only", "prompt-helpers")):
+        backend = ScriptedBackend(['{"action": "done", "args": {}}'])
+        run_arm(ARMS[arm], ArmInputs(task, seed, backend, examples), DraftStore(tmp_path / f"{arm}{seed}.sqlite", "x"))
+        prompt = backend.requests[0].prompt
+        assert sum(prompt.startswith(p) for p in prefixes) == 1
+        assert prompt[len(next(p for p in prefixes if prompt.startswith(p))):].startswith("Task: ")

@@ -112,7 +112,8 @@ def test_the_committed_no_model_baseline_reproduces(tmp_path: Path) -> None:
     recorded = load_runs_v2(folder / "runs.jsonl")
 
     def strip(items: list[Any]) -> list[Any]:
-        return [(split, {k: v for k, v in r.to_dict().items() if k != "wall_s"}) for split, r in items]
+        rows = [(split, {k: v for k, v in r.to_dict().items() if k != "wall_s"}) for split, r in items]
+        return sorted(rows, key=lambda row: (row[0], row[1]["arm"], row[1]["task"], row[1]["seed"]))
 
     assert strip(runs) == strip(recorded)
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
@@ -124,18 +125,18 @@ def test_the_cli_runs_and_replays_the_no_model_arms(tmp_path: Path, capsys: pyte
     from labkit.cli import main
 
     out = tmp_path / "run"
-    args = ["experiment2", "--arms", "machine-rule,machine-oracle", "--task-ids", ",".join(SMOKE), "--quiet"]
+    args = ["experiment", "--arms", "machine-rule,machine-oracle", "--task-ids", ",".join(SMOKE), "--quiet"]
     assert main([*args, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "| dev | 5 machine + dev rule | 2/2 |" in printed and "8 runs, live" in printed
     provenance = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
     assert len(provenance["task_files"]["test"]["sha256"]) == 64 and provenance["config"]["seeds"] == [0]
     assert provenance["arms"]["machine-rule"]["seed_varies"]
-    assert main(["experiment2", "--replay", str(out), "--out", str(tmp_path / "again"), "--quiet"]) == 0
+    assert main(["experiment", "--replay", str(out), "--out", str(tmp_path / "again"), "--quiet"]) == 0
     assert (tmp_path / "again" / "summary.md").read_text(encoding="utf-8") == \
         (out / "summary.md").read_text(encoding="utf-8")
     capsys.readouterr()
-    assert main(["experiment2", "--arms", "machine-magic", "--out", str(tmp_path / "bad")]) != 0
+    assert main(["experiment", "--arms", "machine-magic", "--out", str(tmp_path / "bad")]) != 0
     assert "unknown arm(s) ['machine-magic']" in capsys.readouterr().err
 
 
@@ -149,7 +150,8 @@ def test_the_committed_live_smoke_replays_exactly(tmp_path: Path) -> None:
     recorded = load_runs_v2(folder / "runs.jsonl")
 
     def strip(items: list[Any]) -> list[Any]:
-        return [(split, {k: v for k, v in r.to_dict().items() if k != "wall_s"}) for split, r in items]
+        rows = [(split, {k: v for k, v in r.to_dict().items() if k != "wall_s"}) for split, r in items]
+        return sorted(rows, key=lambda row: (row[0], row[1]["arm"], row[1]["task"], row[1]["seed"]))
 
     assert strip(runs) == strip(recorded)
     provenance = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))

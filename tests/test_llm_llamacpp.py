@@ -154,3 +154,22 @@ def test_bad_model_files_are_clear_errors(tmp_path, content, message):
         path.write_bytes(content)
     with pytest.raises(ModelFileError, match=message):
         LlamaCppBackend(path)
+
+
+def test_a_declared_prefix_is_found_inside_a_chat_template():
+    """A chat model reads the prefix after the template's opening; a template that rewrites it gives none."""
+    opening = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n"
+
+    class Chat:
+        def render_prompt(self, prompt: str) -> tuple[str, list[str]]:
+            return f"{opening}{prompt}<|im_end|>\n<|im_start|>assistant\n", []
+
+    class Shouting:
+        def render_prompt(self, prompt: str) -> tuple[str, list[str]]:
+            return prompt.upper(), []
+
+    prefix = "Tools:\n- read(id)\n\nNow\n"
+    rendered = LlamaCppBackend.render_prefix(Chat(), prefix)  # type: ignore[arg-type]
+    assert rendered == opening + prefix
+    assert Chat().render_prompt(prefix + "Task: x")[0].startswith(rendered)
+    assert LlamaCppBackend.render_prefix(Shouting(), prefix) == ""  # type: ignore[arg-type]

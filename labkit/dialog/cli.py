@@ -10,6 +10,7 @@ import json
 import platform
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +34,17 @@ from labkit.store import JsonlLog
 ARMS = {"machine": DialogBot, "prompt_only": PromptOnlyBot}
 
 
-def model_backend(model: str | None, *, n_ctx: int = 4096, threads: int | None = None) -> Backend:
-    """A live llama.cpp backend for a registered model name or a GGUF path (None: the embedded model)."""
+def model_backend(model: str | None, *, n_ctx: int = 4096, threads: int | None = None,
+                  prefixes: Sequence[str] = ()) -> Backend:
+    """A live llama.cpp backend for a registered model name or a GGUF path (None: the embedded model).
+
+    ``prefixes`` are the prompt starts whose KV state the model keeps (see ``LlamaCppBackend``).
+    """
     from labkit.llm.llamacpp import LlamaCppBackend
     from labkit.llm.models import resolve_model
 
     path, kind = resolve_model(model)
-    return LlamaCppBackend(path, n_ctx=n_ctx, chat=kind == "chat", n_threads=threads)
+    return LlamaCppBackend(path, n_ctx=n_ctx, chat=kind == "chat", n_threads=threads, prefixes=prefixes)
 
 
 def _backend(args: argparse.Namespace) -> Backend:

@@ -11,7 +11,7 @@ Modules (one concept each):
 - :mod:`~labkit.experiment.metrics` — success k/n, pass^k and the per-arm summary
 - :mod:`~labkit.experiment.runner` — arms × tasks × seeds, incremental results, cassettes, concurrency
 - :mod:`~labkit.experiment.report` — Markdown, CSV, plots and provenance
-- :mod:`~labkit.experiment.cli` — ``labkit experiment``
+- :mod:`~labkit.experiment.cli` — ``labkit experiment-v1`` (the first comparison)
 - :mod:`~labkit.experiment.speed` — ``labkit bench experiment``: inference optimisations off, then on
 """
 

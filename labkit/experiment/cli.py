@@ -1,4 +1,4 @@
-"""``labkit experiment``: the small-model comparison, live (embedded model, a GGUF file, a server) or replayed."""
+"""``labkit experiment-v1``: the first comparison, live (embedded model, a GGUF file, a server) or replayed."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise LabkitError(f"cannot read {path}: {exc}", "replay a folder written by `labkit experiment`.") from None
+        raise LabkitError(f"cannot read {path}: {exc}", "replay a folder written by `labkit experiment-v1`.") from None
 
 
 def _set_previous_aside(out: Path) -> None:
@@ -160,7 +160,7 @@ def regrade_provenance(recorded: dict[str, Any], folder: Path) -> dict[str, Any]
     """
     from labkit.experiment.report import git_commit
 
-    note = {"by": "replay of the recorded cassettes (`labkit experiment --replay DIR --regrade`)",
+    note = {"by": "replay of the recorded cassettes (`labkit experiment-v1 --replay DIR --regrade`)",
             "labkit_commit": git_commit(), "at_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "replayed_from": str(folder),
             "kept_from_the_recording": "the model's outputs; each run's wall_s, model_s and server; the experiment's "
@@ -198,7 +198,8 @@ def register(commands: Any, bench: Any) -> None:
     b.add_argument("--no-progress", action="store_true", help="no progress bars")
     b.set_defaults(func=_cmd_bench_experiment)
 
-    p = commands.add_parser("experiment", help="compare prompt-only, grammar, machine+model and machine+random arms")
+    p = commands.add_parser("experiment-v1", help="the first comparison (one compare family, six arms), kept "
+                                              "for its recording data/experiment and the speed benchmarks")
     p.add_argument("--tasks", help="task file (one task or a list) or folder (default data/tasks/comparison.json)")
     p.add_argument("--task-ids", help="comma-separated subset of the file's task ids")
     p.add_argument("--arms", help="comma-separated arms (default: all: prompt-only, prompt-grammar, "

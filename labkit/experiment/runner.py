@@ -278,7 +278,7 @@ def prepare_replay(folder: Path) -> tuple[ExperimentConfig, list[Task]]:
     for name in ("experiment.json", "tasks.json", "cassettes"):
         if not (folder / name).exists():
             raise LabkitError(f"{folder} is not a recorded experiment: {folder / name} is missing",
-                              "replay a folder written by `labkit experiment` (e.g. data/experiment).")
+                              "replay a folder written by `labkit experiment-v1` (e.g. data/experiment).")
     try:
         config = ExperimentConfig.from_dict(json.loads((folder / "experiment.json").read_text(encoding="utf-8")))
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:

@@ -87,6 +87,7 @@ class LlamaCppBackend(Backend):
         self._formatter = self._chat_formatter() if chat else None
         self.grammar_mode = check_grammar_mode(grammar_mode)
         self.prefixes: tuple[str, ...] = tuple(prefixes)
+        self._rendered_prefixes = tuple(self.render_prefix(p) for p in self.prefixes)
         self.prefix_reuse = prefix_reuse
         self._lazy_now = False
         self._sampled: list[int] = []
@@ -124,7 +125,7 @@ class LlamaCppBackend(Backend):
 
     def _cut(self, text: str, tokens: list[int]) -> int:
         """Where the canonical evaluation cuts this prompt: after its declared prefix (0: no cut)."""
-        declared = longest_declared(text, self.prefixes)
+        declared = longest_declared(text, self._rendered_prefixes)
         if declared is None:
             return 0
         if declared not in self._prefix_tokens:
@@ -153,6 +154,18 @@ class LlamaCppBackend(Backend):
         rendered = self._formatter(messages=[{"role": "user", "content": prompt}])
         stop = rendered.stop if isinstance(rendered.stop, list) else [rendered.stop] if rendered.stop else []
         return rendered.prompt, [s for s in stop if s]
+
+    def render_prefix(self, prefix: str) -> str:
+        """How a prompt that starts with ``prefix`` starts once rendered (a chat model's template around it).
+
+        A declared prefix is the caller's text; what the model reads of it under a chat template is the
+        template's opening (system turn, start of the user turn) followed by it. Rendering the prefix
+        with a marker after it and cutting there finds that opening; a template that changes the
+        content itself gives no usable prefix ("": never matched, nothing is kept).
+        """
+        marker = "\u2063labkit-prefix-end\u2063"
+        rendered, _ = self.render_prompt(prefix + marker)
+        return rendered.split(marker, 1)[0] if marker in rendered else ""
 
     @property
     def model_sha256(self) -> str:

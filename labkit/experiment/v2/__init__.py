@@ -21,7 +21,7 @@ package adds, next to it:
 - :mod:`~labkit.experiment.v2.arms` — the seven arms as declarations, one run of one arm, counting
 - :mod:`~labkit.experiment.v2.runner` — arms × splits × tasks × seeds, logs and cassettes per run
 - :mod:`~labkit.experiment.v2.report` — intervals, pass^k, paired tests, the headline, the ladder plot
-- :mod:`~labkit.experiment.v2.cli` — ``labkit experiment2``
+- :mod:`~labkit.experiment.v2.cli` — ``labkit experiment``
 
 Statistics (Wilson intervals, pass^k, the exact paired sign test) are in :mod:`labkit.stats`.
 """

@@ -43,6 +43,7 @@ from labkit.experiment.v2.events import LoopEnded, ModelAsked
 from labkit.experiment.v2.families import grade
 from labkit.experiment.v2.free import run_free
 from labkit.experiment.v2.machine import FamilyPlanner
+from labkit.experiment.v2.prompts import whole_prefix
 from labkit.experiment.v2.taskfile import FAMILY_NAMES, TaskV2
 from labkit.experiment.v2.world import TOOLS_V2, runtime_task, task_world
 from labkit.llm.backend import Backend
@@ -65,7 +66,12 @@ class ArmInputs:
 
     def example_order(self) -> list[TaskV2]:
         """The few-shot episodes in the order this seed shows them (seed varies it under greedy decoding)."""
-        return [self.examples[f] for f in shuffled(FAMILY_NAMES, self.seed, "examples")]
+        return example_order(self.examples, self.seed)
+
+
+def example_order(examples: Mapping[str, TaskV2], seed: int) -> list[TaskV2]:
+    """One dev example per family, in the order ``seed`` shows them."""
+    return [examples[f] for f in shuffled(FAMILY_NAMES, seed, "examples")]
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,24 @@ ARMS: dict[str, Arm] = {a.name: a for a in (
     Arm(7, "machine-oracle", "7 machine + oracle", _MACHINE, False,
         "nothing: the task's answer decides (upper bound)", _ORDER_MACHINE, lambda i, r: OracleChooser(i.task)),
 )}
+
+
+def declared_prefixes(arms: Sequence[str], seeds: Sequence[int], examples: Mapping[str, TaskV2]) -> tuple[str, ...]:
+    """The prompt starts an in-process model may keep between calls: one per free-loop arm variant and seed.
+
+    Declaring them is what makes the prompt-only arms affordable on a laptop (each call re-reads only
+    the task and its run so far); it changes no token, because a prompt with a declared prefix is
+    always evaluated as the same two batches, kept or not (:mod:`labkit.llm.prefix_cache`).
+    """
+    found: dict[str, None] = {}
+    for name in arms:
+        arm = ARMS[name]
+        if arm.shape is not _FREE:
+            continue
+        for seed in seeds:
+            options = arm.factory(ArmInputs(next(iter(examples.values())), seed, None, examples), lambda e: None)
+            found[whole_prefix(example_order(examples, seed), helpers=options["helpers"])] = None
+    return tuple(found)
 
 
 @dataclass

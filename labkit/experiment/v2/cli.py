@@ -1,4 +1,4 @@
-"""``labkit experiment2``: the comparison v2 (task families, dev/test split, the ladder of arms), live or replayed."""
+"""``labkit experiment``: the comparison v2 (task families, dev/test split, the ladder of arms), live or replayed."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def provenance_v2(backend: dict[str, Any], config: Any, mode: str) -> dict[str, 
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
-def _live_backend(args: argparse.Namespace) -> Any:
+def _live_backend(args: argparse.Namespace, prefixes: tuple[str, ...] = ()) -> Any:
     if args.server and args.model:
         raise LabkitError("give either --model or --server, not both", "one model per experiment.")
     if args.server:
@@ -52,13 +52,65 @@ def _live_backend(args: argparse.Namespace) -> Any:
         return server
     from labkit.dialog.cli import model_backend
 
-    return model_backend(args.model, n_ctx=N_CTX, threads=args.threads)
+    return model_backend(args.model, n_ctx=N_CTX, threads=args.threads, prefixes=prefixes)
+
+
+RECORDED = "data/experiment-v2"  # one folder per model name: the committed recordings
+
+
+def _config(args: argparse.Namespace) -> Any:
+    """The runs asked for: the headline ten by default, ``--full`` for every task, or a chosen subset."""
+    from labkit.experiment.v2.choosers import Decoding
+    from labkit.experiment.v2.runner import ConfigV2
+
+    chosen = [name for name, given in (("--full", args.full), ("--task-ids", args.task_ids),
+                                       ("--per-family", args.per_family)) if given]
+    if len(chosen) > 1:
+        raise LabkitError(f"{' and '.join(chosen)} choose tasks in different ways", "give one of them.")
+    config = ConfigV2(arms=args.arms.split(",") if args.arms else ConfigV2().arms,
+                      splits=(args.splits or "dev,test").split(","),
+                      seeds=list(range(args.first_seed, args.first_seed + args.seeds)),
+                      decoding=Decoding(temperature=args.temperature),
+                      task_ids=args.task_ids.split(",") if args.task_ids else None, per_family=args.per_family)
+    if not chosen:  # the default: the test split's headline set, the seed's "x/10 -> y/10" form
+        if args.splits not in (None, "test"):
+            raise LabkitError("the default task set is the test split's headline ten",
+                              "use --full (every dev and test task), --task-ids or --per-family with --splits.")
+        config.splits = ["test"]
+        config.task_ids = list(config.task_sets()["test"].headline)
+    return config
+
+
+def estimate_s(jobs: list[tuple[str, str, Any, int]], recorded: Path) -> float | None:
+    """Seconds the jobs should take, from the median seconds per run of each arm in a recorded run."""
+    import statistics
+
+    from labkit.experiment.v2.runner import load_runs_v2
+
+    seconds: dict[str, list[float]] = {}
+    for _, run in load_runs_v2(recorded / "runs.jsonl"):
+        seconds.setdefault(run.arm, []).append(run.wall_s)
+    if not all(arm in seconds for arm, *_ in jobs):
+        return None
+    return sum(statistics.median(seconds[arm]) for arm, *_ in jobs)
+
+
+def _say_estimate(config: Any, model: str | None) -> None:
+    from labkit.experiment.v2.runner import REPO
+
+    name = model or "gemma3-270m"
+    recorded = REPO / RECORDED / name
+    guess = estimate_s(config.jobs(config.task_sets()), recorded)
+    if guess is None:
+        print(f"labkit: no recorded run of {name} with these arms to estimate the time from", file=sys.stderr)
+    else:
+        print(f"labkit: estimated {guess / 60:.0f} min (median seconds per run of each arm in {RECORDED}/{name}, "
+              f"recorded on 2 cores; a busy or slower machine takes longer)", file=sys.stderr)
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    from labkit.experiment.v2.choosers import Decoding
     from labkit.experiment.v2.report import markdown, write_report
-    from labkit.experiment.v2.runner import Backends, ConfigV2, prepare_replay_v2, run_experiment_v2
+    from labkit.experiment.v2.runner import Backends, prepare_replay_v2, run_experiment_v2
 
     out = Path(args.out)
     if args.replay:
@@ -71,20 +123,18 @@ def _cmd(args: argparse.Namespace) -> int:
         prov = {**(json.loads(recorded.read_text(encoding="utf-8")) if recorded.exists() else {}),
                 "mode": "replay", "replayed_from": str(folder)}
     else:
-        config = ConfigV2(arms=args.arms.split(",") if args.arms else ConfigV2().arms,
-                          splits=args.splits.split(","), seeds=list(range(args.first_seed,
-                                                                              args.first_seed + args.seeds)),
-                          decoding=Decoding(temperature=args.temperature),
-                          task_ids=args.task_ids.split(",") if args.task_ids else None,
-                          per_family=args.per_family)
+        config = _config(args)
         config.check()
         if config.decoding.temperature <= 0 and len(config.seeds) > 1:
             print("labkit: greedy decoding with several seeds: the seeds vary the order of examples, queues, "
                   "messages and menu options (see provenance 'arms')", file=sys.stderr)
-        from labkit.experiment.v2.arms import ARMS
+        from labkit.experiment.v2.arms import ARMS, declared_prefixes
 
         needs_model = any(ARMS[a].uses_model for a in config.arms)
-        backends = Backends(live=_live_backend(args) if needs_model else _NoModel(), out=out)
+        if needs_model and not args.server:
+            _say_estimate(config, args.model)
+        prefixes = declared_prefixes(config.arms, config.seeds, config.task_sets()["dev"].example_tasks())
+        backends = Backends(live=_live_backend(args, prefixes) if needs_model else _NoModel(), out=out)
         prov = provenance_v2(backends.describe(), config, "live")
         if (out / "cassettes").exists():
             import shutil
@@ -111,9 +161,11 @@ class _NoModel:
 def register(commands: Any, bench: Any) -> None:
     from labkit.experiment.v2.arms import ARMS
 
-    p = commands.add_parser("experiment2", help="the comparison v2: task families, dev/test split, seven arms")
+    p = commands.add_parser("experiment", help="the comparison v2: task families, dev/test split, seven arms")
     p.add_argument("--arms", help=f"comma-separated arms (default all: {', '.join(ARMS)})")
-    p.add_argument("--splits", default="dev,test", help="dev, test or dev,test (default)")
+    p.add_argument("--full", action="store_true", help="every task of dev and test (default: the test split's "
+                                                        "headline ten; prints an estimate of the time first)")
+    p.add_argument("--splits", help="dev, test or dev,test, with --full, --task-ids or --per-family (default dev,test)")
     p.add_argument("--task-ids", help="comma-separated task ids")
     p.add_argument("--per-family", type=int, help="at most N tasks per family and split (a smoke run)")
     p.add_argument("--seeds", type=int, default=1, help="seeds per task and arm (default 1)")
@@ -126,6 +178,6 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per server request (default 60)")
     p.add_argument("--retries", type=int, default=2, help="retries per server request (default 2)")
     p.add_argument("--replay", metavar="DIR", help="replay a recorded v2 experiment from its cassettes")
-    p.add_argument("--out", default="results-v2", help="output folder (default results-v2/)")
+    p.add_argument("--out", default="results", help="output folder (default results/)")
     p.add_argument("--quiet", action="store_true", help="no per-run progress lines")
     p.set_defaults(func=_cmd)

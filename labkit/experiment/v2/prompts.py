@@ -160,9 +160,13 @@ def episode(task: TaskV2, helpers: bool) -> list[tuple[str, str]]:
     return steps
 
 
-def whole_prompt(examples: Sequence[TaskV2], description: str, transcript: Sequence[tuple[str, str]], *,
-                 helpers: bool) -> str:
-    """The prompt-only arms' prompt: tools, draft formats, one worked episode per family, the run so far."""
+def whole_prefix(examples: Sequence[TaskV2], *, helpers: bool) -> str:
+    """The prompt-only arms' fixed start: instruction, tools, draft formats, one worked episode per family.
+
+    It is the same for every step of every task under one seed (the seed orders the episodes), so an
+    in-process model evaluates it once and keeps its KV state (:mod:`labkit.llm.prefix_cache`): a
+    prompt-only call then costs the task and its run so far, not the ~1,900 tokens of examples again.
+    """
     lines = ["An agent completes customer-service tasks with tools. Each step it writes one JSON action on "
              "one line.", "Tools:", *TOOL_LINES, *(HELPER_LINES if helpers else ()), *DRAFT_LINES]
     for n, example in enumerate(examples, start=1):
@@ -171,13 +175,19 @@ def whole_prompt(examples: Sequence[TaskV2], description: str, transcript: Seque
         for i, (step, result) in enumerate(steps, start=1):
             lines += [f"Step {i}: {step}", f"Result: {result}"]
         lines.append(f"Step {len(steps) + 1}: {_step('done', {})}")
-    lines += ["", "Now", f"Task: {description}"]
+    return "\n".join([*lines, "", "Now", ""])
+
+
+def whole_prompt(examples: Sequence[TaskV2], description: str, transcript: Sequence[tuple[str, str]], *,
+                 helpers: bool) -> str:
+    """The prompt-only arms' prompt: :func:`whole_prefix`, then the task and the run so far."""
+    lines = [f"Task: {description}"]
     for i, (step, result) in enumerate(transcript, start=1):
         lines += [f"Step {i}: {step}", f"Result: {result}"]
     lines.append(f"Step {len(transcript) + 1}:")
-    return "\n".join(lines)
+    return whole_prefix(examples, helpers=helpers) + "\n".join(lines)
 
 
 __all__ = ["FORM_CUE", "NEXT_CUE", "QUEUE_CUE", "compose_differences", "compose_form", "compose_route", "episode",
            "form_prompt", "message_cue", "message_prompt", "message_view", "next_prompt", "queue_prompt",
-           "reask", "record_view", "whole_prompt"]
+           "reask", "record_view", "whole_prefix", "whole_prompt"]

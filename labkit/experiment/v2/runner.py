@@ -81,7 +81,11 @@ class ConfigV2:
         return {split: load_task_set(self.tasks_folder() / f"{split}.json") for split in SPLITS}
 
     def jobs(self, sets: dict[str, TaskSet]) -> list[tuple[str, str, TaskV2, int]]:
-        """(arm, split, task, seed) in the order they run: split, task, seed, arm."""
+        """(arm, split, task, seed) in the order they run: split, seed, arm, task.
+
+        Arm before task so that consecutive prompt-only calls share their declared prefix (the seed's
+        worked episodes) and an in-process model evaluates it once per arm, not once per task.
+        """
         picked: list[tuple[str, TaskV2]] = []
         for split in self.splits:
             seen: dict[str, int] = {}
@@ -96,7 +100,9 @@ class ConfigV2:
             missing = [t for t in self.task_ids if t not in found]
             if missing:
                 raise LabkitError(f"no task(s) {missing} in the chosen split(s)", "check --task-ids and --splits.")
-        return [(arm, split, task, seed) for split, task in picked for seed in self.seeds for arm in self.arms]
+        splits = list(dict.fromkeys(split for split, _ in picked))
+        return [(arm, split, task, seed) for split in splits for seed in self.seeds for arm in self.arms
+                for task_split, task in picked if task_split == split]
 
 
 def log_path(out: Path, arm: str, split: str, task_id: str, seed: int) -> Path:
@@ -211,7 +217,7 @@ def prepare_replay_v2(folder: Path) -> ConfigV2:
     path = folder / "experiment.json"
     if not path.exists():
         raise LabkitError(f"{folder} is not a recorded v2 experiment ({path} is missing)",
-                          "replay a folder written by `labkit experiment2`.")
+                          "replay a folder written by `labkit experiment`.")
     try:
         config = ConfigV2.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
