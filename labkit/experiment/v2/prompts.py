@@ -160,6 +160,9 @@ def episode(task: TaskV2, helpers: bool) -> list[tuple[str, str]]:
     return steps
 
 
+NEXT_STEP_QUESTION = "Write only the next step: one JSON action on one line."
+
+
 def whole_prefix(examples: Sequence[TaskV2], *, helpers: bool) -> str:
     """The prompt-only arms' fixed start: instruction, tools, draft formats, one worked episode per family.
 
@@ -180,11 +183,16 @@ def whole_prefix(examples: Sequence[TaskV2], *, helpers: bool) -> str:
 
 def whole_prompt(examples: Sequence[TaskV2], description: str, transcript: Sequence[tuple[str, str]], *,
                  helpers: bool) -> str:
-    """The prompt-only arms' prompt: :func:`whole_prefix`, then the task and the run so far."""
+    """The prompt-only arms' prompt: :func:`whole_prefix`, then the task, the run so far and the question.
+
+    The question line before the open step is for instruction-tuned models: read as one chat turn,
+    a prompt that just ends in "Step 1:" gets an essay on how to solve the task; asked for the next
+    step, they write it. A base model continues the pattern either way.
+    """
     lines = [f"Task: {description}"]
     for i, (step, result) in enumerate(transcript, start=1):
         lines += [f"Step {i}: {step}", f"Result: {result}"]
-    lines.append(f"Step {len(transcript) + 1}:")
+    lines += [NEXT_STEP_QUESTION, f"Step {len(transcript) + 1}:"]
     return whole_prefix(examples, helpers=helpers) + "\n".join(lines)
 
 
