@@ -123,8 +123,6 @@ for name, copy in [("edited.jsonl", edited), ("deleted.jsonl", deleted), ("reord
         caught[name] = err
 
 # %% jupyter={"source_hidden": true}
-
-
 def at_seqs(edit, delete, swap):
     return f"edited: seq {edit} · deleted: seq {delete} · reordered: seq {swap}"
 

@@ -68,7 +68,6 @@ print("recorded models:", ", ".join(MODELS))
 # analyst scenario, before a single turn is added:
 
 # %%
-
 whole = analyst.full_script()
 step_only = analyst.step("deadline").instructions
 print(f"whole script: {len(whole)} characters; one step's instructions: {len(step_only)} characters")

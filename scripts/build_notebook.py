@@ -1,9 +1,13 @@
-"""Build an executed notebook from its py:percent source.
+"""Execute a lesson's py:percent source into its paired, executed ``.ipynb``.
 
-Notebooks are written as ``notebooks/NN_name.py`` (cells separated by ``# %%`` and
-``# %% [markdown]``), which diff and review like code. This script turns one into
-``notebooks/NN_name.ipynb`` and executes it top to bottom in a fresh kernel, so the committed
-outputs are exactly what nbval will compare against.
+A lesson is written as ``notebooks/NN_name.py`` and paired with ``notebooks/NN_name.ipynb`` by jupytext (the
+pairing is declared in ``pyproject.toml`` under ``[tool.jupytext]``): jupytext reads the source exactly as
+JupyterLab's jupytext does when a learner opens either file. This script adds only what jupytext does not do:
+
+- run the notebook top to bottom in a fresh kernel, from the notebook's own folder (lessons read ``../data``),
+  so the committed outputs are exactly what nbval compares against;
+- give the cells stable ids and leave out jupytext's own bookkeeping (the text file's format, blank lines
+  between cells), so a rebuild changes the ``.ipynb`` only where an output changed.
 
     .venv/bin/python scripts/build_notebook.py notebooks/01_transition_tables.py
 """
@@ -13,43 +17,29 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import jupytext
 import nbformat
 from nbclient import NotebookClient
 
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+TEXT_ONLY_CELL_METADATA = ("lines_to_next_cell",)  # jupytext keeps the .py's blank lines with it
 
-def parse_percent(text: str) -> nbformat.NotebookNode:
-    cells: list[nbformat.NotebookNode] = []
-    kind, lines, hidden = None, [], False
 
-    def flush() -> None:
-        source = "\n".join(lines).strip("\n")
-        if kind == "markdown":
-            source = "\n".join(line[2:] if line.startswith("# ") else line.lstrip("#") for line in
-                               source.splitlines())
-            cells.append(nbformat.v4.new_markdown_cell(source))
-        elif kind == "code" and source.strip():
-            cell = nbformat.v4.new_code_cell(source)
-            if hidden:  # the cell holds answers: JupyterLab shows it collapsed until the learner opens it
-                cell.metadata["jupyter"] = {"source_hidden": True}
-            cells.append(cell)
-
-    for line in text.splitlines():
-        if line.startswith("# %%"):
-            flush()
-            kind, lines = ("markdown" if "[markdown]" in line else "code"), []
-            hidden = 'jupyter={"source_hidden": true}' in line  # jupytext's spelling of a collapsed input
-        elif kind is not None:
-            lines.append(line)
-    flush()
-    nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
+def read_source(source: Path) -> nbformat.NotebookNode:
+    """The notebook a py:percent source stands for, without outputs (what jupytext pairs with the .ipynb)."""
+    nb = jupytext.read(source, fmt="py:percent")
+    nb.metadata.pop("jupytext", None)
+    for cell in nb.cells:
+        for key in TEXT_ONLY_CELL_METADATA:
+            cell.metadata.pop(key, None)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
     return nb
 
 
 def build(source: Path) -> Path:
-    nb = parse_percent(source.read_text(encoding="utf-8"))
-    NotebookClient(nb, timeout=1200, kernel_name="python3",
+    """Execute ``source`` in a fresh kernel and write its paired ``.ipynb``; return the path written."""
+    nb = read_source(source)
+    NotebookClient(nb, timeout=1200, kernel_name=KERNELSPEC["name"],
                    resources={"metadata": {"path": str(source.parent)}}).execute()
     for index, cell in enumerate(nb.cells):  # stable ids keep diffs small between rebuilds
         cell["id"] = f"cell-{index:03d}"

@@ -74,7 +74,7 @@ def server_url(tmp_path_factory) -> Iterator[str]:
 def start_llama_server(tmp_path: Path) -> Callable[..., contextlib.AbstractContextManager[str]]:
     """``start_llama_server(threads=1)`` starts one more loopback server in a ``with`` block (tests that need two).
 
-    A fixture rather than an import: ``make test`` also collects ``notebooks/conftest.py``, so the name
-    ``conftest`` does not reliably mean this file.
+    A fixture rather than an import: the tests are not a package, so the module name ``conftest`` is not a
+    reliable way to reach this file.
     """
     return lambda threads=2: llama_server(tmp_path, threads=threads)

@@ -1,8 +1,14 @@
-"""nbval settings for labkit's notebooks: stderr is noise, not output.
+"""nbval plugin for labkit's notebooks: stderr is noise, not output.
 
 Libraries write progress bars, warnings and llama.cpp load logs to stderr, and their wording
 changes between versions and machines. What a notebook *teaches* is in stdout and rich outputs,
 so stderr streams are left out of nbval's comparison (on both sides); everything else is compared.
+
+It lives with the tests, out of the folder learners browse, and is loaded by name with the other
+nbval options (the Makefile's ``NBVAL``):
+
+    python -m pytest notebooks/06_local_inference.ipynb --nbval --nbval-current-env \
+        --nbval-sanitize-with tests/nbval/sanitize.cfg -p tests.nbval.ignore_stderr
 """
 
 from __future__ import annotations
