@@ -6,7 +6,8 @@
 * :mod:`labkit.inference.loadlog` — llama.cpp's own buffer report, to check the estimate against;
 * :mod:`labkit.inference.bench` — ``labkit bench inference``;
 * :mod:`labkit.inference.equality` — ``labkit bench equality``: lazy grammar and prefix reuse, token by token;
-* :mod:`labkit.inference.gpu` — can this build offload, and how to rebuild it so it can.
+* :mod:`labkit.inference.gpu` — can this build offload, and how to rebuild it so it can;
+* :mod:`labkit.inference.goals` — the kit's speed goals, judged against the records in ``data/bench/``.
 """
 
 from labkit.inference.bench import (
@@ -27,13 +28,14 @@ from labkit.inference.fit import (
     worked_example,
 )
 from labkit.inference.gguf_meta import ArchSpec, GGUFError, read_gguf, read_gguf_arch
+from labkit.inference.goals import SPEED_GOALS, GoalResult, SpeedGoal, render_speed_goals, speed_goals
 from labkit.inference.gpu import build_info, current_gpu_advice, gpu_advice
 from labkit.inference.loadlog import capture_llama_log, check_against_load, parse_buffers
 
 __all__ = [
-    "ArchSpec", "FitDecision", "GGUFError", "MemoryEstimate", "bench_equality", "bench_inference", "build_info",
-    "capture_llama_log", "check_against_load", "check_fit", "current_gpu_advice", "default_model_path",
-    "estimate_memory", "gpu_advice", "nominal_arch", "parse_buffers", "read_gguf", "read_gguf_arch",
-    "read_recorded", "render_equality", "render_fit_table", "render_inference", "render_inference_comparison",
-    "worked_example",
+    "SPEED_GOALS", "ArchSpec", "FitDecision", "GGUFError", "GoalResult", "MemoryEstimate", "SpeedGoal",
+    "bench_equality", "bench_inference", "build_info", "capture_llama_log", "check_against_load", "check_fit",
+    "current_gpu_advice", "default_model_path", "estimate_memory", "gpu_advice", "nominal_arch", "parse_buffers",
+    "read_gguf", "read_gguf_arch", "read_recorded", "render_equality", "render_fit_table", "render_inference",
+    "render_inference_comparison", "render_speed_goals", "speed_goals", "worked_example",
 ]
