@@ -53,6 +53,17 @@ KEYS = {
          "it followed the script in 97% of the conversations", "['next']",
          "analyst.step('deadline').signal('stay').needs", "summaries['gemma3-270m']['machine']['reasks']"],
     ),
+    "06_local_inference.py": (
+        ["the same prompt then gets the same answer, so a run can be replayed and two paths compared",
+         "the weights (usually quantized), the tokenizer and the model's metadata, in one file",
+         "it can change them, so labkit uses it only for greedy calls",
+         "so the cache changes only the time: two batches can round differently from one",
+         "gpu['gen_tokens_per_s'] / cpu16['gen_tokens_per_s']", "1000 / lazy['gen_tokens_per_s']",
+         "estimate_memory(arch, 8192, n_gpu_layers=-1).gpu_kv / 2**20"],
+        ["it makes the answer correct", "a llama.cpp build compiled for one CPU", "nothing: it is always identical",
+         "to save memory", "gpu['gen_grammar_tokens_per_s'] / cpu16['gen_grammar_tokens_per_s']",
+         "lazy['gen_tokens_per_s'] / 1000", "estimate_memory(arch, 2048, n_gpu_layers=-1).gpu_kv / 2**20"],
+    ),
     "07_machines_in_layers.py": (
         ["a route_refused event is recorded, the run pauses, and what it wrote is kept",
          "the graph (what runs next)", "it is computed from the persisted layers, so it cannot disagree with them",
@@ -77,7 +88,12 @@ KEYS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(KEYS))
+# Notebook 06 loads the model in its last section, so running it as a script is a slow test.
+LOADS_THE_MODEL = {"06_local_inference.py"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in LOADS_THE_MODEL else n
+                                  for n in sorted(KEYS)])
 def test_the_quiz_accepts_the_key_and_refuses_wrong_answers(name, monkeypatch):
     monkeypatch.chdir(NOTEBOOKS)
     monkeypatch.setenv("MPLBACKEND", "Agg")
