@@ -19,9 +19,9 @@
 #   [KV cache](../docs/glossary.md) make calls faster without changing a token, and where that equality holds;
 # - estimate whether a model fits a GPU from its weights, KV cache and [scratch space](../docs/glossary.md).
 #
-# **Prerequisites:** Python; notebook 05 helps (its arms are the prompts measured here). **Time:** about 40
-# minutes, the quiz included. The **Predict** boxes hide their answer until you choose and press *check* (their
-# code cell is collapsed, because it holds the answer).
+# **Prerequisites:** Python; notebook 05 helps (its arms are the prompts measured here).
+# **Time:** about 40 minutes, the quiz included. The **Predict** boxes hide their answer until you choose and press
+# *check* (their code cell is collapsed, because it holds the answer).
 #
 # Every number before the last section is read from a recorded benchmark in `data/bench/`, printed with its
 # [provenance](../docs/glossary.md) (model sha256, llama-cpp-python version, threads, commit). Only the last
