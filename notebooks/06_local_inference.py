@@ -61,7 +61,7 @@ print(f"sliding window {arch.n_swa} tokens on layers "
 # vocabulary) followed by the weight tensors. The file above is the kit's embedded model, Gemma 3 270M, with its
 # weights **quantized** to `Q4_K_M`: about 4.5 to 5 bits per weight instead of 16, so the file is a fraction of
 # the full-precision model's size and each generated token reads a fraction of the bytes, at a small cost in
-# quality. The header alone, read above without loading anything, says what the memory estimate at the end of
+# quality. The header alone, read above without loading anything, says what the memory estimate later in
 # this notebook needs: layers, heads, KV heads, vocabulary, and which layers use a sliding attention window.
 #
 # ## Loading a model: the parameters that matter
