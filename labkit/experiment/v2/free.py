@@ -94,6 +94,11 @@ ACTIONS: dict[str, LoopAction] = {a.name: a for a in (
     LoopAction("save_differences", SaveDifferencesArgs, _save_differences, helper=True),
 )}
 DONE = "done"
+# Where an unconstrained answer ends: at the next line of the transcript's pattern, or a blank line. Not at
+# the first newline: an instruction-tuned model fences its JSON ("```json", newline, the action, "```"),
+# which the one parser accepts, and a newline stop would cut it to "```json" — a format failure the arm
+# would then be charged with that no model made.
+STEP_END = ["\nResult:", "\nStep ", "\n\n"]
 
 
 def action_names(helpers: bool) -> list[str]:
@@ -127,7 +132,7 @@ def run_free(task: TaskV2, world: World, backend: Backend, log: EventLog, *, exa
     steps = task.budget.max_steps
     for step in range(steps):
         prompt = prompts.whole_prompt(examples, task.description, transcript, helpers=helpers)
-        out = backend.complete(prompt, max_tokens=decoding.max_tokens_action, stop=None if grammar else ["\n"],
+        out = backend.complete(prompt, max_tokens=decoding.max_tokens_action, stop=None if grammar else STEP_END,
                                schema=schema, temperature=decoding.temperature,
                                seed=decoding.call_seed(seed, step))
         answer, problem = read_answer(out.text, ActionAnswer)

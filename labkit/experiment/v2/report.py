@@ -154,6 +154,46 @@ def plot_ladder(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     return path
 
 
+# What each rung changes from the one above it (the picture of the ladder reads it; arm 1 is the start).
+RUNG_CHANGES: dict[str, str] = {
+    "prompt-grammar": "+ JSON grammar on the answer",
+    "prompt-helpers": "+ code helpers write the draft",
+    "machine-model": "+ the machine: one decision per prompt, menu, validator, re-ask",
+    "machine-rule": "model \u2192 keyword/regex rule written on dev",
+    "machine-random": "rule \u2192 seeded random pick",
+    "machine-oracle": "random \u2192 the task's own answer",
+}
+
+
+def ladder_figure(arms: Mapping[str, Any] = ARMS) -> Any:
+    """The ladder of arms as a picture: one box per arm (what decides in it), the change to the next rung beside
+    each step down, and the two shares the comparison reads off it."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch
+
+    rungs = list(arms.values())
+    fig, ax = plt.subplots(figsize=(10.5, 0.78 * len(rungs) + 0.6))
+    ax.set_xlim(0, 10.5)
+    ax.set_ylim(-0.6, len(rungs) - 0.2)
+    ax.axis("off")
+    for i, arm in enumerate(rungs):
+        y = len(rungs) - 1 - i
+        colour = "#dbe9f6" if arm.shape.name == "free loop" else "#e4f2dc" if arm.uses_model else "#eeeeee"
+        ax.add_patch(FancyBboxPatch((0.1, y - 0.32), 4.6, 0.64, boxstyle="round,pad=0.02", fc=colour, ec="#555"))
+        ax.text(0.25, y + 0.08, arm.label, fontsize=10, weight="bold", va="center")
+        ax.text(0.25, y - 0.16, f"{arm.shape.name}; model: {'yes' if arm.uses_model else 'no'}", fontsize=8,
+                va="center", color="#333")
+        if i:
+            ax.annotate("", (2.4, y + 0.33), (2.4, y + 0.67), arrowprops={"arrowstyle": "->", "color": "#777"})
+            ax.text(4.95, y + 0.5, RUNG_CHANGES.get(arm.name, ""), fontsize=8.5, va="center", style="italic")
+    ax.text(4.95, -0.45, "model's share = arm 4 \u2212 arm 5 (content families)   harness's share = arm 5 \u2212 arm 1",
+            fontsize=9, weight="bold")
+    ax.set_title("The ladder of arms: each rung changes one thing (blue: one prompt; green: machine + model; "
+                 "grey: no model)", fontsize=9.5)
+    fig.tight_layout()
+    return fig
+
+
 def write_report(out: Path, runs: Runs, arms: Sequence[str], splits: Sequence[str], test_set: TaskSet,
                  provenance: Mapping[str, Any], *, plots: bool = True) -> dict[str, Any]:
     """Write ``summary.json``, ``summary.md``, ``provenance.json`` and ``ladder.png``; return the summary."""
