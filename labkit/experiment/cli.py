@@ -186,7 +186,7 @@ def _cmd_bench_experiment(args: argparse.Namespace) -> int:
 
 
 def register(commands: Any, bench: Any) -> None:
-    b = bench.add_parser("experiment", help="the comparison with lazy grammar and prefix reuse off, then on")
+    b = bench.add_parser("experiment-v1", help="the first comparison with lazy grammar and prefix reuse off, then on")
     b.add_argument("--tasks", help="task file or folder (default data/tasks/comparison.json)")
     b.add_argument("--task-ids", help="comma-separated subset of the file's task ids (default: all)")
     b.add_argument("--arms", help="comma-separated arms (default: all, as make experiment)")

@@ -158,10 +158,10 @@ class _NoModel:
         return {"backend": "none", "why": "no chosen arm calls a model"}
 
 
-def register(commands: Any, bench: Any) -> None:
+def _task_arguments(p: argparse.ArgumentParser) -> None:
+    """What to run and with which model: shared by ``labkit experiment`` and ``labkit bench experiment``."""
     from labkit.experiment.v2.arms import ARMS
 
-    p = commands.add_parser("experiment", help="the comparison v2: task families, dev/test split, seven arms")
     p.add_argument("--arms", help=f"comma-separated arms (default all: {', '.join(ARMS)})")
     p.add_argument("--full", action="store_true", help="every task of dev and test (default: the test split's "
                                                         "headline ten; prints an estimate of the time first)")
@@ -174,6 +174,34 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--model", help="a registered model name (labkit models list; a chat model is asked in its chat "
                                    "template) or a .gguf file, instead of the embedded model")
     p.add_argument("--threads", type=int, help="llama.cpp threads for an in-process model")
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from labkit.experiment.v2.speed import bench_experiment_v2, render_experiment_speed, report_to
+
+    config = _config(args)
+    default = not (args.full or args.task_ids or args.per_family or args.arms or args.seeds != 1
+                   or args.first_seed or args.temperature or args.model)
+    result = bench_experiment_v2(config, model=args.model, threads=args.threads, repeats=args.repeats,
+                                 default_configuration=default,
+                                 say=None if args.quiet else (lambda line: print(line, file=sys.stderr)))
+    report_to(args.out, result)
+    print(render_experiment_speed(result))
+    return 0 if result["identical"] else 1
+
+
+def register(commands: Any, bench: Any) -> None:
+
+    b = bench.add_parser("experiment", help="the comparison (as make experiment) with lazy grammar and prefix reuse "
+                                            "off, then on, back to back; checks the runs are identical")
+    _task_arguments(b)
+    b.add_argument("--repeats", type=int, default=1, help="off/on pairs, alternating (default 1)")
+    b.add_argument("--out", help="write the result as JSON here (e.g. data/bench/experiment-speed-v2.json)")
+    b.add_argument("--quiet", action="store_true", help="no progress lines")
+    b.set_defaults(func=_cmd_bench)
+
+    p = commands.add_parser("experiment", help="the comparison v2: task families, dev/test split, seven arms")
+    _task_arguments(p)
     p.add_argument("--server", help="an OpenAI-compatible server's base URL instead of an in-process model")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per server request (default 60)")
     p.add_argument("--retries", type=int, default=2, help="retries per server request (default 2)")

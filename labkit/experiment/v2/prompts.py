@@ -161,6 +161,7 @@ def episode(task: TaskV2, helpers: bool) -> list[tuple[str, str]]:
 
 
 NEXT_STEP_QUESTION = "Write only the next step: one JSON action on one line."
+PREFIX_END = "\nNow\n"  # the last line of every prompt-only prefix: the task follows
 
 
 def whole_prefix(examples: Sequence[TaskV2], *, helpers: bool) -> str:
@@ -178,7 +179,7 @@ def whole_prefix(examples: Sequence[TaskV2], *, helpers: bool) -> str:
         for i, (step, result) in enumerate(steps, start=1):
             lines += [f"Step {i}: {step}", f"Result: {result}"]
         lines.append(f"Step {len(steps) + 1}: {_step('done', {})}")
-    return "\n".join([*lines, "", "Now", ""])
+    return "\n".join(lines) + "\n" + PREFIX_END
 
 
 def whole_prompt(examples: Sequence[TaskV2], description: str, transcript: Sequence[tuple[str, str]], *,
@@ -196,6 +197,7 @@ def whole_prompt(examples: Sequence[TaskV2], description: str, transcript: Seque
     return whole_prefix(examples, helpers=helpers) + "\n".join(lines)
 
 
-__all__ = ["FORM_CUE", "NEXT_CUE", "QUEUE_CUE", "compose_differences", "compose_form", "compose_route", "episode",
+__all__ = ["FORM_CUE", "NEXT_CUE", "PREFIX_END", "QUEUE_CUE", "compose_differences", "compose_form", "compose_route",
+           "episode",
            "form_prompt", "message_cue", "message_prompt", "message_view", "next_prompt", "queue_prompt",
            "reask", "record_view", "whole_prefix", "whole_prompt"]

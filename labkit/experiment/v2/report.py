@@ -124,12 +124,25 @@ def markdown(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, An
     return "\n".join(out) + "\n"
 
 
-def plot_ladder(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """Tasks solved per arm with Wilson 95% intervals, one panel per split, every arm that ran (no overplotting:
-    arms sit side by side on their own row)."""
-    import matplotlib
+def arm_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Tasks solved per arm (rows) and split (columns) with Wilson 95% intervals, calls and re-asks, as Markdown."""
+    splits = list(dict.fromkeys(r["split"] for r in rows))
+    arms = list(dict.fromkeys(r["arm"] for r in rows))
+    lines = ["| arm | " + " | ".join(f"{s}: solved (95% CI)" for s in splits) + " | LLM calls | re-asks |",
+             "|---" * (len(splits) + 3) + "|"]
+    for arm in arms:
+        mine = {r["split"]: r for r in rows if r["arm"] == arm}
+        cells = [f"{mine[s]['tasks_solved']}/{mine[s]['tasks']} ({mine[s]['ci95'][0]:.2f}–{mine[s]['ci95'][1]:.2f})"
+                 if s in mine else "—" for s in splits]
+        label = next(iter(mine.values()))["label"]
+        lines.append(f"| {label} | {' | '.join(cells)} | {sum(r['llm_calls'] for r in mine.values())} | "
+                     f"{sum(r['reasks'] for r in mine.values())} |")
+    return "\n".join(lines) + "\n"
 
-    matplotlib.use("Agg")
+
+def ladder_plot(rows: Sequence[Mapping[str, Any]], title: str = "") -> Any:
+    """Tasks solved per arm with Wilson 95% intervals, one panel per split, every arm that ran (no overplotting:
+    arms sit side by side on their own row). Returns the figure."""
     import matplotlib.pyplot as plt
 
     splits = list(dict.fromkeys(r["split"] for r in rows))
@@ -147,8 +160,19 @@ def plot_ladder(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
         ax.set_yticks(ys, [r["label"] for r in mine])
         ax.set_xlim(-0.02, 1.08)
         ax.set_xlabel("tasks solved (Wilson 95% interval)")
-        ax.set_title(f"{split} split")
+        ax.set_title(f"{title}{' — ' if title else ''}{split} split", fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def plot_ladder(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """:func:`ladder_plot` saved as a PNG (the report's ``ladder.png``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = ladder_plot(rows)
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
