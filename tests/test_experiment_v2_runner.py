@@ -162,3 +162,20 @@ def test_a_committed_live_recording_replays_exactly(model: str, tmp_path: Path) 
     assert strip(runs) == strip([(s, r) for s, r in load_runs_v2(folder / "runs.jsonl") if r.task in wanted])
     provenance = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
     assert provenance["mode"] == "live" and len(provenance["backend"]["model_sha256"]) == 64
+
+
+def test_the_view_shows_a_recorded_runs_calls_and_verdict(tmp_path: Path) -> None:
+    """view.recorded_calls/show_calls/verdict read a recording: prompts from the task on, answers, the grade."""
+    from labkit.experiment.v2.view import recorded_calls, show_calls, verdict
+
+    config = ConfigV2(arms=["prompt-only", "machine-rule"], splits=["test"], task_ids=["test-triage-01"])
+    answers = ['{"action": "read_message", "args": {"id": "M501"}}', '{"action": "done", "args": {}}']
+    run_experiment_v2(config, Backends(live=ScriptedBackend(answers), out=tmp_path), tmp_path)
+    calls = recorded_calls(tmp_path, "prompt-only", "test", "test-triage-01")
+    assert [c.answer for c in calls] == answers
+    shown = show_calls(calls, first=1, last=0)
+    assert shown.startswith("--- call 1: prompt") and "not shown)" in shown and "\nTask: " in shown
+    assert ">>> answer: " + answers[0] in shown and "1 more call(s)" in shown and "Example 1" not in shown
+    assert recorded_calls(tmp_path, "machine-rule", "test", "test-triage-01") == []
+    assert verdict(tmp_path, "prompt-only", "test", "test-triage-01").startswith("prompt-only: failed (said done")
+    assert verdict(tmp_path, "machine-rule", "test", "test-triage-02").startswith("machine-rule: no run")
