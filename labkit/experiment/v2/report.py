@@ -124,6 +124,11 @@ def markdown(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, An
     return "\n".join(out) + "\n"
 
 
+def solved_cell(row: Mapping[str, Any]) -> str:
+    """"k/n (low–high)": tasks solved and the Wilson 95% interval of one summary row."""
+    return f"{row['tasks_solved']}/{row['tasks']} ({row['ci95'][0]:.2f}–{row['ci95'][1]:.2f})"
+
+
 def arm_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """Tasks solved per arm (rows) and split (columns) with Wilson 95% intervals, calls and re-asks, as Markdown."""
     splits = list(dict.fromkeys(r["split"] for r in rows))
@@ -132,11 +137,33 @@ def arm_table(rows: Sequence[Mapping[str, Any]]) -> str:
              "|---" * (len(splits) + 3) + "|"]
     for arm in arms:
         mine = {r["split"]: r for r in rows if r["arm"] == arm}
-        cells = [f"{mine[s]['tasks_solved']}/{mine[s]['tasks']} ({mine[s]['ci95'][0]:.2f}–{mine[s]['ci95'][1]:.2f})"
-                 if s in mine else "—" for s in splits]
+        cells = [solved_cell(mine[s]) if s in mine else "—" for s in splits]
         label = next(iter(mine.values()))["label"]
         lines.append(f"| {label} | {' | '.join(cells)} | {sum(r['llm_calls'] for r in mine.values())} | "
                      f"{sum(r['reasks'] for r in mine.values())} |")
+    return "\n".join(lines) + "\n"
+
+
+def models_table(summaries: Mapping[str, Mapping[str, Any]]) -> str:
+    """Tasks solved per arm, one column per (model, split), with Wilson 95% intervals, then each model's headline.
+
+    README's comparison table is this function's output for the committed recordings (a test keeps it so).
+    """
+    columns = [(m, s) for m, summary in summaries.items()
+               for s in dict.fromkeys(r["split"] for r in summary["rows"])]
+    cells = {(m, r["split"], r["arm"]): r for m, summary in summaries.items() for r in summary["rows"]}
+    arms = list(dict.fromkeys(r["arm"] for summary in summaries.values() for r in summary["rows"]))
+    lines = ["| arm | " + " | ".join(f"{m}, {s}" for m, s in columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for arm in arms:
+        row = []
+        for m, s in columns:
+            r = cells.get((m, s, arm))
+            row.append("—" if r is None else solved_cell(r))
+        label = next(cells[(m, s, arm)]["label"] for m, s in columns if (m, s, arm) in cells)
+        lines.append(f"| {label} | " + " | ".join(row) + " |")
+    lines.append("")
+    lines += [f"Headline (test, 10 tasks), {m}: {summary['headline']}" for m, summary in summaries.items()
+              if summary.get("headline")]
     return "\n".join(lines) + "\n"
 
 
