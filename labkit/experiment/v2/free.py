@@ -143,10 +143,12 @@ def run_free(task: TaskV2, world: World, backend: Backend, log: EventLog, *, exa
                               prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
                               answer=scrub_text(out.text.strip())[:300], problem=problem[:300],
                               grammar=out.grammar_used))
-        line = out.text.strip().replace("\n", " ")[:400]
         if answer is None or problem:
-            transcript.append((line, f"error: {problem}"))
+            transcript.append((out.text.strip().replace("\n", " ")[:400], f"error: {problem}"))
             continue
+        # What was run, as the worked episodes write it: one plain JSON line (a fenced answer is not echoed
+        # back with its fence, which would teach the model a format the next step may not parse).
+        line = prompts.step_line(answer.action, answer.args)
         if answer.action == DONE:
             log.append(LoopEnded(stop="said_done", steps=step + 1))
             return FreeOutcome("said_done", step + 1)
