@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.errors import LabkitError
+from labkit.llm.server_options import add_server_options, check_server_options
 
 N_CTX = 4096  # the prompt-only prompt holds four worked episodes and grows with the run
 
@@ -42,17 +43,22 @@ def provenance_v2(backend: dict[str, Any], config: Any, mode: str) -> dict[str, 
 
 
 def _live_backend(args: argparse.Namespace, prefixes: tuple[str, ...] = ()) -> Any:
+    from labkit.llm.server_options import connect_servers
+
     if args.server and args.model:
         raise LabkitError("give either --model or --server, not both", "one model per experiment.")
-    if args.server:
-        from labkit.llm.http import OpenAICompatBackend
-
-        server = OpenAICompatBackend(args.server, timeout_s=args.timeout, retries=args.retries)
-        server.describe()  # fails early, with a clear error, when the server is down
-        return server
+    servers = connect_servers(args, several=False, one_only_hint=ONE_SERVER_HINT)
+    if servers:
+        return servers[0]
     from labkit.dialog.cli import model_backend
 
     return model_backend(args.model, n_ctx=N_CTX, threads=args.threads, prefixes=prefixes)
+
+
+# Why one server: the runner runs one run after another (prompt-only runs of one arm share a prefix the
+# model keeps), so several servers would only take turns; experiment-v1's runner spreads runs over a pool.
+ONE_SERVER_HINT = ("this comparison runs one run at a time on one server; to spread runs over several servers "
+                   "use `labkit experiment-v1`, or start one server.")
 
 
 RECORDED = "data/experiment-v2"  # one folder per model name: the committed recordings
@@ -123,6 +129,7 @@ def _cmd(args: argparse.Namespace) -> int:
         prov = {**(json.loads(recorded.read_text(encoding="utf-8")) if recorded.exists() else {}),
                 "mode": "replay", "replayed_from": str(folder)}
     else:
+        check_server_options(args)
         config = _config(args)
         config.check()
         if config.decoding.temperature <= 0 and len(config.seeds) > 1:
@@ -174,9 +181,9 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--model", help="a registered model name (labkit models list; a chat model is asked in its chat "
                                    "template) or a .gguf file, instead of the embedded model")
     p.add_argument("--threads", type=int, help="llama.cpp threads for an in-process model")
-    p.add_argument("--server", help="an OpenAI-compatible server's base URL instead of an in-process model")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per server request (default 60)")
-    p.add_argument("--retries", type=int, default=2, help="retries per server request (default 2)")
+    add_server_options(p, server_help="an OpenAI-compatible server's base URL instead of an in-process model "
+                       "(plain completions: the prompts are sent as they are, no chat template). One server only: "
+                       "the runs run one at a time (several servers: labkit experiment-v1)")
     p.add_argument("--replay", metavar="DIR", help="replay a recorded v2 experiment from its cassettes")
     p.add_argument("--out", default="results", help="output folder (default results/)")
     p.add_argument("--quiet", action="store_true", help="no per-run progress lines")
