@@ -27,7 +27,8 @@ def _grammar_notes() -> dict[str, list[str]]:
     return {name: unenforced(schema) for name, schema in schemas.items()}
 
 
-def provenance_v2(backend: dict[str, Any], config: Any, mode: str) -> dict[str, Any]:
+def provenance_v2(backend: dict[str, Any], config: Any, mode: str, out: Path | None = None) -> dict[str, Any]:
+    """Where the numbers come from; ``out``, the recording's own folder, does not make the commit dirty."""
     from labkit.experiment.v2.arms import ARMS
     from labkit.experiment.v2.taskfile import file_sha256
     from labkit.provenance import git_commit, machine
@@ -38,7 +39,7 @@ def provenance_v2(backend: dict[str, Any], config: Any, mode: str) -> dict[str, 
                            for s in ("dev", "test")},
             "arms": {a.name: {"label": a.label, "shape": a.shape.name, "decides": a.decides,
                               "seed_varies": a.seed_varies} for a in ARMS.values() if a.name in config.arms},
-            "grammar_unenforced": _grammar_notes(), "labkit_commit": git_commit(), "machine": machine(),
+            "grammar_unenforced": _grammar_notes(), "labkit_commit": git_commit(own_output=out), "machine": machine(),
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
@@ -142,7 +143,7 @@ def _cmd(args: argparse.Namespace) -> int:
             _say_estimate(config, args.model)
         prefixes = declared_prefixes(config.arms, config.seeds, config.task_sets()["dev"].example_tasks())
         backends = Backends(live=_live_backend(args, prefixes) if needs_model else _NoModel(), out=out)
-        prov = provenance_v2(backends.describe(), config, "live")
+        prov = provenance_v2(backends.describe(), config, "live", out)
         if (out / "cassettes").exists():
             import shutil
 
