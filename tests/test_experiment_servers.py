@@ -131,6 +131,9 @@ def test_a_v2_run_records_its_retries_in_record_log_summary_and_report(
     backend = json.loads((out / "provenance.json").read_text(encoding="utf-8"))["backend"]
     assert (backend["model"], backend["model_sha256"], backend["schema_mode"]) == ("stub-model", SHA, "json_schema")
     assert {b["model"] for b in flaky.bodies} == {"stub-model"}  # --server-model is asked for in every request
+    calls = [json.loads(line) for line in (out / "cassettes" / "machine-model" / "dev" / "dev-triage-01.jsonl")
+             .read_text(encoding="utf-8").splitlines() if '"type": "call"' in line]
+    assert calls and {c["server"] for c in calls} == {flaky.url} and calls[0]["completion"]["retries"] == 2
     # the cassettes keep each call's retries, so a replay reports the same numbers without the server
     again = tmp_path / "again"
     assert main(["experiment", "--replay", str(out), "--out", str(again), "--quiet"]) == 0
