@@ -161,7 +161,7 @@ def test_a_server_that_stays_down_fails_each_run_with_its_retries_counted(tmp_pa
 def test_v2_takes_one_server_and_the_server_options_need_a_server(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["experiment", "--server", "http://127.0.0.1:1", "--server", "http://127.0.0.1:2",
-                 "--out", str(tmp_path / "two")]) != 0
+                 "--arms", "machine-oracle", "--out", str(tmp_path / "two")]) != 0  # refused even with no model arm
     err = capsys.readouterr().err
     assert "--server is given 2 times, but this command uses one server" in err and "experiment-v1" in err
     for command, task in (("experiment", "dev-triage-01"), ("experiment-v1", "diff2")):

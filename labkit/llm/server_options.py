@@ -38,27 +38,29 @@ def add_server_options(parser: Any, *, server_help: str) -> None:
                              "is counted in the run's record)")
 
 
-def check_server_options(args: argparse.Namespace) -> None:
-    """Refuse the options that describe a server when no ``--server`` is given (they would be ignored)."""
+def check_server_options(args: argparse.Namespace, *, several: bool,
+                         one_only_hint: str = "give --server once.") -> None:
+    """Refuse what would be ignored: the options that describe a server without ``--server``, and a
+    repeated ``--server`` where the command uses one server only (``several=False``)."""
     given = [option for option, attr in _SERVER_ONLY if getattr(args, attr, None)]
     if given and not args.server:
         raise LabkitError(f"{' and '.join(given)} describe(s) a server, but no --server is given",
                           "add --server URL, or drop the option(s) for an in-process model.")
+    if len(args.server or []) > 1 and not several:
+        raise LabkitError(f"--server is given {len(args.server)} times, but this command uses one server",
+                          one_only_hint)
 
 
 def connect_servers(args: argparse.Namespace, *, several: bool,
                     one_only_hint: str = "give --server once.") -> list[OpenAICompatBackend]:
     """The servers ``--server`` names, each asked to describe itself (so a server that is down fails here).
 
-    Returns an empty list without ``--server``; refuses the server-only options then, and refuses a
-    repeated ``--server`` when the command runs on one server only (``several=False``).
+    Returns an empty list without ``--server``; refuses what :func:`check_server_options` refuses.
     """
-    check_server_options(args)
+    check_server_options(args, several=several, one_only_hint=one_only_hint)
     urls: list[str] = list(args.server or [])
     if not urls:
         return []
-    if len(urls) > 1 and not several:
-        raise LabkitError(f"--server is given {len(urls)} times, but this command uses one server", one_only_hint)
     if args.retries < 0:
         raise LabkitError(f"--retries must be 0 or more, got {args.retries}", "use 0 for no retries.")
     servers = []

@@ -130,7 +130,7 @@ def _cmd(args: argparse.Namespace) -> int:
         prov = {**(json.loads(recorded.read_text(encoding="utf-8")) if recorded.exists() else {}),
                 "mode": "replay", "replayed_from": str(folder)}
     else:
-        check_server_options(args)
+        check_server_options(args, several=False, one_only_hint=ONE_SERVER_HINT)
         config = _config(args)
         config.check()
         if config.decoding.temperature <= 0 and len(config.seeds) > 1:
