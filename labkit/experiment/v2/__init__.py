@@ -18,6 +18,7 @@ The parts:
 - :mod:`~labkit.experiment.v2.choosers` — who decides in the machine: model, rule, random, oracle
 - :mod:`~labkit.experiment.v2.machine` — the machine arms' planner (code for steps, a chooser for decisions)
 - :mod:`~labkit.experiment.v2.free` — the prompt-only arms' loop (declared actions and helpers)
+- :mod:`~labkit.experiment.v2.free_log` — what a free loop's log says, for ``labkit replay``
 - :mod:`~labkit.experiment.v2.events` — ``model_asked`` and ``loop_ended`` facts (counts come from them)
 - :mod:`~labkit.experiment.v2.arms` — the seven arms as declarations, one run of one arm, counting
 - :mod:`~labkit.experiment.v2.runner` — arms × splits × tasks × seeds, logs and cassettes per run

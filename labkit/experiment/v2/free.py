@@ -142,7 +142,7 @@ def run_free(task: TaskV2, world: World, backend: Backend, log: EventLog, *, exa
                               prompt_sha256=hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
                               prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
                               answer=scrub_text(out.text.strip())[:300], problem=problem[:300],
-                              grammar=out.grammar_used))
+                              grammar=out.grammar_used, http_retries=out.retries))
         if answer is None or problem:
             transcript.append((out.text.strip().replace("\n", " ")[:400], f"error: {problem}"))
             continue

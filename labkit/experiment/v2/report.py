@@ -75,6 +75,7 @@ def summary_rows(runs: Runs, arms: Sequence[str], splits: Sequence[str]) -> list
                 "prompt_tokens": sum(r.prompt_tokens for r in mine),
                 "completion_tokens": sum(r.completion_tokens for r in mine),
                 "backend_errors": sum(r.termination.startswith("backend error") for r in mine),
+                "http_retries": sum(r.http_retries for r in mine),
                 "wall_s": round(sum(r.wall_s for r in mine), 1)})
     return rows
 
@@ -115,6 +116,10 @@ def markdown(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, An
                    f"{r['ci95'][0]:.2f}–{r['ci95'][1]:.2f} | {r['successes']}/{r['runs']} | "
                    f"{' '.join(f'{v:.2f}' for v in r['pass_k'])} | {fams} | {r['llm_calls']} | "
                    f"{r['calls_per_decision']} | {r['reasks']} | {r['schema_invalid']} | {r['guard_rejections']} |")
+    retried = [r for r in rows if r.get("http_retries")]
+    if retried:  # only a server has HTTP retries; a table of zeros would hide the rows that had some
+        out += ["", "HTTP retries (requests re-sent to the server, barrier requests included): " +
+                ", ".join(f"{r['split']} {r['label']} {r['http_retries']}" for r in retried)]
     if paired:
         out += ["", "| split | comparison | tasks | A better | B better | tied | exact sign test p |", "|" + "---|" * 7]
         out += [f"| {p['split']} | {p['a']} vs {p['b']} ({p['meaning']}) | {p['tasks']} | {p['a_better']} | "
