@@ -26,11 +26,12 @@ from labkit.runtime.events import (
     Validation,
 )
 from labkit.runtime.free_loop import run_free, score_free
+from labkit.runtime.inject import INJECTED_DENIAL, deliver
 from labkit.runtime.invariants import runtime_invariants
 from labkit.runtime.loop import Runtime
 from labkit.runtime.planner import Candidate, PlannerContext, Proposal
 from labkit.runtime.state import OBSERVATION_KINDS, empty_run_state, reduce_run
-from labkit.runtime.table import planner_executor_table, state_guards
+from labkit.runtime.table import FAULTS, planner_executor_table, state_guards
 from labkit.runtime.task import Goal, Task, verify
 from labkit.runtime.tools import CallContext, ToolAnswer, ToolSpec, text_sha256
 from labkit.viewer import Trace, render_timeline, run_view
@@ -201,3 +202,38 @@ def test_every_declared_observation_kind_is_one_the_event_accepts_and_the_state_
         assert all(t.observation.kind in OBSERVATION_KINDS for t in tools.values())
         assert all((t.status_query is not None) == t.side_effect for t in tools.values())
         assert all(t.status_query is None or t.status_query.tool in tools for t in tools.values())
+
+
+class Died(BaseException):
+    """Stands for the runner being killed."""
+
+
+def _die(reason: str) -> None:
+    raise Died(reason)
+
+
+@pytest.mark.parametrize(("fault", "answers", "saved"), [
+    ("denied/save_note@1", [("denied", INJECTED_DENIAL)], False),
+    ("write_timeout/save_note@1:lost", [("timeout", "no answer before the deadline")], False),
+    ("write_timeout/save_note@1:landed", [("timeout", SAVE_NOTE.lost_reply)], True),
+    ("duplicate_result/save_note@1", [("ok", ""), ("ok", "")], True),
+    ("crash/save_note@1:lost", None, False),
+    ("crash/save_note@1:landed", None, True),
+])
+def test_the_fault_injector_strikes_a_new_tool_as_its_declaration_says(
+        tmp_path: Path, fault: str, answers: list[tuple[str, str]] | None, saved: bool) -> None:
+    world = _world(tmp_path, "inject")
+    plan = FaultPlan.parse(fault, _tools(SAVE_NOTE))
+    args = SaveNoteArgs(key="note-1", text="call back")
+    if answers is None:
+        with pytest.raises(Died):
+            deliver(SAVE_NOTE, world, args, CallContext(action_id="a1"), plan.faults[0], _die)
+    else:
+        got = deliver(SAVE_NOTE, world, args, CallContext(action_id="a1"), plan.faults[0], _die)
+        assert [(a.outcome, a.detail) for a in got] == answers
+    assert ("note-1" in world.drafts.drafts()) == saved
+
+
+def test_every_fault_kind_a_tool_declares_is_a_declared_fault() -> None:
+    for spec in (*TOOLS.values(), READ_CONTRACT, SAVE_NOTE):
+        assert set(spec.fault_kinds) <= set(FAULTS), spec.name

@@ -307,7 +307,9 @@ class StatusQuery:
 
     ``tool`` is the query (a declared, planner-invisible tool whose answer holds ``exists`` and
     ``sha256``), ``key`` the name of the effect in the write's arguments, and ``digest`` what the
-    effect's digest must be for the write to count as done.
+    effect's digest must be for the write to count as done. The ``status_checked`` fact records the
+    key and the digest found; a ``present`` answer is committed as the write's ``draft_saved``
+    observation (key, digest, the write's ``text``), so a write settled this way is keyed like a draft.
     """
 
     tool: str
