@@ -35,7 +35,7 @@ from labkit.experiment.v2.taskfile import Form, TaskV2
 from labkit.llm.backend import Backend
 from labkit.runtime.events import ToolResult
 from labkit.runtime.redact import redact, scrub_text
-from labkit.runtime.tools import INBOX_TOOLS, CallContext, SaveDraftArgs, ToolAnswer, World, check_key
+from labkit.runtime.tools import INBOX_TOOLS, CallContext, SaveDraftArgs, ToolAnswer, ToolSpec, World, check_key
 from labkit.store import EventLog
 
 
@@ -61,16 +61,27 @@ class SaveDifferencesArgs(BaseModel):
 
 @dataclass(frozen=True)
 class LoopAction:
-    """One action a prompt-only loop can run: its argument model and what it does in the world."""
+    """One action a prompt-only loop can run: its argument model, what it does in the world, whether it
+    writes, and (for a read) how its answer is shown in the prompt."""
 
     name: str
     args: type[BaseModel]
     run: Callable[[World, BaseModel, Mapping[str, Mapping[str, Any]]], ToolAnswer]
     helper: bool = False
+    writes: bool = True
+    view: Callable[[Mapping[str, Any]], str] | None = None
 
 
-def _tool(name: str) -> Callable[[World, BaseModel, Mapping[str, Mapping[str, Any]]], ToolAnswer]:
-    return lambda world, args, read: getattr(world, name)(args, CallContext(action_id=name))
+# How the prompt shows what each read returned (the rest of a read tool comes from its declaration).
+READ_VIEWS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "read_message": prompts.message_view, "read_record": prompts.record_view}
+
+
+def _tool(spec: ToolSpec) -> LoopAction:
+    """A declared runtime tool as a loop action (run through the declaration, as the executor runs it)."""
+    return LoopAction(spec.name, spec.args,
+                      lambda world, args, read: spec.call(world, args, CallContext(action_id=spec.name)),
+                      writes=spec.side_effect, view=READ_VIEWS.get(spec.name))
 
 
 def _save(world: World, key: str, text: str) -> ToolAnswer:
@@ -86,7 +97,7 @@ def _save_differences(world: World, args: BaseModel, read: Mapping[str, Mapping[
 
 
 ACTIONS: dict[str, LoopAction] = {a.name: a for a in (
-    *(LoopAction(t.name, t.args, _tool(t.name)) for t in INBOX_TOOLS.values() if t.planner_visible),
+    *(_tool(t) for t in INBOX_TOOLS.values() if t.planner_visible),
     LoopAction("save_route", SaveRouteArgs,
                lambda w, a, r: _save(w, a.key, compose_route(a.queue)), helper=True),  # type: ignore[attr-defined]
     LoopAction("save_form", SaveFormArgs,
@@ -111,14 +122,12 @@ class FreeOutcome:
     steps: int
 
 
-def _result_text(answer: ToolAnswer, action: str) -> str:
+def _result_text(answer: ToolAnswer, action: LoopAction) -> str:
     if answer.outcome != "ok":
         return f"{answer.outcome}: {answer.detail}"
     data = dict(answer.data)
-    if action == "read_message":
-        return "ok " + prompts.message_view(data)
-    if action == "read_record":
-        return "ok " + prompts.record_view(data)
+    if action.view is not None:
+        return "ok " + action.view(data)
     return f"ok saved {data.get('key', '')}"
 
 
@@ -164,14 +173,14 @@ def run_free(task: TaskV2, world: World, backend: Backend, log: EventLog, *, exa
             result = spec.run(world, args, read)
         except ValueError as exc:  # a helper's key that is not a plain name
             result = ToolAnswer("error", detail=str(exc))
-        if result.outcome == "ok" and answer.action in ("read_message", "read_record"):
+        if result.outcome == "ok" and not spec.writes:
             read[str(result.data.get("id"))] = dict(result.data)
-        side_effect = answer.action not in ("read_message", "read_record")
+        side_effect = spec.writes
         log.append(ToolResult(action_id=f"free-{step}", attempt=1, tool=answer.action,
                               args_sha256=hashlib.sha256(json.dumps(answer.args, sort_keys=True,
                                                                     default=str).encode()).hexdigest(),
                               outcome=result.outcome, side_effect=side_effect, data=redact(dict(result.data)),
                               detail=scrub_text(result.detail)[:300]))
-        transcript.append((line, _result_text(result, answer.action)))
+        transcript.append((line, _result_text(result, spec)))
     log.append(LoopEnded(stop="step_budget", steps=steps))
     return FreeOutcome("step_budget", steps)
