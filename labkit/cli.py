@@ -18,7 +18,7 @@ from labkit import catalog, registry
 from labkit.diagram import to_mermaid
 from labkit.dispatch import dispatch
 from labkit.errors import LabkitError
-from labkit.events import RunStarted
+from labkit.events import Event, RunStarted
 from labkit.reducer import replay
 from labkit.store import load_events, read_jsonl
 
@@ -49,11 +49,36 @@ def _cmd_paths(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay_tableless(args: argparse.Namespace, events: Sequence[Event]) -> int:
+    """A verified log with no table behind it: print what its declared kind says it records."""
+    from labkit import log_kinds
+
+    kind = log_kinds.recognise(events)
+    if kind is None:
+        raise LabkitError(f"{args.file} does not begin with a run_started event, and it is no other kind of "
+                          f"labkit log ({', '.join(log_kinds.names())})",
+                          "replay logs written by labkit's machines or the experiment's loops.")
+    summary = kind.summarize(events)
+    head = {"seq": events[-1].seq, "hash": events[-1].hash}
+    torn = read_jsonl(args.file).torn_tail if Path(args.file).suffix == ".jsonl" else None
+    if args.json:
+        print(json.dumps({"kind": kind.name, "events": len(events), "head": head, "summary": summary,
+                          "torn_tail_bytes": torn.size if torn else 0}, default=str, indent=2))
+    else:
+        print(f"{kind.name} log, {len(events)} events, hash chain verified; head seq {head['seq']} {head['hash']}")
+        print("\n".join(log_kinds.render(summary)))
+    if torn:
+        print(f"labkit: line {torn.line} is an unfinished append ({torn.size} bytes, skipped): the writer "
+              "stopped mid-write; every complete event above was read", file=sys.stderr)
+    return 0
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     events = load_events(args.file, run_id=args.run)
-    if not events or not isinstance(events[0], RunStarted):
-        raise LabkitError(f"{args.file} does not begin with a run_started event",
-                          "replay logs written by labkit's machines.")
+    if not events:
+        raise LabkitError(f"{args.file} holds no events", "replay a log written by labkit.")
+    if not isinstance(events[0], RunStarted):
+        return _replay_tableless(args, events)
     name = events[0].table
     entry = catalog.lookup(name)
     if entry is None:
@@ -121,7 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_paths)
 
-    p = commands.add_parser("replay", help="verify an event log and print the state it rebuilds")
+    p = commands.add_parser("replay", help="verify an event log and print the state it rebuilds (a machine's "
+                            "log) or what it records (an experiment's free loop)")
     p.add_argument("file", help="a .jsonl trace or a .sqlite run file")
     p.add_argument("--run", help="run id inside a SQLite file that holds several")
     p.add_argument("--json", action="store_true", help="print the state as JSON")

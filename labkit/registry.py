@@ -6,7 +6,8 @@ modules, one per line:
 
 - ``EVENT_MODULES`` define event types (``@register_event`` classes);
 - ``TABLE_MODULES`` define ``TABLES``, a mapping of table name to :class:`labkit.reducer.TableEntry`;
-- ``COMMAND_MODULES`` define ``register(commands, bench)``, which adds their subcommands.
+- ``COMMAND_MODULES`` define ``register(commands, bench)``, which adds their subcommands;
+- ``LOG_KIND_MODULES`` define ``LOG_KINDS``, logs that follow no table (:mod:`labkit.log_kinds`).
 
 Nothing is imported until somebody looks something up (:func:`load`): reading a trace imports the
 event modules, ``labkit replay`` the table modules, ``labkit --help`` the command modules. So no
@@ -47,6 +48,10 @@ COMMAND_MODULES: list[str] = [
     "labkit.doctor",
     "labkit.dialog.cli",
     "labkit.repoedit.cli",
+]
+
+LOG_KIND_MODULES: list[str] = [
+    "labkit.experiment.v2.free_log",
 ]
 
 

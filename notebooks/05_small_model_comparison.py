@@ -1,268 +1,302 @@
 # %% [markdown]
-# # 05 — The same small model, four ways of working
+# # 05 — Who does the work: the model, or the machine around it?
 #
-# The claim this kit is built on: a small language model becomes dependable only inside an explicit state machine
-# that owns the plan, the permissions, the retries and the budgets. A write-up in the seed material reports a 13 GB
-# model going from 2 of 10 to 10 of 10 on code changes once it was wrapped that way. This notebook does not repeat
-# that figure — it measures what *our* embedded model (Gemma 3 270M, a base model, 4-bit) does on *our* tasks,
-# and, just as important, how much of any improvement is the model's work and how much is the harness's.
+# **After this notebook you can**
+# - name the seven arms of a fair comparison and the one thing each rung of the ladder changes;
+# - read real prompts and answers of a prompt-only agent and of a [state machine](../docs/glossary.md) asking a
+#   model one decision at a time;
+# - read a result as successes per task with a [Wilson interval](../docs/glossary.md), and compare two arms with a
+#   [paired test](../docs/glossary.md) over the same tasks;
+# - separate the **model's share** of a result from the **harness's share**, and say why a held-out
+#   [test split](../docs/glossary.md) is needed to trust a rule or a prompt.
 #
-# **The tasks** (`data/tasks/comparison.json`, the runtime's `Task` format): compare 2, 3 or 4 customer records
-# and save a draft naming every field in which they differ; some tasks name a record that must not be read, some
-# name a record that is not part of the comparison, and two have a write whose reply is lost (once after the
-# write happened, once before).
+# **Prerequisites:** notebook 02 (the runtime: planner, validator, tools, the event log) and notebook 04 (a model
+# answering in JSON under a [grammar](../docs/glossary.md), the corrective [re-ask](../docs/glossary.md)).
+# **Time:** about 50 minutes, the quiz included. The **Predict** boxes hide their answer until you choose and press
+# *check*.
 #
-# **The arms** — the same model, the same tasks, the same budget of steps, the same verifier
-# (`labkit.runtime.task.verify`: right draft — exactly the expected difference lines, no record outside the task
-# named —, saved exactly once, nothing forbidden read, the run said it succeeded):
-#
-# | arm | how it works | what the model decides |
-# |---|---|---|
-# | 1 prompt-only | one growing prompt (tools, draft format, one worked example, transcript); the free loop runs the JSON line the model writes | everything: tool, arguments, the draft text, when to stop |
-# | 2 prompt-only + JSON grammar | the same, decoding constrained to the action's JSON shape | the same, inside the shape |
-# | 3 machine + model | the runtime's state machine; at each step a short few-shot prompt, answer constrained to the menu (enum) | only the menu choice: which record next, whether a named record belongs to the comparison, when to save |
-# | 4 machine + random | the same machine and menu, a seeded random choice | nothing (ablation) |
-# | 5 machine + oracle | the runtime's scripted `DiffPlanner`, which reads the goal itself | nothing (upper bound) |
-#
-# Said plainly: in arms 3–5 **code** finds the record ids and the key in the task text, drops forbidden records from
-# the menu (the harness knows the policy), composes the draft from the records read, and settles a lost write
-# with a status query. Arm 4 exists to show how far that code gets on its own.
-#
-# Nothing below runs the model: the run was recorded live (`labkit experiment`, cassettes in
-# `data/experiment/cassettes/`) and is replayed from those cassettes. A call that is not in them would be an
-# error, never a live call. When the grade changed after the recording (the runtime's draft check became exact),
-# the committed results were re-graded by the same replay (`labkit experiment --replay data/experiment --regrade`):
-# the model's answers and the seconds are the live run's, every pass, termination and count is today's code's.
+# Nothing here runs a model. Each model's runs were recorded live with `labkit experiment` (greedy decoding:
+# [temperature](../docs/glossary.md) 0) into `data/experiment-v2/<model>/` — results, every run's
+# [event log](../docs/glossary.md) and every model call in [cassettes](../docs/glossary.md) — and this notebook
+# replays them: a call missing from a cassette would be an error, never a live call. Numbers come from one live run
+# on one 2-core machine; another CPU can give slightly different tokens, which is why the replay, not a re-run, is
+# what makes this page exact.
 
 # %%
 import json
 import tempfile
-from collections import Counter
 from pathlib import Path
 
-from IPython.display import Image, Markdown
+import matplotlib.pyplot as plt
+from IPython.display import Markdown
 
-from labkit.experiment import (
-    ARMS,
-    BackendSource,
-    ExperimentConfig,
-    counts_only,
-    prepare_replay,
-    run_experiment,
-    summarize,
-)
-from labkit.experiment.analysis import (
-    decision_table,
-    free_loop_breakdown,
-    menu_decisions,
-    per_task_successes,
-    prompt_size_table,
-    prompt_sizes,
-    success_rates,
-    typical_failure,
-)
-from labkit.experiment.report import markdown_table, plot
-from labkit.runtime import TextTable
+from labkit import predict
+from labkit.experiment.v2.arms import ARMS
+from labkit.experiment.v2.report import arm_table, counts_only, ladder_figure, ladder_plot, write_report
+from labkit.experiment.v2.runner import Backends, prepare_replay_v2, run_experiment_v2
+from labkit.experiment.v2.taskfile import FAMILY_NAMES, file_sha256, load_task_set
+from labkit.experiment.v2.view import recorded_calls, show_calls, verdict
+from labkit.stats import wilson_interval
 
-DATA = Path("..") / "data" / "experiment"
-committed = json.loads((DATA / "summary.json").read_text())
-prov = committed["provenance"]
-backend = prov["backend"]
-print("recorded:", prov["mode"], "on", prov["started_utc"], "labkit commit", prov["labkit_commit"])
-print("model:", Path(backend["model"]).name, "sha256", backend["model_sha256"])
-print("llama-cpp-python", backend["llama_cpp_python"], "| threads", backend["n_threads"],
-      "| sampling", backend["sampling"])
-print("decoding:", prov["decoding"], "| seeds", prov["seeds"])
-print("machine:", prov["machine"]["platform"], "|", prov["machine"]["cpu_count"], "cores")
-print(f"wall time of the recorded experiment: {committed['wall_s'] / 60:.1f} min for {committed['runs']} runs")
-for note in prov.get("regraded", []):
-    print("re-graded by replay at labkit commit", note["labkit_commit"], "on", note["at_utc"])
+DATA = Path("..") / "data"
+RECORDED = DATA / "experiment-v2"
+MODELS = [m for m in ("gemma3-270m", "qwen2.5-coder-1.5b") if (RECORDED / m / "summary.json").exists()]
+provenance = {m: json.loads((RECORDED / m / "provenance.json").read_text(encoding="utf-8")) for m in MODELS}
+for m in MODELS:
+    p = provenance[m]
+    config = p["config"]
+    scope = "every task" if config["task_ids"] is None else f"{len(config['task_ids'])} tasks"
+    print(f"{m}: {p['backend']['model_kind']} model, sha256 {p['backend']['model_sha256'][:12]}…, "
+          f"{scope} of {'+'.join(config['splits'])}, {len(config['arms'])} arms, seeds {config['seeds']}, "
+          f"temperature {config['decoding']['temperature']}; labkit {p['labkit_commit'][:7]}, "
+          f"{p['started_utc'][:10]}, {p['wall_s'] / 60:.0f} min live")
 
 # %% [markdown]
-# ## Replay the recorded run
+# ## 1. The question
 #
-# `run_experiment` with a replay source runs every arm, task and seed again — the real runtime, the real free
-# loop, the real verifier and a real draft area — but every model answer comes from the cassettes. The summary must
-# come out exactly as committed (counts, not wall times; a test checks the same).
-
-# %%
-config, tasks = prepare_replay(DATA)
-with tempfile.TemporaryDirectory() as tmp:
-    records = run_experiment(config, tasks, BackendSource(replay_dir=DATA), Path(tmp), progress=False)
-rows = summarize(records, config.arms)
-print(f"{len(records)} runs replayed: {len(tasks)} tasks x {len(config.seeds)} seeds x {len(config.arms)} arms")
-print("replayed summary equals the committed one:", counts_only(rows) == counts_only(committed["rows"]))
-
-# %% [markdown]
-# The committed table (the live run, re-graded by replay; its wall-clock seconds are the live ones, everything else
-# is what the replay just reproduced):
-
-# %%
-Markdown(markdown_table(committed["rows"]))
-
-# %% [markdown]
-# pass^k is the chance that *k* runs of the same task all succeed (mean over tasks of C(c,k)/C(n,k), with c
-# successes in n seeds): an arm that is right only on some seeds falls quickly as k grows. Retries are the
-# harness's (replans, re-executions, status queries; for the free loop, steps taken after a failed one) plus HTTP
-# retries (none here: the model ran in process).
-
-# %%
-out = Path(tempfile.mkdtemp())
-success_png, failures_png = plot(rows, out)
-Image(filename=str(success_png))
-
-# %%
-Image(filename=str(failures_png))
-
-# %% [markdown]
-# ## Task by task
-
-# %%
-print(TextTable(["task", *[ARMS[a].label for a in config.arms]], per_task_successes(records, config.arms)))
-
-# %% [markdown]
-# ## What the model contributes
+# A write-up in the seed material reports a local model going from 2 of 10 to 10 of 10 on its tasks once an explicit
+# state machine split the work. A claim like that mixes two things. Inside a machine, **code** does much of the
+# work: it reads the task's ids, keeps forbidden records off the menu, writes the answer in the right format, stops
+# when the job is done. The model may be left with only a few choices — or with none that matter. So this
+# comparison asks two questions, not one:
 #
-# Arms 3 and 4 share everything except who makes the menu choice. Their difference says how much better the model
-# chooses than a coin — an upper bound on the model's share, not the share itself: a random chooser saves as soon
-# as "save" comes up and cannot undo it, so it is a weak baseline. The second ablation below (a fixed rule) is the
-# fairer one. Arms 1 and 2 show what the model does with the whole task in its hands.
+# - **the harness's share** — how much better does the machine do than a prompt-only agent when *no model* decides
+#   inside it, only the best rule we could write?
+# - **the model's share** — how much does the model add, inside the same machine, over that rule — on tasks where
+#   the decision depends on *reading* free text?
+#
+# ## 2. Tasks where reading matters
+#
+# Four families of tasks, each a customer-service job done with tools (`read_message`, `read_record`,
+# `save_draft`):
+#
+# | family | the job | what must be read |
+# |---|---|---|
+# | triage | route a message to one queue | what the customer asks for — the message may mention other topics in passing |
+# | extraction | fill an order form (order, date, amount, name) from a note | the values the note means — a second order, amount or name of the same shape sits nearby |
+# | selection | compare the records of the customers who wrote about X and about Y | which messages are about X and Y |
+# | compare | compare named records, leaving alone one the task says not to read | the ids in the task text (code can do this: a control) |
+#
+# Tasks are data (`data/tasks/v2/`), generated by a seeded script, in two splits. **Dev** is what prompts, worked
+# examples and rules may be designed on; **test** has different wording, names, ids and distractor sentences and was
+# not looked at while designing. Here is one test task of each family, as every arm is given it:
 
 # %%
-rate = success_rates(rows)
-print(f"prompt-only:            {rate['prompt-only']:.0%}")
-print(f"prompt-only + grammar:  {rate['prompt-grammar']:.0%}")
-print(f"machine + model:        {rate['machine-model']:.0%}")
-print(f"machine + random:       {rate['machine-random']:.0%}   <- the harness with a random chooser")
-print(f"machine + oracle:       {rate['machine-oracle']:.0%}")
-print(f"model vs a random chooser inside the machine (arm 3 - arm 4): "
-      f"{rate['machine-model'] - rate['machine-random']:+.0%}")
-print(f"machine + random vs the best prompt-only arm: "
-      f"{rate['machine-random'] - max(rate['prompt-only'], rate['prompt-grammar']):+.0%}")
+dev = load_task_set(DATA / "tasks" / "v2" / "dev.json")
+test = load_task_set(DATA / "tasks" / "v2" / "test.json")
+print("dev:", dev.families(), " test:", test.families())
+for family in FAMILY_NAMES:
+    task = next(t for t in test.tasks if t.family == family and t.id in test.headline)
+    print(f"\n[{family}] {task.id}: {task.description}")
+    for message in task.message_list()[:2]:
+        print(f"   message {message.id}: {message.text[:150]}{'…' if len(message.text) > 150 else ''}")
 
 # %% [markdown]
-# A second ablation, run here (it needs no model, so nothing is replayed): the same machine and menu, with the
-# model's choice replaced by a one-line rule — the first option in the order the task text names it, save last.
+# A recording is tied to the exact task file it ran: its provenance keeps the test file's
+# [sha256](../docs/glossary.md), and the files here must match it.
 
 # %%
-with tempfile.TemporaryDirectory() as tmp:
-    rule_records = run_experiment(ExperimentConfig(seeds=config.seeds, arms=["machine-rule"]), tasks,
-                                  BackendSource(replay_dir=DATA), Path(tmp), progress=False)
-rule = summarize(rule_records)[0]
-model_row = next(r for r in rows if r["arm"] == "machine-model")
-print(f"machine + text-order rule: {rule['success']}  (machine + model: {model_row['success']})")
-print(f"model vs the rule inside the machine (arm 3 - arm 4b): "
-      f"{rate['machine-model'] - success_rates([rule])['machine-rule']:+.0%}")
-print("failure sources of the rule:", rule["failure_sources"])
-same = {(r.task, r.seed): r.passed for r in rule_records} == \
-    {(r.task, r.seed): r.passed for r in records if r.arm == "machine-model"}
-print("the rule passes exactly the runs the model passes:", same)
+for m in MODELS:
+    recorded = provenance[m]["task_files"]["test"]["sha256"]
+    print(f"{m}: test file sha256 {recorded[:12]}…", "matches" if recorded == file_sha256(
+        DATA / "tasks" / "v2" / "test.json") else "DIFFERS from the file here")
 
 # %% [markdown]
-# ## The machine arm's decisions, one by one
+# ## 3. The ladder of arms
 #
-# Every menu question the model answered, compared with a rule a line of code could follow: "take the first option
-# in the order the task text names it; save when no named record is left". Where the model agrees with that rule,
-# code could have made the same choice; where it disagrees, it either skipped a record the task leaves out (good),
-# picked one (bad, unless the verifier cannot tell), or saved too early (bad).
+# Seven arms, the same model, the same tasks, the same step budget — and **one verifier** for all of them (the right
+# draft saved under the right key, nothing forbidden read, the run claimed success). Each rung changes one thing:
 
 # %%
-decisions = menu_decisions(DATA)
-agree = sum(d["model"] == d["text_order_rule"] for d in decisions)
-print(f"{len(decisions)} menu decisions asked of the model; {agree} agree with the text-order rule")
-print(TextTable(["task", "decisions", "agree with text order", "picked a left-out record", "saved too early"],
-                decision_table(decisions, tasks)))
+ladder_figure()
+plt.show()
+Markdown("\n".join(["| arm | what decides | what a seed varies (greedy decoding) |", "|---|---|---|",
+                    *(f"| {a.label} | {a.decides} | {a.seed_varies} |" for a in ARMS.values())]))
 
 # %% [markdown]
-# ## How far the prompt-only runs got
+# Arms 1–3 are prompt-only: one prompt holds the tools, the answer formats and one worked episode per family
+# (the same four dev examples for every task); the model writes one JSON action per step and a loop runs it.
+# Arm 3 gets the machine's own code helpers as actions (`save_form`, …), so the step from 3 to 4 is the machine
+# alone. Arm 4 is the machine: code runs the steps, and the model is asked one short question per decision — which
+# queue, which form values (each value must appear in the note, else one re-ask naming the problem), which message,
+# which record next — with its answer constrained to the menu. Arms 5–7 put a rule, a seeded random pick and the
+# task's own answer where the model was.
 #
-# Read from the model's own JSON lines: which steps of the task it managed at all, in how many runs.
+# ## 4. One task, every arm: the real prompts and answers
+#
+# An extraction task from test, as the embedded model saw it in arm 1 and in arm 4. (The prompt-only prompt starts
+# with about 2,000 tokens of instructions and worked episodes; it is shown from the task on.)
 
 # %%
-loose = free_loop_breakdown(records, tasks, "prompt-only")
-shaped = free_loop_breakdown(records, tasks, "prompt-grammar")
-print(TextTable(["runs in which the model …", ARMS["prompt-only"].label, ARMS["prompt-grammar"].label],
-                [[k, loose.get(k, 0), shaped.get(k, 0)] for k in loose]))
-
-# %% [markdown]
-# ## Typical failures, with their traces
-#
-# For each arm, the first run that failed in the arm's most common way. The free-loop traces show the model's own
-# output line by line and what the loop did with it; the machine traces are the runtime's event log.
+SHOWN_MODEL = MODELS[0]
+SHOWN = next(t for t in test.tasks if t.family == "extraction" and t.id in test.headline)
+folder = RECORDED / SHOWN_MODEL
+print(show_calls(recorded_calls(folder, "prompt-only", "test", SHOWN.id), first=1, last=2))
 
 # %%
-for arm in config.arms:
-    bad = typical_failure(records, arm)
-    if bad is None:
-        print(f"=== {ARMS[arm].label}: no failed run\n")
-        continue
-    print(f"=== {ARMS[arm].label}: task {bad.task}, seed {bad.seed} — {bad.failure_source} "
-          f"(failed checks: {', '.join(bad.failed_checks)})")
-    lines = bad.trace.splitlines()
-    print("\n".join(lines[:40]) + (f"\n   … {len(lines) - 40} more lines" if len(lines) > 40 else ""))
-    print()
+print(show_calls(recorded_calls(folder, "machine-model", "test", SHOWN.id), first=3))
 
-# %% [markdown]
-# ## Does the machine claim success only when it has it?
-#
-# A machine run ends SUCCEEDED only when its goal predicate (`goal_met`) holds; the verifier (`verify`) grades the
-# world afterwards. Both judge the draft with the same exact check, so a machine run that reports success should
-# pass, and a run with a wrong draft should end some other way. Counted over every machine run of this notebook
-# (arms 3, 4, 5 and the text-order rule):
+# %% jupyter={"source_hidden": true}
+_expected = dict(SHOWN.answer)
+_machine = verdict(folder, "machine-model", "test", SHOWN.id)
+predict(f"The note's order form is {_expected}. Did the machine + model arm fill it right?",
+        ["yes", "no"], "yes" if "passed" in _machine else "no",
+        f"The recorded grade: {_machine}. The machine checks that every value appears in the note (the evidence "
+        "check) and re-asks once, naming the problem; a distractor value *is* in the note, so only the verifier "
+        "catches it.")
 
 # %%
-machine_runs = [r for r in [*records, *rule_records] if ARMS[r.arm].machine]
-claimed = [r for r in machine_runs if r.termination == "succeeded"]
-print(f"{len(machine_runs)} machine runs: the runtime reported success in {len(claimed)}, "
-      f"the verifier passed {sum(r.passed for r in machine_runs)}; "
-      f"reported success with a failed grade: {sum(not r.passed for r in claimed)}")
-wrong = Counter((ARMS[r.arm].label, r.termination) for r in machine_runs if r.failure_source == "wrong draft content")
-print(TextTable(["arm", "how runs with a wrong draft ended", "runs"], [[a, t, n] for (a, t), n in sorted(wrong.items())]))
+for arm in ARMS:
+    print(verdict(folder, arm, "test", SHOWN.id))
 
 # %% [markdown]
-# ## Prompt sizes: one decision against the whole task
+# ## 5. Replay both recordings — exactly
 #
-# Tokens of every recorded prompt, per arm and per step (step = the planner call's number in its run). The
-# prompt-only prompt carries the tools, the draft format, a worked example and the growing transcript; the
-# machine's prompt carries three worked decisions and one menu, and does not grow.
+# The cassettes hold every model call. Replaying them through today's code must give every recorded run again:
+# the same pass or fail, the same calls, re-asks and tokens.
 
 # %%
-calls = prompt_sizes(DATA)
-print(TextTable(["arm", "calls", "mean prompt tok", "max", *[f"step {s}" for s in range(6)]],
-                prompt_size_table(calls)))
+summaries, runs = {}, {}
+for m in MODELS:
+    recorded_folder = RECORDED / m
+    config = prepare_replay_v2(recorded_folder)
+    with tempfile.TemporaryDirectory() as scratch:
+        replayed = run_experiment_v2(config, Backends(replay=recorded_folder), Path(scratch))
+        summary = write_report(Path(scratch), replayed, config.arms, config.splits, test, provenance[m],
+                               plots=False)
+    committed = json.loads((recorded_folder / "summary.json").read_text(encoding="utf-8"))
+    same = counts_only(summary) == counts_only(committed)
+    summaries[m], runs[m] = summary, replayed
+    print(f"{m}: {len(replayed)} runs replayed; identical to the recorded summary: {same}")
 
 # %% [markdown]
-# ## What this run shows
+# ## 6. What the arms achieved
 #
-# The numbers are the committed live run's, graded by today's verifier (reproduced by the replay above); the model is
-# Gemma 3 270M (base, Q4_K_M), sampled at temperature 0.5, 5 seeds per task.
+# The unit is the **task**: outcomes cluster by task, so a run on a task is not an independent trial. Each row is
+# tasks solved out of tasks, with its Wilson 95% interval.
+
+# %% jupyter={"source_hidden": true}
+_rows = {(r["split"], r["arm"]): r for r in summaries[MODELS[0]]["rows"]}
+_po, _mm = _rows[("test", "prompt-only")], _rows[("test", "machine-model")]
+predict(f"On the test split ({_po['tasks']} tasks), which solved more with {MODELS[0]}: arm 1 (prompt-only) or "
+        "arm 4 (machine + model)?", ["prompt-only", "machine + model", "the same number"],
+        "prompt-only" if _po["tasks_solved"] > _mm["tasks_solved"] else
+        "machine + model" if _mm["tasks_solved"] > _po["tasks_solved"] else "the same number",
+        f"prompt-only {_po['tasks_solved']}/{_po['tasks']}, machine + model {_mm['tasks_solved']}/{_mm['tasks']}.")
+
+# %%
+Markdown("\n".join(f"**{m}**\n\n{arm_table(summaries[m]['rows'])}" for m in MODELS))
+
+# %% [markdown]
+# The same as a picture, every arm on its own row with its interval, for each model:
+
+# %%
+for m in MODELS:
+    ladder_plot(summaries[m]["rows"], title=m)
+    plt.show()
+
+# %% [markdown]
+# **Per family.** The totals hide where each arm wins and loses. Test split, tasks solved per family:
+
+# %%
+for m in MODELS:
+    print(m)
+    for r in summaries[m]["rows"]:
+        if r["split"] == "test":
+            print(f"  {r['label']:<30} " + "  ".join(f"{f} {v}" for f, v in r["families"].items()))
+
+# %% [markdown]
+# **Dev against test.** Arm 5's rules were written by reading the dev tasks. Whatever a rule gets on dev, it was
+# tuned to get; only test says what it is worth.
+
+# %% jupyter={"source_hidden": true}
+_rule = {s: _rows[(s, "machine-rule")] for s in ("dev", "test") if (s, "machine-rule") in _rows}
+_dev, _test = _rule["dev"], _rule["test"]
+_test_rate = _test["tasks_solved"] / _test["tasks"]
+predict(f"The dev rule solves {_dev['tasks_solved']}/{_dev['tasks']} dev tasks. On test it solves …",
+        ["as many, in proportion", "about half or more, but clearly fewer", "almost none"],
+        "as many, in proportion" if _test_rate >= _dev["tasks_solved"] / _dev["tasks"] - 0.05 else
+        "about half or more, but clearly fewer" if _test_rate >= 0.4 else "almost none",
+        f"{_test['tasks_solved']}/{_test['tasks']} on test ({', '.join(f'{f} {v}' for f, v in _test['families'].items())}"
+        "). Rules written on dev wording meet new wording on test.")
+
+# %% [markdown]
+# ## 7. The two shares, with their tests
 #
-# * **Prompt-only: 0 of 50, with or without the grammar.** The grammar did what grammars do — parsable actions in
-#   47 of 50 runs instead of 32, schema-invalid outputs 3 instead of 24 — and nothing for correctness. The model
-#   copied the *shape* of its one worked example (two reads, a save, done) whatever the task asked: it read every
-#   needed record in 11 of 50 runs, invented keys such as `diff-R04-R04`, wrote values it had not read, and said
-#   "done" in all 50 runs. The grammar arm took about twice the wall time for the same result.
-# * **Machine + model: 40 of 50** (pass^k = 0.80 for every k: eight tasks pass on every seed, two on none).
-#   **Machine + random: 8 of 50. Oracle: 50 of 50.** Against chance inside the same harness the model's menu
-#   choices are worth a lot: it never saved too early (table above), while the random planner, which picks "save"
-#   as readily as any record, failed 42 runs, every one with a wrong draft.
-# * **But a one-line rule does exactly as well.** The text-order rule inside the same machine passes the very same
-#   40 runs. Both fail the two tasks that name a record to leave out: the model read that record in all 10 of those
-#   runs. On these tasks the model contributed nothing that a line of code did not — the machine arm wins because of
-#   the harness: code finds the ids and the key in the text, keeps forbidden records off the menu, composes the
-#   draft, and settles the lost write with a status query.
-# * **The machine is only as strict as its goal predicate.** In `distractor3` the left-out record is named last, so a
-#   draft that includes it merely gains a value at the end of each expected line. The runtime's first draft check
-#   (a substring test, in the goal predicate and in `verify` alike) could not see that: graded that way, this same
-#   recording had the runtime report success 45 times in arm 3 for 40 right drafts (and 9 times for 8 in arm 4).
-#   Both now use one exact check (the draft's difference lines are exactly the expected ones, and it names no record
-#   outside the task). Over the 200 machine runs above, the runtime reported success exactly as often as the verifier
-#   passed (138); every machine run with a wrong draft ended `incomplete` by its budget. After the save the menu is
-#   empty, so that ending costs no model call, and the recorded cassettes replay unchanged.
-# * **Prompt sizes.** One menu decision costs about 356 prompt tokens and does not grow; the whole-task prompt starts
-#   at about 467 and grows by roughly 90 tokens per step.
+# Paired over the same tasks: for each task, did arm A solve it and B not, or the other way round? Ties say
+# nothing about the difference. The exact sign test asks how likely so lopsided a split of the untied tasks would be
+# if neither arm were better.
+
+# %%
+for m in MODELS:
+    print(m)
+    for p in summaries[m]["paired"]:
+        print(f"  {p['split']:<4} {p['meaning']:<40} {p['a']} better on {p['a_better']:>2}, {p['b']} better on "
+              f"{p['b_better']:>2}, tied {p['ties']:>2} of {p['tasks']} tasks; p = {p['p_value']:.3g}")
+
+# %% [markdown]
+# And the seed's form, on the test split's ten headline tasks, for each model:
+
+# %%
+for m in MODELS:
+    print(f"{m}: {summaries[m]['headline']}")
+
+# %% [markdown]
+# ## 8. What it means
 #
-# The seed's "2/10 → 10/10" was a 13 GB model editing code. What the 270M model shows here is narrower: wrapped in a
-# machine it stops failing at the things a machine can do by itself, and it does not yet add judgement of its own.
-# A task set where the right choice needs reading (not just the order of the text) — or a larger model behind
-# `labkit experiment --model` or `--server` — is where the model's own share can show.
+# WRITTEN AFTER THE RECORDINGS (see the take-aways below).
+
+# %% [markdown]
+# ## Wrap-up quiz
+#
+# Answer in the boxes and press *check answers*; a wrong answer gets a hint, not the answer. Code answers are one
+# line of Python, evaluated in this notebook: `summaries` (by model: `rows`, `paired`, `headline`), `test`, `ARMS`
+# and `wilson_interval` are there to use.
+
+# %% jupyter={"source_hidden": true}
+from labkit import Choice, CodeLine, Quiz
+
+_m0 = MODELS[0]
+quiz = Quiz([
+    Choice("Why is the task, not the run, the unit of these counts?",
+           ["runs of one task share its difficulty, so they are not independent trials",
+            "tasks take longer than runs", "the verifier grades tasks only"],
+           "runs of one task share its difficulty, so they are not independent trials",
+           "With greedy decoding a task gives the same answer on every run of one seed; counting runs would count it "
+           "several times."),
+    Choice("Which difference is the model's share?",
+           ["arm 4 − arm 1", "arm 4 − arm 5 on the content families", "arm 5 − arm 1"],
+           "arm 4 − arm 5 on the content families",
+           "Same machine, same menu: only who decides changes — the model or the best dev rule."),
+    Choice("Arm 6 (machine + random) solves some compare tasks. What does that tell you?",
+           ["the random choice reads the task", "on those tasks code did the work: any choice in the menu succeeded",
+            "the verifier is too lenient"],
+           "on those tasks code did the work: any choice in the menu succeeded",
+           "That is why the compare family is a control for the harness, not a test of reading."),
+    Choice("The dev rule was written while reading dev. Which score tells you what it is worth?",
+           ["its dev score", "its test score", "the mean of the two"], "its test score",
+           "A rule or prompt designed on a split will look good on it; only held-out tasks measure it."),
+    CodeLine("Write the line that gives the Wilson 95% interval of 7 tasks solved out of 10.",
+             lambda v: tuple(round(x, 4) for x in v) == tuple(round(x, 4) for x in wilson_interval(7, 10)),
+             hint="labkit.stats has wilson_interval(successes, n)", explain="wilson_interval(7, 10)"),
+    CodeLine(f"Write the line that gives how many test tasks arm 5 (machine + dev rule) solved with {_m0}.",
+             lambda n: n == next(r["tasks_solved"] for r in summaries[_m0]["rows"]
+                                 if r["split"] == "test" and r["arm"] == "machine-rule"),
+             hint="summaries[model]['rows'] is a list of dicts with 'split', 'arm' and 'tasks_solved'",
+             explain=f"next(r['tasks_solved'] for r in summaries['{_m0}']['rows'] if r['split'] == 'test' and "
+                     "r['arm'] == 'machine-rule')"),
+    CodeLine("Write the line that gives the ids of the test split's headline tasks.",
+             lambda ids: list(ids) == list(test.headline), hint="the task set `test` carries them",
+             explain="test.headline"),
+], namespace=globals())
+quiz
+
+# %% [markdown]
+# ## Take-aways
+#
+# WRITTEN AFTER THE RECORDINGS.
+#
+# **Try it.** `make experiment` runs the ten headline tasks live with the embedded model (all arms, about a quarter
+# of an hour on 2 cores); `make experiment MODEL=qwen2.5-coder-1.5b` with the 1.5B chat model (after
+# `labkit models fetch qwen2.5-coder-1.5b`); `ARGS=--full` runs every dev and test task and says first how long it
+# should take.

@@ -23,6 +23,7 @@ from labkit.experiment.v2.arms import (
 from labkit.experiment.v2.choosers import Decision, ModelChooser, evidence_problem
 from labkit.experiment.v2.events import ModelAsked
 from labkit.experiment.v2.families import oracle_draft
+from labkit.experiment.v2.free import STEP_END
 from labkit.experiment.v2.taskfile import (
     CompareTask,
     ExtractionTask,
@@ -90,10 +91,20 @@ def test_prompt_only_reads_saves_and_says_done(test_set: TaskSet, dev: TaskSet, 
     record, _events, backend = _run("prompt-only", task, dev, tmp_path, answers)
     assert record.passed and record.termination == "said done"
     assert (record.llm_calls, record.decisions, record.tool_calls, record.schema_invalid) == (3, 3, 2, 0)
-    assert backend is not None and all(r.schema is None and r.stop == ("\n",) for r in backend.requests)
+    assert backend is not None and all(r.schema is None and r.stop == tuple(STEP_END) for r in backend.requests)
     second = backend.requests[1].prompt
     assert second.count("Example ") == 4 and f"Result: ok {prompts.message_view(task.message.model_dump())}" in second
     assert record.prompt_tokens == sum(len(r.prompt.split()) for r in backend.requests)
+
+
+def test_prompt_only_accepts_a_fenced_answer_as_an_instruction_tuned_model_writes_it(test_set: TaskSet, dev: TaskSet,
+                                                                                     tmp_path: Path) -> None:
+    task = _first(test_set, TriageTask)
+    fenced = [f"```json\n{a}\n```" for a in (_act("read_message", id=task.message.id),
+                                              _act("save_draft", key=task.draft_key, text=f"queue: {task.answer}"),
+                                              _act("done"))]
+    record, _events, _backend = _run("prompt-only", task, dev, tmp_path, fenced)
+    assert record.passed and record.schema_invalid == 0 and record.llm_calls == 3
 
 
 def test_prompt_only_wrong_queue_and_unreadable_output_fail_honestly(test_set: TaskSet, dev: TaskSet,

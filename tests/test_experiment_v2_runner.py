@@ -105,17 +105,21 @@ def test_paired_rows_and_headline_from_runs(tmp_path: Path) -> None:
 
 
 def test_the_committed_no_model_baseline_reproduces(tmp_path: Path) -> None:
-    """data/experiment-v2/no-model (rule, random, oracle on dev and test) is what this code computes."""
+    """data/experiment-v2/no-model (rule, random, oracle on dev and test) is what this code computes, in the
+    order it runs the jobs, recorded at a named commit."""
+    import re
+
     folder = Path(__file__).resolve().parents[1] / "data" / "experiment-v2" / "no-model"
     config = ConfigV2.from_dict(json.loads((folder / "experiment.json").read_text(encoding="utf-8")))
     runs = run_experiment_v2(config, Backends(live=ScriptedBackend([]), out=tmp_path), tmp_path)
     recorded = load_runs_v2(folder / "runs.jsonl")
 
     def strip(items: list[Any]) -> list[Any]:
-        rows = [(split, {k: v for k, v in r.to_dict().items() if k != "wall_s"}) for split, r in items]
-        return sorted(rows, key=lambda row: (row[0], row[1]["arm"], row[1]["task"], row[1]["seed"]))
+        return [(split, {k: v for k, v in r.to_dict().items() if k != "wall_s"}) for split, r in items]
 
-    assert strip(runs) == strip(recorded)
+    assert strip(runs) == strip(recorded)  # line for line: a recording in an older job order is stale
+    provenance = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
+    assert re.fullmatch(r"[0-9a-f]{40}", provenance["labkit_commit"]), provenance["labkit_commit"]
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     rule_dev = next(r for r in summary["rows"] if r["arm"] == "machine-rule" and r["split"] == "dev")
     assert rule_dev["tasks_solved"] == rule_dev["tasks"]  # the dev rule's dev score, as recorded
@@ -162,3 +166,20 @@ def test_a_committed_live_recording_replays_exactly(model: str, tmp_path: Path) 
     assert strip(runs) == strip([(s, r) for s, r in load_runs_v2(folder / "runs.jsonl") if r.task in wanted])
     provenance = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
     assert provenance["mode"] == "live" and len(provenance["backend"]["model_sha256"]) == 64
+
+
+def test_the_view_shows_a_recorded_runs_calls_and_verdict(tmp_path: Path) -> None:
+    """view.recorded_calls/show_calls/verdict read a recording: prompts from the task on, answers, the grade."""
+    from labkit.experiment.v2.view import recorded_calls, show_calls, verdict
+
+    config = ConfigV2(arms=["prompt-only", "machine-rule"], splits=["test"], task_ids=["test-triage-01"])
+    answers = ['{"action": "read_message", "args": {"id": "M501"}}', '{"action": "done", "args": {}}']
+    run_experiment_v2(config, Backends(live=ScriptedBackend(answers), out=tmp_path), tmp_path)
+    calls = recorded_calls(tmp_path, "prompt-only", "test", "test-triage-01")
+    assert [c.answer for c in calls] == answers
+    shown = show_calls(calls, first=1, last=0)
+    assert shown.startswith("--- call 1: prompt") and "not shown)" in shown and "\nTask: " in shown
+    assert ">>> answer: " + answers[0] in shown and "1 more call(s)" in shown and "Example 1" not in shown
+    assert recorded_calls(tmp_path, "machine-rule", "test", "test-triage-01") == []
+    assert verdict(tmp_path, "prompt-only", "test", "test-triage-01").startswith("prompt-only: failed (said done")
+    assert verdict(tmp_path, "machine-rule", "test", "test-triage-02").startswith("machine-rule: no run")

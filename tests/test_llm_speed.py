@@ -246,3 +246,18 @@ def test_per_arm_totals_and_seconds_per_call():
     assert rows["machine-model"]["runs"] == 2 and rows["machine-model"]["passed"] == 1
     assert rows["machine-model"]["llm_calls"] == 6 and rows["machine-model"]["model_s_per_call"] == 1.0
     assert rows["prompt-only"]["model_s_per_call"] == 0.0
+
+
+@pytest.mark.slow
+def test_the_v2_bench_runs_off_then_on_on_the_real_model_and_finds_them_identical(tmp_path):
+    """Off (mask, prefix afresh) and on (lazy, prefix kept) give the same runs; on reuses the prefix."""
+    from labkit.experiment.v2.runner import ConfigV2
+    from labkit.experiment.v2.speed import bench_experiment_v2, render_experiment_speed
+
+    config = ConfigV2(arms=["prompt-grammar", "machine-model"], splits=["test"], task_ids=["test-triage-01"])
+    result = bench_experiment_v2(config, workdir=tmp_path)
+    assert result["identical"], result["differences"]
+    on = result["arms"]["on"]
+    assert on["prompt-grammar"]["llm_calls"] >= 2 and on["machine-model"]["llm_calls"] >= 1
+    assert result["prefix_reuse_on"]["evaluated"] == 1 and result["prefix_reuse_on"]["reused"] >= 1
+    assert "identical" in render_experiment_speed(result) and not result["default_configuration"]

@@ -173,6 +173,39 @@ def test_the_planner_may_skip_a_file_and_abort_a_run():
     assert machine.state.reason == "aborted"
 
 
+def _raising(message: str):
+    def propose(view):
+        raise RuntimeError(message)
+    return propose
+
+
+def test_a_planner_that_raises_while_planning_ends_the_run_failed_with_the_exception_logged():
+    machine = run(ScriptedPlanner(_raising("backend down"), []))
+    refused = of(machine, ProposalRefused)
+    assert [(r.state, r.code) for r in refused] == [("PLAN_CHANGE", "planner_error")] * 2  # the plan budget
+    assert all(r.detail == "RuntimeError: backend down" for r in refused)
+    assert machine.state.status == "FAILED" and machine.state.reason == "plan_refused"
+    assert not of(machine, EditApplied)
+    replays(machine)
+
+
+def test_a_planner_that_raises_after_an_edit_rolls_back_and_fails():
+    answers = iter([BROKEN])
+
+    def edits(view):
+        answer = next(answers, None)
+        if answer is None:
+            raise ValueError("the planner has a bug")
+        return answer
+
+    machine = run(ScriptedPlanner([plan("words.py")], edits))
+    assert triggers(machine)[-5:] == ["targeted_fix", "edit_refused", "edit_refused", "edit_refused", "rolled_back"]
+    assert [r.code for r in of(machine, ProposalRefused)] == ["planner_error"] * 3
+    assert "ValueError: the planner has a bug" in of(machine, ProposalRefused)[0].detail
+    assert machine.state.status == "FAILED" and of(machine, RolledBack)[0].restored
+    replays(machine)
+
+
 # ------------------------------------------------------------------ targeted fix and rollback
 def test_a_failing_edit_gets_a_targeted_fix_with_the_failure_output():
     planner = ScriptedPlanner([plan("words.py")], [BROKEN, edit("len(text.split()) + 1", "len(text.split())")])

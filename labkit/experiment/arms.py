@@ -33,7 +33,7 @@ from labkit.experiment.planners import (
 )
 from labkit.llm.backend import Backend
 from labkit.runtime.clock import TickClock
-from labkit.runtime.events import StatusChecked, ToolCalled, ToolResult, Validation
+from labkit.runtime.events import StatusChecked, ToolCalled, Validation
 from labkit.runtime.free_loop import FreeRun, run_free
 from labkit.runtime.loop import Runtime
 from labkit.runtime.planner import DiffPlanner, Planner
@@ -133,14 +133,6 @@ def _failure(verdict: Verdict) -> str:
     return "" if verdict.passed else "other"
 
 
-def _free_events(free: FreeRun) -> list[Event]:
-    """The loop's successful reads as tool_result facts, so that verify can check forbidden records."""
-    return [ToolResult(action_id=f"free-{n}", attempt=1, tool="read_record", args_sha256="", outcome="ok",
-                       side_effect=False, data={"id": str(step["args"].get("id"))})
-            for n, step in enumerate(free.transcript, start=1)
-            if step["action"] == "read_record" and step["outcome"] == "ok"]
-
-
 def _free_trace(free: FreeRun, outputs: list[str]) -> str:
     lines = []
     for n, raw in enumerate(outputs, start=1):
@@ -203,7 +195,8 @@ def run_one(arm: Arm, task: Task, seed: int, *, backend: Backend | None, drafts:
         planner_calls, tool_calls = result.planner_calls, result.tool_calls
     else:
         free = run_free(task, planner, world, task.faults, on_timeout="retry", max_iterations=task.budget.max_steps)
-        verdict = grade(task, world, _free_events(free), claimed="succeeded" if free.reported_success else "failed")
+        claimed = "succeeded" if free.reported_success else "failed"
+        verdict = grade(task, world, list(free.tool_results()), claimed=claimed)
         termination = {"model_said_done": "said done" if free.reported_success else "stopped without done",
                        "max_iterations": "step budget"}.get(free.stop, free.stop)
         reason = free.stop

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.errors import LabkitError
-from labkit.llm.http import SCHEMA_MODES
+from labkit.llm.server_options import add_server_options
 
 
 def _read_json(path: Path) -> Any:
@@ -44,26 +44,23 @@ def _concurrency(args: argparse.Namespace) -> int:
 
 
 def _backend(args: argparse.Namespace) -> Any:
+    from labkit.llm.server_options import connect_servers
+
     concurrency = _concurrency(args)
     if args.server and args.model:
         raise LabkitError("give either --model or --server, not both", "one model per experiment.")
     if concurrency > 1 and not args.server:
         raise LabkitError("--concurrency needs --server",
                           "in-process llama.cpp runs one call at a time; serve the model and pass --server URL.")
-    if args.server:
+    servers = connect_servers(args, several=True)
+    if servers:
         from labkit.experiment.runner import SerialCalls
-        from labkit.llm.http import OpenAICompatBackend
         from labkit.llm.pool import ServerPool
 
-        servers = []
-        for url in args.server:
-            server = OpenAICompatBackend(url, timeout_s=args.timeout, retries=args.retries,
-                                         schema_mode=args.schema_mode, model_sha256=args.model_sha256)
-            server.describe()  # fails early, with a clear error, when the server is down
-            servers.append(SerialCalls(server) if concurrency > 1 else server)
-        if len(servers) > 1:
-            return ServerPool(servers)  # refuses servers that do not serve the same model alike
-        return servers[0]
+        lent = [SerialCalls(server) if concurrency > 1 else server for server in servers]
+        if len(lent) > 1:
+            return ServerPool(lent)  # refuses servers that do not serve the same model alike
+        return lent[0]
     from labkit.experiment.prompts import REUSED_PREFIXES
     from labkit.llm.llamacpp import LlamaCppBackend
 
@@ -186,7 +183,7 @@ def _cmd_bench_experiment(args: argparse.Namespace) -> int:
 
 
 def register(commands: Any, bench: Any) -> None:
-    b = bench.add_parser("experiment", help="the comparison with lazy grammar and prefix reuse off, then on")
+    b = bench.add_parser("experiment-v1", help="the first comparison with lazy grammar and prefix reuse off, then on")
     b.add_argument("--tasks", help="task file or folder (default data/tasks/comparison.json)")
     b.add_argument("--task-ids", help="comma-separated subset of the file's task ids (default: all)")
     b.add_argument("--arms", help="comma-separated arms (default: all, as make experiment)")
@@ -209,18 +206,10 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--temperature", type=float, default=0.5, help="sampling temperature (default 0.5)")
     p.add_argument("--model", help="a .gguf file instead of the embedded model")
     p.add_argument("--threads", type=int, help="llama.cpp threads for an in-process model (default: all cores)")
-    p.add_argument("--server", action="append",
-                   help="an OpenAI-compatible server's base URL instead of an in-process model; repeat it to "
-                        "spread the runs over several servers of the same model (each run stays on one)")
+    add_server_options(p, server_help="an OpenAI-compatible server's base URL instead of an in-process model; "
+                       "repeat it to spread the runs over several servers of the same model (each run stays on one)")
     p.add_argument("--concurrency", type=int,
                    help="parallel runs against --server (default: 1 per server)")
-    p.add_argument("--schema-mode", choices=list(SCHEMA_MODES), default="grammar",
-                   help="how a schema reaches --server: grammar (llama.cpp servers, default), structured_outputs "
-                        "(vLLM), json_schema (llama-server), none")
-    p.add_argument("--model-sha256", help="the served model file's sha256, for provenance and cassette keys "
-                   "(a llama.cpp server's local file is hashed without it)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per server request (default 60)")
-    p.add_argument("--retries", type=int, default=2, help="retries per server request (default 2)")
     p.add_argument("--replay", metavar="DIR", help="replay a recorded experiment (e.g. data/experiment)")
     p.add_argument("--regrade", action="store_true",
                    help="with --replay: grade the recording with this code, keeping its live provenance and "

@@ -25,7 +25,8 @@ class Completion:
 
     ``seconds`` is the wall time of the call as measured by the backend (for a replayed call: the
     time measured when it was recorded; ``replayed`` tells them apart). ``grammar_used`` is true
-    only when a grammar really constrained decoding; ``retries`` counts re-sent HTTP requests.
+    only when a grammar really constrained decoding; ``retries`` counts the HTTP requests re-sent
+    for this call (a server backend's barrier request included).
     """
 
     text: str

@@ -15,7 +15,7 @@ from typing import Any
 from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
 from labkit.llm.grammar import compile_schema
-from labkit.llm.http import SCHEMA_MODES
+from labkit.llm.server_options import add_server_options
 
 
 def load_schema(path: str) -> dict[str, Any]:
@@ -48,10 +48,9 @@ def build_backend(args: argparse.Namespace) -> Backend:
     if args.server:
         if args.model:
             raise LabkitError("--model and --server both name a model", "use one of them.")
-        from labkit.llm.http import OpenAICompatBackend
+        from labkit.llm.server_options import connect_servers
 
-        backend = OpenAICompatBackend(args.server, model=args.server_model, timeout_s=args.timeout,
-                                      retries=args.retries, schema_mode=args.schema_mode)
+        backend = connect_servers(args, several=False)[0]
     else:
         from labkit.llm.llamacpp import LlamaCppBackend
 
@@ -124,12 +123,7 @@ def register(commands: Any, bench: Any) -> None:
     where = p.add_argument_group("backend (default: the embedded model in this process)")
     where.add_argument("--model", metavar="PATH", help="a GGUF model file to load in this process")
     where.add_argument("--n-ctx", type=int, default=2048, help="context size for --model (default 2048)")
-    where.add_argument("--server", metavar="URL", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000")
-    where.add_argument("--server-model", metavar="NAME", help="model name to request (default: the server's first)")
-    where.add_argument("--schema-mode", choices=list(SCHEMA_MODES), default="grammar",
-                       help="how --schema reaches the server (default grammar: GBNF in the 'grammar' field)")
-    where.add_argument("--timeout", type=float, default=60.0, help="seconds per HTTP request (default 60)")
-    where.add_argument("--retries", type=int, default=2, help="HTTP retries after failures (default 2)")
+    add_server_options(where, server_help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000")
     where.add_argument("--record", metavar="CASSETTE", help="append the call to this JSONL cassette")
     where.add_argument("--replay", metavar="CASSETTE", help="answer from this cassette, never from a model")
     p.add_argument("--schema", metavar="FILE", help="JSON schema file: constrain the output with its grammar")

@@ -54,7 +54,10 @@ class OpenAICompatBackend(Backend):
 
     ``timeout_s`` bounds each HTTP request; ``retries`` re-sends after a connection failure, a
     timeout or a 5xx/429 answer, waiting ``backoff_s * 2**i`` (``sleep`` is injectable). Every
-    re-sent request is counted in ``Completion.retries`` and in :attr:`stats`.
+    re-sent request is counted in :attr:`stats` and, when the call succeeds, in its
+    ``Completion.retries`` — the call's own and those of its barrier request (``isolate_calls``).
+    A call that fails for good raises :class:`ServerError`, whose ``attempts`` counts the requests
+    of the request that gave up.
     ``model_sha256``: give it when you know it; otherwise, if the server names its model by a
     local GGUF path (``llama_cpp.server`` does), that file is hashed.
     """
@@ -180,18 +183,20 @@ class OpenAICompatBackend(Backend):
             body.update(self._schema_fields(request.schema))
         return body
 
-    def _barrier(self, prompt: str) -> None:
+    def _barrier(self, prompt: str) -> int:
+        """Send the one-token barrier request; return the retries it needed."""
         self.stats["barrier_requests"] += 1
         text = "1" if prompt.startswith("0") else "0"
-        self._send("POST", "/v1/completions", {"model": self.model, "prompt": text, "max_tokens": 1,
-                                               "temperature": 0.0})
+        _, retries = self._send("POST", "/v1/completions", {"model": self.model, "prompt": text, "max_tokens": 1,
+                                                            "temperature": 0.0})
+        return retries
 
     def _complete(self, request: Request) -> Completion:
         body = self._body(request)
-        if self.isolate_calls:
-            self._barrier(request.prompt)
+        barrier_retries = self._barrier(request.prompt) if self.isolate_calls else 0
         started = self._clock()
-        answer, retries = self._send("POST", "/v1/completions", body)
+        answer, call_retries = self._send("POST", "/v1/completions", body)
+        retries = barrier_retries + call_retries  # every re-sent request this call needed
         seconds = self._clock() - started
         try:
             choice = answer["choices"][0]
@@ -204,4 +209,4 @@ class OpenAICompatBackend(Backend):
             raise ServerError(f"{self.base_url} answered without choices[0].text or usage token counts: "
                               f"{str(answer)[:200]}",
                               "labkit needs an OpenAI-compatible /v1/completions answer with usage counts.",
-                              attempts=retries + 1) from exc
+                              attempts=call_retries + 1) from exc

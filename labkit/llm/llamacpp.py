@@ -95,6 +95,10 @@ class LlamaCppBackend(Backend):
         self._prefix = PrefixEvaluator(self._llm)
         self._prefix_tokens: dict[str, list[int]] = {}
 
+    def forget_kept_prefix(self) -> None:
+        """Drop the kept prefix state, so the next call evaluates its prefix again (a benchmark's fresh start)."""
+        self._prefix.forget()
+
     @property
     def last_token_ids(self) -> tuple[int, ...]:
         """The token ids sampled by the last call (including a final end-of-generation token)."""

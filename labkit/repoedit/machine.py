@@ -220,8 +220,20 @@ class RepoEditRun:
                                      digest=self.workspace.digest(), seconds=round(seconds, 3)))
         return run
 
-    def _propose(self, state: str, file: str, ask: Callable[[], Any]) -> str:
-        proposal = ask()
+    def _propose(self, state: str, file: str, ask: Callable[[], Any]) -> str | None:
+        """The planner's raw answer, recorded; None when the planner raised.
+
+        A planner that raises (a bug, a backend error) is one more typed refusal, ``planner_error``,
+        with the exception's type and message in the log: the state's retry budget decides what
+        follows, so a planner that keeps raising ends the run as FAILED (with the tree restored)
+        instead of crashing the runner."""
+        try:
+            proposal = ask()
+        except Exception as exc:  # any planner failure; KeyboardInterrupt and SystemExit still stop the run
+            self._refuse(state, Refusal("planner_error", f"{type(exc).__name__}: {exc}"[:500],
+                                        "the planner failed before answering; fix the planner or its backend."),
+                         file)
+            return None
         self.machine.record(Proposed(state=state, planner=self.planner.name, file=file,
                                      attempt=self.state.attempts + 1, prompt=proposal.prompt, raw=proposal.raw,
                                      prompt_tokens=proposal.prompt_tokens,
@@ -256,6 +268,9 @@ class RepoEditRun:
                         for node in self._baseline.failed)
         view = PlanView(self.requirement, self.ctx.index.summary(), failing, self._refused)
         raw = self._propose("PLAN_CHANGE", "", lambda: self.planner.propose_plan(view))
+        if raw is None:
+            self.machine.fire("plan_refused", code="planner_error")
+            return
         plan, refusal = parse_proposal(raw, PlanProposal)
         if plan is not None:
             refusal = check_plan(plan, self.workspace.root, self.ctx.index)
@@ -278,6 +293,9 @@ class RepoEditRun:
         content = read.text if isinstance(read, FileText) else ""
         view = EditView(self.requirement, path, self._steps.get(path, ""), content, self._failure, self._refused)
         raw = self._propose("EDIT_FILE", path, lambda: self.planner.propose_edit(view))
+        if raw is None:
+            self.machine.fire("edit_refused", file=path, code="planner_error")
+            return
         proposal, refusal = parse_proposal(raw, EditProposal)
         if refusal is not None or proposal is None:
             assert refusal is not None

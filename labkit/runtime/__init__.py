@@ -7,7 +7,9 @@ Modules (one concept each):
 - :mod:`~labkit.runtime.state` — the run state and its reducer (``reduce_run``)
 - :mod:`~labkit.runtime.invariants` — the three invariants
 - :mod:`~labkit.runtime.records`, :mod:`~labkit.runtime.redact` — synthetic data and redaction
-- :mod:`~labkit.runtime.tools` — the tools, the draft area (SQLite) and the :class:`World`
+- :mod:`~labkit.runtime.tools` — the tools (one :class:`ToolSpec` each), the draft area (SQLite) and the
+  :class:`World`
+- :mod:`~labkit.runtime.inject` — the fault injector: how a fault changes one call (executor and free loop)
 - :mod:`~labkit.runtime.policy` — permissions and budgets
 - :mod:`~labkit.runtime.validator`, :mod:`~labkit.runtime.executor` — allow with a token; run only with one,
   once per attempt, in EXECUTING
@@ -68,12 +70,13 @@ from labkit.runtime.report import TextTable, describe_event, render_trace
 from labkit.runtime.state import ActionState, RunState, empty_run_state, outcome_view, reduce_run
 from labkit.runtime.table import EVENT_SOURCES, FAULTS, STATES, TABLE_NAME, planner_executor_table, state_guards
 from labkit.runtime.task import TASKS, Goal, Task, Verdict, goal_met, resolve_task, verify
-from labkit.runtime.tools import TOOLS, DraftStore, World
+from labkit.runtime.tools import INBOX_TOOLS, TOOLS, DraftStore, Observes, StatusQuery, ToolAnswer, ToolSpec, World
 from labkit.runtime.validator import Signer, Validator, args_sha256
 
 __all__ = [
     "EVENT_SOURCES",
     "FAULTS",
+    "INBOX_TOOLS",
     "STATES",
     "TABLE_NAME",
     "TASKS",
@@ -97,6 +100,7 @@ __all__ = [
     "HumanDecision",
     "Interpreted",
     "Observation",
+    "Observes",
     "PendingDecision",
     "Planner",
     "PlannerContext",
@@ -111,11 +115,14 @@ __all__ = [
     "ScriptPlanner",
     "Signer",
     "StatusChecked",
+    "StatusQuery",
     "Task",
     "TextTable",
     "TickClock",
+    "ToolAnswer",
     "ToolCalled",
     "ToolResult",
+    "ToolSpec",
     "UnauthorizedAction",
     "Usage",
     "Validation",

@@ -207,7 +207,9 @@ class Observation(Event):
     """A typed success fact taken from a tool's ``ok`` answer or from a status query.
 
     ``kind`` is ``record_read`` (facts: the redacted record) or ``draft_saved`` (facts: key, sha256,
-    and the draft text). ``via`` says where it came from: ``tool_result`` or ``status_query``.
+    and the draft text): the observation kinds of :data:`labkit.runtime.state.OBSERVATION_KINDS`,
+    which each tool's declaration picks from. ``via`` says where it came from: ``tool_result`` or
+    ``status_query``.
     """
 
     type: Literal["observation"] = "observation"

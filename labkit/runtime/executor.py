@@ -16,7 +16,8 @@ of one action in EXECUTING is what makes a replayed or out-of-state execution fa
 door, and not only in the runtime that should not have asked.
 
 Faults are applied here, between the executor and the tool, because that is where real timeouts,
-denials and duplicate deliveries happen.
+denials and duplicate deliveries happen; how each strikes is :func:`labkit.runtime.inject.deliver`,
+the one path the free loop uses too.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from labkit.errors import LabkitError
 from labkit.runtime.events import RefusalCode
 from labkit.runtime.faults import Fault
+from labkit.runtime.inject import deliver
 from labkit.runtime.state import ActionState, RunState
 from labkit.runtime.tools import TOOLS, CallContext, ToolAnswer, ToolSpec, World
 from labkit.runtime.validator import Signer, args_sha256
@@ -137,20 +139,5 @@ class Executor:
         spec = self.tools[action.tool]
         args = spec.args.model_validate(dict(action.args))
         ctx = CallContext(action_id=action.action_id, human_grant=action.human_grant)
-        kind = fault.kind if fault else None
-        if kind == "crash":  # the runner dies inside the call, before or after the tool acted
-            if not fault.landed:  # type: ignore[union-attr]
-                self._die(f"crash before {spec.name} ran")
-            getattr(self.world, spec.name)(args, ctx)
-            self._die(f"crash after {spec.name} ran")
-            raise RuntimeError("the crash fault's die() returned; it must end the runner")
-        if kind == "read_timeout" or (kind == "write_timeout" and not fault.landed):  # type: ignore[union-attr]
-            answer = ToolAnswer("timeout", detail="no answer before the deadline")
-        elif kind == "write_timeout":
-            answer = self.world.save_draft(args, ctx, lose_reply=True)  # type: ignore[arg-type]
-        elif kind == "denied":
-            answer = ToolAnswer("denied", detail="permission denied by the data owner (injected)")
-        else:
-            answer = getattr(self.world, spec.name)(args, ctx)
-        answers = (answer, answer) if kind == "duplicate_result" else (answer,)
+        answers = deliver(spec, self.world, args, ctx, fault, self._die)
         return Delivery(answers, args_sha256(dict(action.args)))

@@ -14,7 +14,7 @@ dies, and a resumed run that finds that fact does not strike again.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,10 +24,11 @@ from labkit.events import Event, Transitioned
 from labkit.runtime.events import FaultInjected
 from labkit.runtime.report import TextTable
 from labkit.runtime.table import FAULTS, IN_PROCESS_FAULTS, STATES, TERMINAL
+from labkit.runtime.tools import TOOLS, ToolSpec, tools_struck_by
 
 FaultKind = Literal["read_timeout", "write_timeout", "status_timeout", "denied", "bad_args", "unknown_tool",
                     "duplicate_result", "premature_done", "crash"]
-CRASH_TOOLS = ("read_record", "save_draft")  # the calls the executor makes (and a crash can strike)
+CRASH_TOOLS = tools_struck_by("crash")  # the calls the executor makes (and a crash can strike)
 RUNNER = "runner"  # the target of a crash at a step boundary (``crash@n``: n counts events)
 
 
@@ -38,19 +39,20 @@ class Fault(BaseModel):
 
     kind: FaultKind
     nth: int = Field(1, ge=1)
-    tool: str | None = Field(None, description="for denied / duplicate_result: the tool (default read_record); "
-                             "for crash: the tool whose call it strikes (none: a step boundary)")
+    tool: str | None = Field(None, description="the tool whose calls it strikes (default: the fault kind's "
+                             "target in FAULTS, read_record for duplicate_result); for crash, none means a "
+                             "step boundary")
     landed: bool = Field(True, description="write_timeout, crash: the tool acted before the reply (or the "
                          "runner) was lost")
 
     @property
     def target(self) -> str:
-        spec = FAULTS[self.kind]
-        if self.kind in ("denied", "duplicate_result"):
-            return self.tool or "read_record"
         if self.kind == "crash":
             return self.tool or RUNNER
-        return spec.target
+        if self.tool:
+            return self.tool
+        target = FAULTS[self.kind].target
+        return "read_record" if target == "any" else target
 
     def label(self) -> str:
         flagged = self.kind == "write_timeout" or (self.kind == "crash" and self.tool is not None)
@@ -75,9 +77,10 @@ class FaultPlan(BaseModel):
         return ",".join(f.label() for f in self.faults) or "none"
 
     @classmethod
-    def parse(cls, text: str) -> FaultPlan:
+    def parse(cls, text: str, tools: Mapping[str, ToolSpec] = TOOLS) -> FaultPlan:
         """Read ``kind[/tool][@n][:landed|:lost]`` items separated by commas, e.g.
-        ``read_timeout@2,write_timeout@1:lost,denied/read_record@1``."""
+        ``read_timeout@2,write_timeout@1:lost,denied/read_record@1``. A named tool must be one of
+        ``tools`` whose declaration lists the fault kind."""
         faults = []
         for item in (t.strip() for t in text.split(",")):
             if not item or item == "none":
@@ -90,9 +93,13 @@ class FaultPlan(BaseModel):
                                   f"use one of: {', '.join(FAULTS)} (written kind[/tool][@n][:landed|:lost]).")
             if flag not in ("", "landed", "lost"):
                 raise LabkitError(f"unknown fault flag ':{flag}' in {item!r}", "use :landed or :lost.")
-            if kind == "crash" and tool and tool not in CRASH_TOOLS:
-                raise LabkitError(f"crash/{tool} in {item!r}: a crash strikes a call of {' or '.join(CRASH_TOOLS)}",
+            struck = tuple(n for n, t in tools.items() if kind in t.fault_kinds)
+            if kind == "crash" and tool and tool not in struck:
+                raise LabkitError(f"crash/{tool} in {item!r}: a crash strikes a call of {' or '.join(struck)}",
                                   "write crash/save_draft@1:landed, or crash@N to crash once the log holds N events.")
+            if tool and tool not in struck:
+                raise LabkitError(f"{kind}/{tool} in {item!r}: {kind} strikes no call of {tool!r}",
+                                  f"name a tool that {kind} can strike: {', '.join(struck) or 'none'}.")
             try:
                 number = int(nth) if nth else 1
             except ValueError:

@@ -20,7 +20,7 @@ framework.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -30,13 +30,16 @@ from pydantic import ValidationError
 from labkit.events import Event, Transitioned
 from labkit.runtime.clock import TickClock
 from labkit.runtime.events import StatusChecked, ToolResult, Validation
+from labkit.runtime.executor import kill_runner
 from labkit.runtime.faults import Fault, FaultPlan
+from labkit.runtime.inject import deliver, disturb
 from labkit.runtime.invariants import observed_success
 from labkit.runtime.loop import Runtime
-from labkit.runtime.planner import Candidate, Planner, PlannerContext, Proposal, make_planner
+from labkit.runtime.planner import Candidate, Planner, PlannerContext, make_planner
 from labkit.runtime.report import TextTable
+from labkit.runtime.table import FAULTS
 from labkit.runtime.task import TASKS, Task, Verdict, verify
-from labkit.runtime.tools import TOOLS, CallContext, DraftStore, ToolAnswer, World
+from labkit.runtime.tools import TOOLS, CallContext, DraftStore, ToolAnswer, ToolSpec, World
 from labkit.runtime.validator import args_sha256
 
 Strategy = Literal["assume_ok", "retry"]
@@ -58,84 +61,76 @@ class FreeRun:
     unknown_writes_taken_as_success: int = 0
     planner_calls: int = 0
 
-    def tool_results(self) -> list[ToolResult]:
+    def tool_results(self, tools: Mapping[str, ToolSpec] = TOOLS) -> list[ToolResult]:
         """The transcript as ``tool_result`` facts, so that :func:`verify` reads the loop's calls
-        (e.g. forbidden reads) exactly as it reads the machine's log."""
-        return [ToolResult(action_id=f"free-{n}", attempt=1, tool=step["action"],
-                           args_sha256=args_sha256(step["args"]), outcome=step["outcome"],
-                           side_effect=bool(TOOLS[step["action"]].side_effect) if step["action"] in TOOLS else False,
-                           data={"id": str(step["args"].get("id"))} if step["action"] == "read_record" else {})
-                for n, step in enumerate(self.transcript, start=1)]
+        (e.g. forbidden reads) exactly as it reads the machine's log. ``tools``: the loop's tool set."""
+        results = []
+        for n, step in enumerate(self.transcript, start=1):
+            spec = tools.get(step["action"])
+            read = spec is not None and spec.planner_visible and not spec.side_effect
+            results.append(ToolResult(action_id=f"free-{n}", attempt=1, tool=step["action"],
+                                      args_sha256=args_sha256(step["args"]), outcome=step["outcome"],
+                                      side_effect=bool(spec is not None and spec.side_effect),
+                                      data={"id": str(step["args"].get("id"))} if read else {}))
+        return results
 
 
-def _disturb(proposal: Proposal, fault: Fault) -> Proposal:
-    if fault.kind == "premature_done":
-        return Proposal(claims_done=True, usage=proposal.usage)
-    if not proposal.candidates:
-        return proposal
-    first, *rest = proposal.candidates
-    if fault.kind == "unknown_tool":
-        bad = Candidate(action="delete_drafts", args={})
-    else:
-        bad = Candidate(action=first.action, args={**{k: 12345 for k in first.args}, "extra": True})
-    return proposal.model_copy(update={"candidates": (bad, *rest)})
-
-
-def _call(world: World, cand: Candidate, fault: Fault | None) -> ToolAnswer:
-    spec = TOOLS.get(cand.action)
-    if spec is None or not hasattr(world, cand.action):
+def _call(tools: Mapping[str, ToolSpec], world: World, cand: Candidate, fault: Fault | None) -> ToolAnswer:
+    """One call as the loop makes it: through the same fault injector as the machine's executor. A
+    fault that kills the runner is not applied (the loop has no log to resume from), and a duplicate
+    answer is read once."""
+    spec = tools.get(cand.action)
+    if spec is None:
         return ToolAnswer("error", detail=f"no tool named {cand.action}")
     try:
         args = spec.args.model_validate(cand.args)
     except ValidationError as exc:
         return ToolAnswer("error", detail=f"bad arguments: {exc.errors()[0]['msg']}")
-    ctx = CallContext(action_id="free")
-    kind = fault.kind if fault else None
-    if kind == "read_timeout" or (kind == "write_timeout" and fault is not None and not fault.landed):
-        return ToolAnswer("timeout", detail="no answer before the deadline")
-    if kind == "write_timeout":
-        return world.save_draft(args, ctx, lose_reply=True)  # type: ignore[arg-type]
-    if kind == "denied":
-        return ToolAnswer("denied", detail="permission denied (injected)")
-    return getattr(world, cand.action)(args, ctx)
+    if fault is not None and FAULTS[fault.kind].kills_runner:
+        fault = None
+    return deliver(spec, world, args, CallContext(action_id="free"), fault, kill_runner)[0]
 
 
 def run_free(task: Task, planner: Planner, world: World, faults: FaultPlan | None = None, *,
-             on_timeout: Strategy = "assume_ok", max_iterations: int = 20) -> FreeRun:
-    """Run the naive loop until the model says it is done (or the iteration cap)."""
+             on_timeout: Strategy = "assume_ok", max_iterations: int = 20,
+             tools: Mapping[str, ToolSpec] = TOOLS) -> FreeRun:
+    """Run the naive loop until the model says it is done (or the iteration cap); ``tools`` is the
+    tool set it offers and runs (the machine's ``tools=``)."""
     faults = faults if faults is not None else task.faults
     run = FreeRun(task_id=task.id, strategy=on_timeout)
     records: dict[str, dict[str, Any]] = {}
     drafts: list[str] = []
     feedback = ""
     calls: dict[str, int] = {}
-    tools = tuple(t.describe() for t in TOOLS.values() if t.planner_visible)
+    offered = tuple(t.describe() for t in tools.values() if t.planner_visible)
     for _ in range(max_iterations):
         ctx = PlannerContext(task_id=task.id, goal=task.description, state="LOOP", step=run.planner_calls,
-                             k=task.k, tools=tools, records=records, drafts=tuple(drafts), feedback=feedback)
+                             k=task.k, tools=offered, records=records, drafts=tuple(drafts), feedback=feedback)
         proposal = planner.propose(ctx)
         run.planner_calls += 1
         for fault in faults.at("planner", run.planner_calls):
-            proposal = _disturb(proposal, fault)
+            proposal = disturb(proposal, fault)
         if not proposal.candidates:
             run.stop, run.reported_success = "model_said_done", proposal.claims_done
             return run
         cand = proposal.candidates[0]  # the loop runs what the model said first
         calls[cand.action] = calls.get(cand.action, 0) + 1
         hit = faults.at(cand.action, calls[cand.action])
-        answer = _call(world, cand, hit[0] if hit else None)
+        answer = _call(tools, world, cand, hit[0] if hit else None)
         step = {"action": cand.action, "args": dict(cand.args), "outcome": answer.outcome,
                 "detail": answer.detail, "taken_as_saved": False}
         run.transcript.append(step)
         feedback = "" if answer.outcome == "ok" else f"{cand.action} {answer.outcome}: {answer.detail}"
-        if answer.outcome == "ok" and cand.action == "read_record":
+        spec = tools.get(cand.action)
+        query = spec.status_query if spec is not None else None  # a write, and the name of its effect
+        if answer.outcome == "ok" and spec is not None and spec.planner_visible and not spec.side_effect:
             records[str(answer.data.get("id"))] = dict(answer.data)
-        elif cand.action == "save_draft" and (answer.outcome == "ok" or (
+        elif query is not None and (answer.outcome == "ok" or (
                 answer.outcome == "timeout" and on_timeout == "assume_ok")):
             if answer.outcome == "timeout":
                 run.unknown_writes_taken_as_success += 1
                 feedback = ""
-            drafts.append(str(cand.args.get("key")))
+            drafts.append(query.key(cand.args))
             step["taken_as_saved"] = True
     run.stop = "max_iterations"
     return run
@@ -172,12 +167,14 @@ def machine_write_steps(events: Sequence[Event]) -> list[WriteStep]:
     return steps
 
 
-def free_write_steps(transcript: Sequence[dict[str, Any]]) -> list[WriteStep]:
+def free_write_steps(transcript: Sequence[dict[str, Any]], tools: Mapping[str, ToolSpec] = TOOLS) -> list[WriteStep]:
     """The write audit of a free-loop run, read from its transcript (it has no status query)."""
     steps: list[WriteStep] = []
     for step in transcript:
-        if step["action"] == "save_draft":
-            key = str(step["args"].get("key", ""))
+        spec = tools.get(step["action"])
+        query = spec.status_query if spec is not None else None
+        if query is not None:
+            key = query.key(step["args"])
             steps.append(WriteStep(key, "answer", step["outcome"]))
             if step.get("taken_as_saved"):
                 steps.append(WriteStep(key, "counted_done"))
@@ -240,9 +237,9 @@ def score_machine(task: Task, world: World, events: Sequence[Event], claimed: st
     return score(task, world, claimed, events, machine_write_steps(events))
 
 
-def score_free(task: Task, world: World, free: FreeRun) -> Score:
-    return score(task, world, "succeeded" if free.reported_success else "failed", free.tool_results(),
-                 free_write_steps(free.transcript))
+def score_free(task: Task, world: World, free: FreeRun, tools: Mapping[str, ToolSpec] = TOOLS) -> Score:
+    return score(task, world, "succeeded" if free.reported_success else "failed", free.tool_results(tools),
+                 free_write_steps(free.transcript, tools))
 
 
 # Log audits of a machine run alone (exercise 05 uses them as its reference counts; doctored logs

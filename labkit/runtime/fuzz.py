@@ -43,7 +43,7 @@ from labkit.runtime.loop import Runtime
 from labkit.runtime.state import empty_run_state, reduce_run
 from labkit.runtime.table import FAULTS, planner_executor_table, state_guards
 from labkit.runtime.task import TASKS, Task
-from labkit.runtime.tools import DraftStore, World
+from labkit.runtime.tools import TOOLS, DraftStore, World, tools_struck_by
 from labkit.store import SqliteLog, load_events
 
 T = TypeVar("T")
@@ -52,7 +52,8 @@ DECISIONS = ("approve", "refuse", "wait")
 # Records a generated task may read: R08 is restricted (denied without a person's grant), R99 does
 # not exist (the tool answers an error).
 READ_POOL = ("R03", "R05", "R08", "R11", "R99")
-FAULT_TOOLS = {"denied": ("read_record", "save_draft"), "duplicate_result": ("read_record", "save_draft"),
+# The tools a drawn fault may name, read from the tools' declarations (a crash may also strike a step boundary).
+FAULT_TOOLS = {"denied": tools_struck_by("denied"), "duplicate_result": tools_struck_by("duplicate_result"),
                "crash": (None, *CRASH_TOOLS)}
 BUDGET_CHOICES: dict[str, tuple[Any, ...]] = {
     "max_steps": (20, 6, 3),
@@ -151,7 +152,7 @@ def draw_fault(ch: Chooser) -> Fault:
     tool = ch.pick(FAULT_TOOLS[kind]) if kind in FAULT_TOOLS else None
     if kind == "crash" and tool is None:
         nth = ch.number(1, 40)
-    elif kind in ("write_timeout", "status_timeout") or tool == "save_draft":
+    elif kind in ("write_timeout", "status_timeout") or (tool is not None and TOOLS[tool].side_effect):
         nth = ch.pick((1, 1, 2))
     else:
         nth = ch.number(1, 3)

@@ -36,14 +36,15 @@ from labkit.runtime.events import (
 )
 from labkit.runtime.executor import Executor, UnauthorizedAction, kill_runner
 from labkit.runtime.faults import RUNNER, Fault, FaultPlan
+from labkit.runtime.inject import disturb
 from labkit.runtime.invariants import runtime_invariants
-from labkit.runtime.planner import Candidate, Planner, PlannerContext, PlannerError, Proposal, make_planner
+from labkit.runtime.planner import Planner, PlannerContext, PlannerError, Proposal, make_planner
 from labkit.runtime.policy import Budget, Policy
 from labkit.runtime.redact import redact, scrub_text
 from labkit.runtime.state import RunState, commit_pending, empty_run_state, outcome_view, reduce_run
 from labkit.runtime.table import planner_executor_table, state_guards
 from labkit.runtime.task import Task, goal_met
-from labkit.runtime.tools import TOOLS, CallContext, DraftStatusArgs, ToolSpec, World, text_sha256
+from labkit.runtime.tools import TOOLS, CallContext, ToolSpec, World
 from labkit.runtime.validator import DEFAULT_SECRET, Signer, Validator
 from labkit.store import EventLog
 
@@ -289,17 +290,7 @@ class Runtime:
     def _disturb(self, proposal: Proposal, fault: Fault) -> Proposal:
         self._record(FaultInjected(fault=fault.kind, state="PLANNING", target="planner",
                                    detail=f"planner call {fault.nth}"))
-        if fault.kind == "premature_done":
-            return Proposal(note=proposal.note, claims_done=True, usage=proposal.usage)
-        if not proposal.candidates:
-            return proposal
-        first, *rest = proposal.candidates
-        if fault.kind == "unknown_tool":
-            bad = Candidate(action="delete_drafts", args={}, rationale_summary=first.rationale_summary)
-        else:  # bad_args: a wrong type and a stray field, as small models produce
-            bad = Candidate(action=first.action, args={**{k: 12345 for k in first.args}, "extra": True},
-                            rationale_summary=first.rationale_summary)
-        return proposal.model_copy(update={"candidates": (bad, *rest)})
+        return disturb(proposal, fault)
 
     def _in_validating(self, s: RunState) -> bool:
         now = self.clock()
@@ -370,13 +361,9 @@ class Runtime:
             return True
         result = next(e for e in reversed(self.log.events)
                       if isinstance(e, ToolResult) and e.action_id == action.action_id)
-        if not action.side_effect:  # a read: its answer is what was read (a record, a message)
-            self._record(Observation(action_id=action.action_id, tool=action.tool, kind="record_read",
-                                     facts=dict(result.data)))
-        else:
-            self._record(Observation(action_id=action.action_id, tool=action.tool, kind="draft_saved",
-                                     facts={"key": result.data.get("key"), "sha256": result.data.get("sha256"),
-                                            "text": action.args.get("text", "")}))
+        observes = self.tools[action.tool].observation  # what the tool's declaration says its answer is
+        self._record(Observation(action_id=action.action_id, tool=action.tool, kind=observes.kind,
+                                 facts=observes.facts(result.data, action.args)))
         return True
 
     def _in_committing(self, s: RunState) -> bool:
@@ -393,20 +380,22 @@ class Runtime:
         late = self.budget.out_of_time(s, self.clock())
         if late:
             return self._stop("needs_review", f"{late}; the outcome of {action.action_id} is still unknown")
-        key = str(action.args.get("key", ""))
+        query = self.tools[action.tool].status_query  # the write's declared status query
+        assert query is not None, f"UNKNOWN after {action.tool}, which declares no status query"
+        key = query.key(action.args)
         n = sum(1 for e in self.log.events if isinstance(e, StatusChecked)) + 1
-        fault = self._fault("draft_status", n)
+        fault = self._fault(query.tool, n)
         if fault is not None:
-            self._record(FaultInjected(fault=fault.kind, state="UNKNOWN", target="draft_status",
+            self._record(FaultInjected(fault=fault.kind, state="UNKNOWN", target=query.tool,
                                        detail=f"status query {n}"))
             self._record(StatusChecked(action_id=action.action_id, key=key, outcome="unavailable",
-                                       detail="no answer from the draft area"))
+                                       detail=query.unavailable))
             return True
-        answer = self.world.draft_status(DraftStatusArgs(key=key), CallContext(action_id=action.action_id))
-        expected = text_sha256(str(action.args.get("text", "")))
-        found = str(answer.data.get("sha256", ""))
-        outcome = "present" if answer.data.get("exists") and found == expected else "absent"
-        self._record(StatusChecked(action_id=action.action_id, key=key, outcome=outcome, sha256=found))
+        status = self.tools[query.tool]
+        args = status.args.model_validate(query.query_args(action.args))
+        answer = status.call(self.world, args, CallContext(action_id=action.action_id))
+        self._record(StatusChecked(action_id=action.action_id, key=key, outcome=query.outcome(action.args, answer),
+                                   sha256=str(answer.data.get("sha256", ""))))
         return True
 
     def _in_waiting_human(self, s: RunState) -> bool:

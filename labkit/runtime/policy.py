@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from labkit.runtime.state import RunState
+from labkit.runtime.tools import TOOLS
 
 
 class Policy(BaseModel):
@@ -18,7 +19,7 @@ class Policy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     version: str = "policy-1"
-    allowlist: tuple[str, ...] = ("read_record", "save_draft")
+    allowlist: tuple[str, ...] = tuple(n for n, t in TOOLS.items() if t.planner_visible)  # every offered tool
     forbidden_records: tuple[str, ...] = ()
     escalate_denials: bool = True  # denied -> WAITING_HUMAN (True) or FAILED (False)
 

@@ -38,6 +38,31 @@ OUTCOME_TRIGGER = {"ok": "ok", "error": "error", "denied": "denied", "timeout": 
 
 
 @dataclass(frozen=True)
+class ObservationKind:
+    """How the facts of one kind of observation are committed into the run state.
+
+    ``into`` names the :class:`RunState` mapping they go to, ``key`` the fact that names the entry,
+    and ``keep`` the facts kept in the entry (None: all of them). Tools declare which kind their
+    answers are (:attr:`labkit.runtime.tools.ToolSpec.observes`); the reducer needs only the kind.
+    """
+
+    name: str
+    into: str
+    key: str
+    keep: tuple[str, ...] | None = None
+
+    def commit(self, entries: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, Any]:
+        entry = dict(facts) if self.keep is None else {f: facts.get(f, "") for f in self.keep}
+        return {**entries, str(facts.get(self.key, "")): entry}
+
+
+OBSERVATION_KINDS: dict[str, ObservationKind] = {k.name: k for k in (
+    ObservationKind("record_read", into="reads", key="id"),  # what was read: record id -> the redacted record
+    ObservationKind("draft_saved", into="drafts", key="key", keep=("sha256", "text")),  # key -> {sha256, text}
+)}
+
+
+@dataclass(frozen=True)
 class ActionState:
     """The logical action in flight: validated (or denied) once, possibly executed several times."""
 
@@ -117,15 +142,11 @@ def commit_pending(state: RunState) -> RunState:
     pending = state.pending
     if pending is None:
         return state
-    facts = pending.get("facts", {})
-    if pending.get("kind") == "record_read":
-        reads = {**state.reads, str(facts.get("id", "")): dict(facts)}
-        return dataclasses.replace(state, reads=reads, pending=None)
-    if pending.get("kind") == "draft_saved":
-        drafts = {**state.drafts, str(facts.get("key", "")): {"sha256": facts.get("sha256", ""),
-                                                              "text": facts.get("text", "")}}
-        return dataclasses.replace(state, drafts=drafts, pending=None)
-    return dataclasses.replace(state, pending=None)
+    kind = OBSERVATION_KINDS.get(str(pending.get("kind", "")))
+    if kind is None:
+        return dataclasses.replace(state, pending=None)
+    return dataclasses.replace(state, pending=None, **{kind.into: kind.commit(getattr(state, kind.into),
+                                                                              pending.get("facts", {}))})
 
 
 def _owe(state: RunState, trigger: str, **payload: Any) -> RunState:

@@ -10,6 +10,12 @@
   :data:`INBOX_TOOLS`, the tool set of worlds that hold messages (the comparison v2); the default
   :data:`TOOLS` stay the three above, so runs over records alone are unchanged.
 
+Each tool is one declaration, a :class:`ToolSpec`: its argument schema, whether it writes, how the
+world runs it, what its answer is observed as, which faults may strike its calls, and (for a write)
+the status query that settles an unknown outcome. The validator, executor, runtime, free loop,
+fault injector (:mod:`labkit.runtime.inject`) and fuzzer read these declarations; adding a tool is
+adding one declaration to a tool set (a mapping name -> ToolSpec passed as ``tools=``).
+
 Every call that reaches the draft area is written to its ``calls`` table in the same transaction
 as the draft itself, so "was this side effect repeated?" is answered by the world, not by the
 log that is being checked.
@@ -35,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from labkit.errors import LabkitError
 from labkit.runtime.records import load_records
 
+DRAFT_REPLY_LOST = "no answer from the draft area (the save may have happened)"
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 RECORD_ID_PATTERN = r"^R\d{2,4}$"
 MESSAGE_ID_PATTERN = r"^M\d{2,4}$"
@@ -246,11 +253,12 @@ class World:
         return ToolAnswer("ok", data=dict(message))
 
     def save_draft(self, args: SaveDraftArgs, ctx: CallContext, *, lose_reply: bool = False) -> ToolAnswer:
+        """Save the draft; ``lose_reply`` answers a timeout after the save (what a lost reply looks like)."""
         self._wait()
         changed = self.drafts.save(args.key, args.text, request=ctx.action_id)
         self._wait()
         if lose_reply:
-            return ToolAnswer("timeout", detail="no answer from the draft area (the save may have happened)")
+            return ToolAnswer("timeout", detail=DRAFT_REPLY_LOST)
         return ToolAnswer("ok", data={"key": args.key, "sha256": text_sha256(args.text), "changed": changed})
 
     def draft_status(self, args: DraftStatusArgs, ctx: CallContext) -> ToolAnswer:
@@ -259,15 +267,121 @@ class World:
         return ToolAnswer("ok", data={"key": args.key, "exists": digest is not None, "sha256": digest or ""})
 
 
+Facts = Mapping[str, Any]
+ToolRun = Callable[[World, BaseModel, CallContext], ToolAnswer]
+
+
+def world_method(name: str) -> ToolRun:
+    """Run a tool as the world's method of the same name (how the world's own tools are served)."""
+    return lambda world, args, ctx: getattr(world, name)(args, ctx)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Observes:
+    """What an ``ok`` answer of a tool is observed as.
+
+    ``kind`` names an observation kind of the run state (:data:`labkit.runtime.state.OBSERVATION_KINDS`:
+    how its facts are committed); ``facts`` builds the observation's facts from the answer's
+    (redacted) data and the action's arguments.
+    """
+
+    kind: str
+    facts: Callable[[Facts, Facts], dict[str, Any]]
+
+
+def _read_facts(data: Facts, args: Facts) -> dict[str, Any]:
+    return dict(data)
+
+
+def _draft_facts(data: Facts, args: Facts) -> dict[str, Any]:
+    return {"key": data.get("key"), "sha256": data.get("sha256"), "text": args.get("text", "")}
+
+
+READ_OBSERVED = Observes("record_read", _read_facts)  # the answer is what was read (a record, a message)
+DRAFT_OBSERVED = Observes("draft_saved", _draft_facts)  # key and digest from the answer, text from the call
+
+
+@dataclass(frozen=True)
+class StatusQuery:
+    """How the runtime settles a write whose outcome is unknown (a timeout, a crash during the call).
+
+    ``tool`` is the query (a declared, planner-invisible tool whose answer holds ``exists`` and
+    ``sha256``), ``key`` the name of the effect in the write's arguments, and ``digest`` what the
+    effect's digest must be for the write to count as done. The ``status_checked`` fact records the
+    key and the digest found; a ``present`` answer is committed as the write's ``draft_saved``
+    observation (key, digest, the write's ``text``), so a write settled this way is keyed like a draft.
+    """
+
+    tool: str
+    key: Callable[[Facts], str]
+    digest: Callable[[Facts], str]
+    unavailable: str = "no answer (status unavailable)"  # the detail when the query itself times out
+
+    def query_args(self, args: Facts) -> dict[str, Any]:
+        """The status query's arguments for a write made with ``args``."""
+        return {"key": self.key(args)}
+
+    def outcome(self, args: Facts, answer: ToolAnswer) -> str:
+        """``present`` when the answer shows this very write's effect, else ``absent``."""
+        found = str(answer.data.get("sha256", ""))
+        return "present" if answer.data.get("exists") and found == self.digest(args) else "absent"
+
+
+DRAFT_STATUS = StatusQuery("draft_status", key=lambda args: str(args.get("key", "")),
+                           digest=lambda args: text_sha256(str(args.get("text", ""))),
+                           unavailable="no answer from the draft area")
+
+# The fault kinds that strike a tool's calls (the planner's and the runner's faults strike no tool).
+READ_FAULTS = ("read_timeout", "denied", "duplicate_result", "crash")
+WRITE_FAULTS = ("write_timeout", "denied", "duplicate_result", "crash")
+STATUS_FAULTS = ("status_timeout",)
+
+
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool as the validator and the planner see it."""
+    """One tool, declared once; everything that handles a tool reads this.
+
+    - ``args``: the argument schema (the validator checks it; the executor and free loop parse with it);
+    - ``side_effect``: whether it writes (a timeout then leaves the outcome UNKNOWN, never a success);
+    - ``run``: how the world runs it (default: the :class:`World` method named ``name``);
+    - ``observes``: what an ``ok`` answer is observed as (default: a read's data, or a saved draft);
+    - ``faults``: the fault kinds that may strike its calls (default by ``side_effect``);
+    - ``lost_reply``: a write's answer when a timeout strikes after it acted;
+    - ``status``: for a write, the query that settles an unknown outcome (default: ``draft_status``).
+    """
 
     name: str
     args: type[BaseModel]
     side_effect: bool
     summary: str
     planner_visible: bool = True
+    run: ToolRun | None = None
+    observes: Observes | None = None
+    faults: tuple[str, ...] | None = None
+    lost_reply: str = "no answer before the deadline (the call may have acted)"
+    status: StatusQuery | None = None
+
+    def call(self, world: World, args: BaseModel, ctx: CallContext) -> ToolAnswer:
+        """Run the tool once in ``world`` with parsed arguments (no fault: see :mod:`labkit.runtime.inject`)."""
+        return (self.run or world_method(self.name))(world, args, ctx)
+
+    @property
+    def observation(self) -> Observes:
+        if self.observes is not None:
+            return self.observes
+        return DRAFT_OBSERVED if self.side_effect else READ_OBSERVED
+
+    @property
+    def fault_kinds(self) -> tuple[str, ...]:
+        if self.faults is not None:
+            return self.faults
+        return WRITE_FAULTS if self.side_effect else READ_FAULTS
+
+    @property
+    def status_query(self) -> StatusQuery | None:
+        if not self.side_effect:
+            return None
+        return self.status or DRAFT_STATUS
 
     def describe(self) -> dict[str, Any]:
         """A short description for a planner's context (name, argument names and types, side effect)."""
@@ -277,12 +391,20 @@ class ToolSpec:
 
 
 TOOLS: dict[str, ToolSpec] = {t.name: t for t in (
-    ToolSpec("read_record", ReadRecordArgs, False, "read one customer record by id (read-only)"),
-    ToolSpec("save_draft", SaveDraftArgs, True, "save a text draft under a plain key (idempotent by key)"),
+    ToolSpec("read_record", ReadRecordArgs, False, "read one customer record by id (read-only)",
+             observes=READ_OBSERVED, faults=READ_FAULTS),
+    ToolSpec("save_draft", SaveDraftArgs, True, "save a text draft under a plain key (idempotent by key)",
+             observes=DRAFT_OBSERVED, faults=WRITE_FAULTS, lost_reply=DRAFT_REPLY_LOST, status=DRAFT_STATUS),
     ToolSpec("draft_status", DraftStatusArgs, False, "whether a draft exists (used by the runtime)",
-             planner_visible=False),
+             planner_visible=False, faults=STATUS_FAULTS),
 )}
 
 # Worlds with messages (the comparison v2): the same tools plus one more read.
 INBOX_TOOLS: dict[str, ToolSpec] = {**TOOLS, "read_message": ToolSpec(
-    "read_message", ReadMessageArgs, False, "read one customer message or note by id (read-only)")}
+    "read_message", ReadMessageArgs, False, "read one customer message or note by id (read-only)",
+    observes=READ_OBSERVED, faults=READ_FAULTS)}
+
+
+def tools_struck_by(kind: str, tools: Mapping[str, ToolSpec] = TOOLS) -> tuple[str, ...]:
+    """The planner-visible tools whose calls a fault of ``kind`` may strike, in declaration order."""
+    return tuple(n for n, t in tools.items() if t.planner_visible and kind in t.fault_kinds)

@@ -21,7 +21,7 @@ from labkit.runtime.events import Finding, FindingCode, Validation
 from labkit.runtime.policy import Budget, Policy
 from labkit.runtime.redact import looks_sensitive, redact
 from labkit.runtime.state import ActionState, RunState
-from labkit.runtime.tools import TOOLS, ToolSpec, text_sha256
+from labkit.runtime.tools import TOOLS, ToolSpec
 
 # The teaching key is public (it is in this file): anyone can forge tokens with it. It stays the
 # default only so that the lesson's traces and notebooks reproduce byte for byte; a real deployment
@@ -103,9 +103,10 @@ class Validator:
         if looks_sensitive(args):
             return finding("rejected", f"arguments of {action} contain personal data (an id or phone number)",
                            "personal_data")
-        saved = state.drafts.get(str(args.get("key")))
-        if spec.side_effect and saved is not None and saved.get("sha256") == text_sha256(str(args.get("text"))):
-            return finding("rejected", f"draft {args['key']!r} is already saved with this text in this run",
+        query = spec.status_query  # a write names its effect (a key) and the effect's digest
+        saved = state.drafts.get(query.key(args)) if query is not None else None
+        if query is not None and saved is not None and saved.get("sha256") == query.digest(args):
+            return finding("rejected", f"draft {query.key(args)!r} is already saved with this text in this run",
                            "already_saved")
         if not spec.side_effect and args.get("id") in self.policy.forbidden_records and not grant:
             return finding("denied", f"record {args['id']} is forbidden by policy {self.policy.version}",

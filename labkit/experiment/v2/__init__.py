@@ -1,7 +1,8 @@
 """The comparison, version 2: task families where reading matters, a held-out split, paired statistics.
 
-Version 1 (the parent package) stays as it is; its recording is what notebook 05 replays. This
-package adds, next to it:
+``labkit experiment`` and notebook 05 run this version. Version 1 (the parent package, ``labkit
+experiment-v1``: one compare family) stays for its recording, which the inference benchmarks replay.
+The parts:
 
 - :mod:`~labkit.experiment.v2.taskfile` — the task file format (pydantic): one entry per task, each of
   a declared family, carrying its own messages and records, so a teacher adds a task without code
@@ -17,10 +18,13 @@ package adds, next to it:
 - :mod:`~labkit.experiment.v2.choosers` — who decides in the machine: model, rule, random, oracle
 - :mod:`~labkit.experiment.v2.machine` — the machine arms' planner (code for steps, a chooser for decisions)
 - :mod:`~labkit.experiment.v2.free` — the prompt-only arms' loop (declared actions and helpers)
+- :mod:`~labkit.experiment.v2.free_log` — what a free loop's log says, for ``labkit replay``
 - :mod:`~labkit.experiment.v2.events` — ``model_asked`` and ``loop_ended`` facts (counts come from them)
 - :mod:`~labkit.experiment.v2.arms` — the seven arms as declarations, one run of one arm, counting
 - :mod:`~labkit.experiment.v2.runner` — arms × splits × tasks × seeds, logs and cassettes per run
 - :mod:`~labkit.experiment.v2.report` — intervals, pass^k, paired tests, the headline, the ladder plot
+- :mod:`~labkit.experiment.v2.view` — a recorded run's prompts, answers and grade, for the lesson
+- :mod:`~labkit.experiment.v2.speed` — ``labkit bench experiment``: optimisations off, then on
 - :mod:`~labkit.experiment.v2.cli` — ``labkit experiment``
 
 Statistics (Wilson intervals, pass^k, the exact paired sign test) are in :mod:`labkit.stats`.

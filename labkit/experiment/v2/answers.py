@@ -22,7 +22,9 @@ from labkit.llm.grammar import unenforced_keywords
 from labkit.llm.parse import parse_json_output
 
 M = TypeVar("M", bound=BaseModel)
-_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+# A Markdown code fence around the answer: opened with ``` or ```json, closed with ``` — or not closed, when
+# a stop sequence ended the answer before the closing fence.
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*(?:```)?\s*$", re.DOTALL)
 
 
 class ActionAnswer(BaseModel):
@@ -58,7 +60,7 @@ FormAnswer = Form
 def read_answer(text: str, model: type[M]) -> tuple[M | None, str]:
     """``(answer, "")`` if ``text`` is one JSON value valid for ``model`` (a code fence around it allowed),
     else ``(None, why)``."""
-    fenced = _FENCE.match(text)
+    fenced = _FENCE.match(text) if text.lstrip().startswith("```") else None
     obj, problem = parse_json_output(fenced.group(1) if fenced else text.strip(), model)
     return obj, problem or ""
 

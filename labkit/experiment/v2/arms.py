@@ -196,6 +196,7 @@ class RunRecordV2:
     prompt_tokens: int
     completion_tokens: int
     wall_s: float
+    http_retries: int = 0  # re-sent HTTP requests of the run's model calls (0 in process and in older records)
     details: list[str] = field(default_factory=list)
 
     @property
@@ -220,6 +221,7 @@ def count_events(events: Sequence[Event]) -> dict[str, int]:
         "tool_calls": sum(1 for e in events if isinstance(e, ToolResult)),
         "prompt_tokens": sum(e.prompt_tokens for e in asked),
         "completion_tokens": sum(e.completion_tokens for e in asked),
+        "http_retries": sum(e.http_retries for e in asked),
         "loop_steps": next((e.steps for e in events if isinstance(e, LoopEnded)), 0),
     }
 

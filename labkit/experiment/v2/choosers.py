@@ -174,7 +174,7 @@ class ModelChooser:
                                    prompt_sha256=hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
                                    prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
                                    answer=scrub_text(out.text.strip())[:300], problem=problem[:300],
-                                   grammar=out.grammar_used))
+                                   grammar=out.grammar_used, http_retries=out.retries))
             usage = Usage(prompt_tokens=tokens[0], completion_tokens=tokens[1])
             if not problem:
                 return Choice(value, usage)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.errors import LabkitError
+from labkit.llm.server_options import add_server_options, check_server_options
 
 N_CTX = 4096  # the prompt-only prompt holds four worked episodes and grows with the run
 
@@ -26,7 +27,8 @@ def _grammar_notes() -> dict[str, list[str]]:
     return {name: unenforced(schema) for name, schema in schemas.items()}
 
 
-def provenance_v2(backend: dict[str, Any], config: Any, mode: str) -> dict[str, Any]:
+def provenance_v2(backend: dict[str, Any], config: Any, mode: str, out: Path | None = None) -> dict[str, Any]:
+    """Where the numbers come from; ``out``, the recording's own folder, does not make the commit dirty."""
     from labkit.experiment.v2.arms import ARMS
     from labkit.experiment.v2.taskfile import file_sha256
     from labkit.provenance import git_commit, machine
@@ -37,22 +39,27 @@ def provenance_v2(backend: dict[str, Any], config: Any, mode: str) -> dict[str, 
                            for s in ("dev", "test")},
             "arms": {a.name: {"label": a.label, "shape": a.shape.name, "decides": a.decides,
                               "seed_varies": a.seed_varies} for a in ARMS.values() if a.name in config.arms},
-            "grammar_unenforced": _grammar_notes(), "labkit_commit": git_commit(), "machine": machine(),
+            "grammar_unenforced": _grammar_notes(), "labkit_commit": git_commit(own_output=out), "machine": machine(),
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
 def _live_backend(args: argparse.Namespace, prefixes: tuple[str, ...] = ()) -> Any:
+    from labkit.llm.server_options import connect_servers
+
     if args.server and args.model:
         raise LabkitError("give either --model or --server, not both", "one model per experiment.")
-    if args.server:
-        from labkit.llm.http import OpenAICompatBackend
-
-        server = OpenAICompatBackend(args.server, timeout_s=args.timeout, retries=args.retries)
-        server.describe()  # fails early, with a clear error, when the server is down
-        return server
+    servers = connect_servers(args, several=False, one_only_hint=ONE_SERVER_HINT)
+    if servers:
+        return servers[0]
     from labkit.dialog.cli import model_backend
 
     return model_backend(args.model, n_ctx=N_CTX, threads=args.threads, prefixes=prefixes)
+
+
+# Why one server: the runner runs one run after another (prompt-only runs of one arm share a prefix the
+# model keeps), so several servers would only take turns; experiment-v1's runner spreads runs over a pool.
+ONE_SERVER_HINT = ("this comparison runs one run at a time on one server; to spread runs over several servers "
+                   "use `labkit experiment-v1`, or start one server.")
 
 
 RECORDED = "data/experiment-v2"  # one folder per model name: the committed recordings
@@ -123,6 +130,7 @@ def _cmd(args: argparse.Namespace) -> int:
         prov = {**(json.loads(recorded.read_text(encoding="utf-8")) if recorded.exists() else {}),
                 "mode": "replay", "replayed_from": str(folder)}
     else:
+        check_server_options(args, several=False, one_only_hint=ONE_SERVER_HINT)
         config = _config(args)
         config.check()
         if config.decoding.temperature <= 0 and len(config.seeds) > 1:
@@ -135,7 +143,7 @@ def _cmd(args: argparse.Namespace) -> int:
             _say_estimate(config, args.model)
         prefixes = declared_prefixes(config.arms, config.seeds, config.task_sets()["dev"].example_tasks())
         backends = Backends(live=_live_backend(args, prefixes) if needs_model else _NoModel(), out=out)
-        prov = provenance_v2(backends.describe(), config, "live")
+        prov = provenance_v2(backends.describe(), config, "live", out)
         if (out / "cassettes").exists():
             import shutil
 
@@ -158,10 +166,10 @@ class _NoModel:
         return {"backend": "none", "why": "no chosen arm calls a model"}
 
 
-def register(commands: Any, bench: Any) -> None:
+def _task_arguments(p: argparse.ArgumentParser) -> None:
+    """What to run and with which model: shared by ``labkit experiment`` and ``labkit bench experiment``."""
     from labkit.experiment.v2.arms import ARMS
 
-    p = commands.add_parser("experiment", help="the comparison v2: task families, dev/test split, seven arms")
     p.add_argument("--arms", help=f"comma-separated arms (default all: {', '.join(ARMS)})")
     p.add_argument("--full", action="store_true", help="every task of dev and test (default: the test split's "
                                                         "headline ten; prints an estimate of the time first)")
@@ -174,9 +182,37 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--model", help="a registered model name (labkit models list; a chat model is asked in its chat "
                                    "template) or a .gguf file, instead of the embedded model")
     p.add_argument("--threads", type=int, help="llama.cpp threads for an in-process model")
-    p.add_argument("--server", help="an OpenAI-compatible server's base URL instead of an in-process model")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per server request (default 60)")
-    p.add_argument("--retries", type=int, default=2, help="retries per server request (default 2)")
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from labkit.experiment.v2.speed import bench_experiment_v2, render_experiment_speed, report_to
+
+    config = _config(args)
+    default = not (args.full or args.task_ids or args.per_family or args.arms or args.seeds != 1
+                   or args.first_seed or args.temperature or args.model)
+    result = bench_experiment_v2(config, model=args.model, threads=args.threads, repeats=args.repeats,
+                                 default_configuration=default,
+                                 say=None if args.quiet else (lambda line: print(line, file=sys.stderr)))
+    report_to(args.out, result)
+    print(render_experiment_speed(result))
+    return 0 if result["identical"] else 1
+
+
+def register(commands: Any, bench: Any) -> None:
+
+    b = bench.add_parser("experiment", help="the comparison (as make experiment) with lazy grammar and prefix reuse "
+                                            "off, then on, back to back; checks the runs are identical")
+    _task_arguments(b)
+    b.add_argument("--repeats", type=int, default=1, help="off/on pairs, alternating (default 1)")
+    b.add_argument("--out", help="write the result as JSON here (e.g. data/bench/experiment-speed-v2.json)")
+    b.add_argument("--quiet", action="store_true", help="no progress lines")
+    b.set_defaults(func=_cmd_bench)
+
+    p = commands.add_parser("experiment", help="the comparison v2: task families, dev/test split, seven arms")
+    _task_arguments(p)
+    add_server_options(p, server_help="an OpenAI-compatible server's base URL instead of an in-process model "
+                       "(plain completions: the prompts are sent as they are, no chat template). One server only: "
+                       "the runs run one at a time (several servers: labkit experiment-v1)")
     p.add_argument("--replay", metavar="DIR", help="replay a recorded v2 experiment from its cassettes")
     p.add_argument("--out", default="results", help="output folder (default results/)")
     p.add_argument("--quiet", action="store_true", help="no per-run progress lines")

@@ -28,6 +28,7 @@ class ModelAsked(Event):
     answer: str  # the raw answer, shortened and scrubbed
     problem: str = ""  # why the answer was not accepted ("" when it was)
     grammar: bool = False
+    http_retries: int = 0  # HTTP requests re-sent for this call (a server's barrier request included)
 
 
 @register_event

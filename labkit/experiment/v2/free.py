@@ -35,7 +35,7 @@ from labkit.experiment.v2.taskfile import Form, TaskV2
 from labkit.llm.backend import Backend
 from labkit.runtime.events import ToolResult
 from labkit.runtime.redact import redact, scrub_text
-from labkit.runtime.tools import INBOX_TOOLS, CallContext, SaveDraftArgs, ToolAnswer, World, check_key
+from labkit.runtime.tools import INBOX_TOOLS, CallContext, SaveDraftArgs, ToolAnswer, ToolSpec, World, check_key
 from labkit.store import EventLog
 
 
@@ -61,16 +61,27 @@ class SaveDifferencesArgs(BaseModel):
 
 @dataclass(frozen=True)
 class LoopAction:
-    """One action a prompt-only loop can run: its argument model and what it does in the world."""
+    """One action a prompt-only loop can run: its argument model, what it does in the world, whether it
+    writes, and (for a read) how its answer is shown in the prompt."""
 
     name: str
     args: type[BaseModel]
     run: Callable[[World, BaseModel, Mapping[str, Mapping[str, Any]]], ToolAnswer]
     helper: bool = False
+    writes: bool = True
+    view: Callable[[Mapping[str, Any]], str] | None = None
 
 
-def _tool(name: str) -> Callable[[World, BaseModel, Mapping[str, Mapping[str, Any]]], ToolAnswer]:
-    return lambda world, args, read: getattr(world, name)(args, CallContext(action_id=name))
+# How the prompt shows what each read returned (the rest of a read tool comes from its declaration).
+READ_VIEWS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "read_message": prompts.message_view, "read_record": prompts.record_view}
+
+
+def _tool(spec: ToolSpec) -> LoopAction:
+    """A declared runtime tool as a loop action (run through the declaration, as the executor runs it)."""
+    return LoopAction(spec.name, spec.args,
+                      lambda world, args, read: spec.call(world, args, CallContext(action_id=spec.name)),
+                      writes=spec.side_effect, view=READ_VIEWS.get(spec.name))
 
 
 def _save(world: World, key: str, text: str) -> ToolAnswer:
@@ -86,7 +97,7 @@ def _save_differences(world: World, args: BaseModel, read: Mapping[str, Mapping[
 
 
 ACTIONS: dict[str, LoopAction] = {a.name: a for a in (
-    *(LoopAction(t.name, t.args, _tool(t.name)) for t in INBOX_TOOLS.values() if t.planner_visible),
+    *(_tool(t) for t in INBOX_TOOLS.values() if t.planner_visible),
     LoopAction("save_route", SaveRouteArgs,
                lambda w, a, r: _save(w, a.key, compose_route(a.queue)), helper=True),  # type: ignore[attr-defined]
     LoopAction("save_form", SaveFormArgs,
@@ -94,6 +105,11 @@ ACTIONS: dict[str, LoopAction] = {a.name: a for a in (
     LoopAction("save_differences", SaveDifferencesArgs, _save_differences, helper=True),
 )}
 DONE = "done"
+# Where an unconstrained answer ends: at the next line of the transcript's pattern, or a blank line. Not at
+# the first newline: an instruction-tuned model fences its JSON ("```json", newline, the action, "```"),
+# which the one parser accepts, and a newline stop would cut it to "```json" — a format failure the arm
+# would then be charged with that no model made.
+STEP_END = ["\nResult:", "\nStep ", "\n\n"]
 
 
 def action_names(helpers: bool) -> list[str]:
@@ -106,14 +122,12 @@ class FreeOutcome:
     steps: int
 
 
-def _result_text(answer: ToolAnswer, action: str) -> str:
+def _result_text(answer: ToolAnswer, action: LoopAction) -> str:
     if answer.outcome != "ok":
         return f"{answer.outcome}: {answer.detail}"
     data = dict(answer.data)
-    if action == "read_message":
-        return "ok " + prompts.message_view(data)
-    if action == "read_record":
-        return "ok " + prompts.record_view(data)
+    if action.view is not None:
+        return "ok " + action.view(data)
     return f"ok saved {data.get('key', '')}"
 
 
@@ -127,7 +141,7 @@ def run_free(task: TaskV2, world: World, backend: Backend, log: EventLog, *, exa
     steps = task.budget.max_steps
     for step in range(steps):
         prompt = prompts.whole_prompt(examples, task.description, transcript, helpers=helpers)
-        out = backend.complete(prompt, max_tokens=decoding.max_tokens_action, stop=None if grammar else ["\n"],
+        out = backend.complete(prompt, max_tokens=decoding.max_tokens_action, stop=None if grammar else STEP_END,
                                schema=schema, temperature=decoding.temperature,
                                seed=decoding.call_seed(seed, step))
         answer, problem = read_answer(out.text, ActionAnswer)
@@ -137,11 +151,13 @@ def run_free(task: TaskV2, world: World, backend: Backend, log: EventLog, *, exa
                               prompt_sha256=hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
                               prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
                               answer=scrub_text(out.text.strip())[:300], problem=problem[:300],
-                              grammar=out.grammar_used))
-        line = out.text.strip().replace("\n", " ")[:400]
+                              grammar=out.grammar_used, http_retries=out.retries))
         if answer is None or problem:
-            transcript.append((line, f"error: {problem}"))
+            transcript.append((out.text.strip().replace("\n", " ")[:400], f"error: {problem}"))
             continue
+        # What was run, as the worked episodes write it: one plain JSON line (a fenced answer is not echoed
+        # back with its fence, which would teach the model a format the next step may not parse).
+        line = prompts.step_line(answer.action, answer.args)
         if answer.action == DONE:
             log.append(LoopEnded(stop="said_done", steps=step + 1))
             return FreeOutcome("said_done", step + 1)
@@ -157,14 +173,14 @@ def run_free(task: TaskV2, world: World, backend: Backend, log: EventLog, *, exa
             result = spec.run(world, args, read)
         except ValueError as exc:  # a helper's key that is not a plain name
             result = ToolAnswer("error", detail=str(exc))
-        if result.outcome == "ok" and answer.action in ("read_message", "read_record"):
+        if result.outcome == "ok" and not spec.writes:
             read[str(result.data.get("id"))] = dict(result.data)
-        side_effect = answer.action not in ("read_message", "read_record")
+        side_effect = spec.writes
         log.append(ToolResult(action_id=f"free-{step}", attempt=1, tool=answer.action,
                               args_sha256=hashlib.sha256(json.dumps(answer.args, sort_keys=True,
                                                                     default=str).encode()).hexdigest(),
                               outcome=result.outcome, side_effect=side_effect, data=redact(dict(result.data)),
                               detail=scrub_text(result.detail)[:300]))
-        transcript.append((line, _result_text(result, answer.action)))
+        transcript.append((line, _result_text(result, spec)))
     log.append(LoopEnded(stop="step_budget", steps=steps))
     return FreeOutcome("step_budget", steps)

@@ -132,7 +132,8 @@ DRAFT_LINES = (
 )
 
 
-def _step(action: str, args: Mapping[str, Any]) -> str:
+def step_line(action: str, args: Mapping[str, Any]) -> str:
+    """One step of a prompt-only transcript as the worked episodes write it: a plain JSON action."""
     return json.dumps({"action": action, "args": dict(args)}, ensure_ascii=False)
 
 
@@ -150,17 +151,18 @@ def episode(task: TaskV2, helpers: bool) -> list[tuple[str, str]]:
     """The worked episode of ``task`` (a dev example): ``(step, result)`` lines of the right actions."""
     steps: list[tuple[str, str]] = []
     for m in task.message_list():
-        steps.append((_step("read_message", {"id": m.id}), "ok " + message_view(m.model_dump(exclude_none=True))))
+        steps.append((step_line("read_message", {"id": m.id}), "ok " + message_view(m.model_dump(exclude_none=True))))
     records = {r.id: r.as_dict() for r in task.record_list()}
     wanted = list(getattr(task, "answer", ())) if isinstance(task, SelectionTask | CompareTask) else []
     for rid in wanted:
-        steps.append((_step("read_record", {"id": rid}), "ok " + record_view(records[rid])))
+        steps.append((step_line("read_record", {"id": rid}), "ok " + record_view(records[rid])))
     action, args = _save_step(task, helpers, records)
-    steps.append((_step(action, args), f"ok saved {task.draft_key}"))
+    steps.append((step_line(action, args), f"ok saved {task.draft_key}"))
     return steps
 
 
 NEXT_STEP_QUESTION = "Write only the next step: one JSON action on one line."
+PREFIX_END = "\nNow\n"  # the last line of every prompt-only prefix: the task follows
 
 
 def whole_prefix(examples: Sequence[TaskV2], *, helpers: bool) -> str:
@@ -177,8 +179,8 @@ def whole_prefix(examples: Sequence[TaskV2], *, helpers: bool) -> str:
         steps = episode(example, helpers)
         for i, (step, result) in enumerate(steps, start=1):
             lines += [f"Step {i}: {step}", f"Result: {result}"]
-        lines.append(f"Step {len(steps) + 1}: {_step('done', {})}")
-    return "\n".join([*lines, "", "Now", ""])
+        lines.append(f"Step {len(steps) + 1}: {step_line('done', {})}")
+    return "\n".join(lines) + "\n" + PREFIX_END
 
 
 def whole_prompt(examples: Sequence[TaskV2], description: str, transcript: Sequence[tuple[str, str]], *,
@@ -196,6 +198,7 @@ def whole_prompt(examples: Sequence[TaskV2], description: str, transcript: Seque
     return whole_prefix(examples, helpers=helpers) + "\n".join(lines)
 
 
-__all__ = ["FORM_CUE", "NEXT_CUE", "QUEUE_CUE", "compose_differences", "compose_form", "compose_route", "episode",
+__all__ = ["FORM_CUE", "NEXT_CUE", "PREFIX_END", "QUEUE_CUE", "compose_differences", "compose_form", "compose_route",
+           "episode",
            "form_prompt", "message_cue", "message_prompt", "message_view", "next_prompt", "queue_prompt",
-           "reask", "record_view", "whole_prefix", "whole_prompt"]
+           "reask", "record_view", "step_line", "whole_prefix", "whole_prompt"]

@@ -75,6 +75,7 @@ def summary_rows(runs: Runs, arms: Sequence[str], splits: Sequence[str]) -> list
                 "prompt_tokens": sum(r.prompt_tokens for r in mine),
                 "completion_tokens": sum(r.completion_tokens for r in mine),
                 "backend_errors": sum(r.termination.startswith("backend error") for r in mine),
+                "http_retries": sum(r.http_retries for r in mine),
                 "wall_s": round(sum(r.wall_s for r in mine), 1)})
     return rows
 
@@ -115,6 +116,10 @@ def markdown(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, An
                    f"{r['ci95'][0]:.2f}–{r['ci95'][1]:.2f} | {r['successes']}/{r['runs']} | "
                    f"{' '.join(f'{v:.2f}' for v in r['pass_k'])} | {fams} | {r['llm_calls']} | "
                    f"{r['calls_per_decision']} | {r['reasks']} | {r['schema_invalid']} | {r['guard_rejections']} |")
+    retried = [r for r in rows if r.get("http_retries")]
+    if retried:  # only a server has HTTP retries; a table of zeros would hide the rows that had some
+        out += ["", "HTTP retries (requests re-sent to the server, barrier requests included): " +
+                ", ".join(f"{r['split']} {r['label']} {r['http_retries']}" for r in retried)]
     if paired:
         out += ["", "| split | comparison | tasks | A better | B better | tied | exact sign test p |", "|" + "---|" * 7]
         out += [f"| {p['split']} | {p['a']} vs {p['b']} ({p['meaning']}) | {p['tasks']} | {p['a_better']} | "
@@ -124,12 +129,52 @@ def markdown(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, An
     return "\n".join(out) + "\n"
 
 
-def plot_ladder(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """Tasks solved per arm with Wilson 95% intervals, one panel per split, every arm that ran (no overplotting:
-    arms sit side by side on their own row)."""
-    import matplotlib
+def solved_cell(row: Mapping[str, Any]) -> str:
+    """"k/n (low–high)": tasks solved and the Wilson 95% interval of one summary row."""
+    return f"{row['tasks_solved']}/{row['tasks']} ({row['ci95'][0]:.2f}–{row['ci95'][1]:.2f})"
 
-    matplotlib.use("Agg")
+
+def arm_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Tasks solved per arm (rows) and split (columns) with Wilson 95% intervals, calls and re-asks, as Markdown."""
+    splits = list(dict.fromkeys(r["split"] for r in rows))
+    arms = list(dict.fromkeys(r["arm"] for r in rows))
+    lines = ["| arm | " + " | ".join(f"{s}: solved (95% CI)" for s in splits) + " | LLM calls | re-asks |",
+             "|---" * (len(splits) + 3) + "|"]
+    for arm in arms:
+        mine = {r["split"]: r for r in rows if r["arm"] == arm}
+        cells = [solved_cell(mine[s]) if s in mine else "—" for s in splits]
+        label = next(iter(mine.values()))["label"]
+        lines.append(f"| {label} | {' | '.join(cells)} | {sum(r['llm_calls'] for r in mine.values())} | "
+                     f"{sum(r['reasks'] for r in mine.values())} |")
+    return "\n".join(lines) + "\n"
+
+
+def models_table(summaries: Mapping[str, Mapping[str, Any]]) -> str:
+    """Tasks solved per arm, one column per (model, split), with Wilson 95% intervals, then each model's headline.
+
+    README's comparison table is this function's output for the committed recordings (a test keeps it so).
+    """
+    columns = [(m, s) for m, summary in summaries.items()
+               for s in dict.fromkeys(r["split"] for r in summary["rows"])]
+    cells = {(m, r["split"], r["arm"]): r for m, summary in summaries.items() for r in summary["rows"]}
+    arms = list(dict.fromkeys(r["arm"] for summary in summaries.values() for r in summary["rows"]))
+    lines = ["| arm | " + " | ".join(f"{m}, {s}" for m, s in columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for arm in arms:
+        row = []
+        for m, s in columns:
+            r = cells.get((m, s, arm))
+            row.append("—" if r is None else solved_cell(r))
+        label = next(cells[(m, s, arm)]["label"] for m, s in columns if (m, s, arm) in cells)
+        lines.append(f"| {label} | " + " | ".join(row) + " |")
+    lines.append("")
+    lines += [f"Headline (test, 10 tasks), {m}: {summary['headline']}" for m, summary in summaries.items()
+              if summary.get("headline")]
+    return "\n".join(lines) + "\n"
+
+
+def ladder_plot(rows: Sequence[Mapping[str, Any]], title: str = "") -> Any:
+    """Tasks solved per arm with Wilson 95% intervals, one panel per split, every arm that ran (no overplotting:
+    arms sit side by side on their own row). Returns the figure."""
     import matplotlib.pyplot as plt
 
     splits = list(dict.fromkeys(r["split"] for r in rows))
@@ -147,11 +192,62 @@ def plot_ladder(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
         ax.set_yticks(ys, [r["label"] for r in mine])
         ax.set_xlim(-0.02, 1.08)
         ax.set_xlabel("tasks solved (Wilson 95% interval)")
-        ax.set_title(f"{split} split")
+        ax.set_title(f"{title}{' — ' if title else ''}{split} split", fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def plot_ladder(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """:func:`ladder_plot` saved as a PNG (the report's ``ladder.png``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = ladder_plot(rows)
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+# What each rung changes from the one above it (the picture of the ladder reads it; arm 1 is the start).
+RUNG_CHANGES: dict[str, str] = {
+    "prompt-grammar": "+ JSON grammar on the answer",
+    "prompt-helpers": "+ code helpers write the draft",
+    "machine-model": "+ the machine: one decision per prompt, menu, validator, re-ask",
+    "machine-rule": "model \u2192 keyword/regex rule written on dev",
+    "machine-random": "rule \u2192 seeded random pick",
+    "machine-oracle": "random \u2192 the task's own answer",
+}
+
+
+def ladder_figure(arms: Mapping[str, Any] = ARMS) -> Any:
+    """The ladder of arms as a picture: one box per arm (what decides in it), the change to the next rung beside
+    each step down, and the two shares the comparison reads off it."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch
+
+    rungs = list(arms.values())
+    fig, ax = plt.subplots(figsize=(10.5, 0.78 * len(rungs) + 0.6))
+    ax.set_xlim(0, 10.5)
+    ax.set_ylim(-0.6, len(rungs) - 0.2)
+    ax.axis("off")
+    for i, arm in enumerate(rungs):
+        y = len(rungs) - 1 - i
+        colour = "#dbe9f6" if arm.shape.name == "free loop" else "#e4f2dc" if arm.uses_model else "#eeeeee"
+        ax.add_patch(FancyBboxPatch((0.1, y - 0.32), 4.6, 0.64, boxstyle="round,pad=0.02", fc=colour, ec="#555"))
+        ax.text(0.25, y + 0.08, arm.label, fontsize=10, weight="bold", va="center")
+        ax.text(0.25, y - 0.16, f"{arm.shape.name}; model: {'yes' if arm.uses_model else 'no'}", fontsize=8,
+                va="center", color="#333")
+        if i:
+            ax.annotate("", (2.4, y + 0.33), (2.4, y + 0.67), arrowprops={"arrowstyle": "->", "color": "#777"})
+            ax.text(4.95, y + 0.5, RUNG_CHANGES.get(arm.name, ""), fontsize=8.5, va="center", style="italic")
+    ax.text(4.95, -0.45, "model's share = arm 4 \u2212 arm 5 (content families)   harness's share = arm 5 \u2212 arm 1",
+            fontsize=9, weight="bold")
+    ax.set_title("The ladder of arms: each rung changes one thing (blue: one prompt; green: machine + model; "
+                 "grey: no model)", fontsize=9.5)
+    fig.tight_layout()
+    return fig
 
 
 def write_report(out: Path, runs: Runs, arms: Sequence[str], splits: Sequence[str], test_set: TaskSet,

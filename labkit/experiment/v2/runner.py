@@ -13,6 +13,9 @@ A model backend that fails during a run (a server that stays down, a broken conn
 run as failed with termination ``backend error: ...``; the experiment goes on and the report counts
 it. A cassette miss during a replay is not such a failure: it means the replay is not the recording,
 and it stops the experiment.
+
+Every HTTP retry a run needed is in its record (``http_retries``): counted from its log's
+``model_asked`` events, or, for a run that failed on its backend, from the server client's count.
 """
 
 from __future__ import annotations
@@ -127,6 +130,15 @@ class Backends:
             return self.live.describe()
         return {"backend": "replay", "cassettes": str(self.replay / "cassettes")}  # type: ignore[operator]
 
+    def http_retries(self) -> int:
+        """HTTP requests the live server backend has re-sent so far (0 in process and in a replay).
+
+        A run that fails on its backend has no log to count from; the difference of this number over
+        the run counts its retries, those of the request that gave up included.
+        """
+        stats = getattr(self.live, "stats", None)
+        return int(stats.get("retries", 0)) if isinstance(stats, dict) else 0
+
     def __call__(self, arm: str, split: str, task_id: str) -> Backend | None:
         if not ARMS[arm].uses_model:
             return None
@@ -146,12 +158,13 @@ class Backends:
         return self._made[key]
 
 
-def _failed_run(arm: str, split: str, task: TaskV2, seed: int, error: Exception) -> RunRecordV2:
+def _failed_run(arm: str, split: str, task: TaskV2, seed: int, error: Exception, http_retries: int) -> RunRecordV2:
     message = getattr(error, "message", str(error))
     return RunRecordV2(arm=arm, task=task.id, family=task.family, seed=seed, passed=False,
                        failed_checks=["backend"], termination=f"backend error: {message[:120]}", llm_calls=0,
                        decisions=0, reasks=0, schema_invalid=0, violations=0, guard_rejections=0, tool_calls=0,
-                       prompt_tokens=0, completion_tokens=0, wall_s=0.0, details=[message[:300]])
+                       prompt_tokens=0, completion_tokens=0, wall_s=0.0, http_retries=http_retries,
+                       details=[message[:300]])
 
 
 def run_experiment_v2(config: ConfigV2, backends: Backends, out: Path, *,
@@ -178,6 +191,7 @@ def run_experiment_v2(config: ConfigV2, backends: Backends, out: Path, *,
     done: list[tuple[str, RunRecordV2]] = []
     for n, (arm, split, task, seed) in enumerate(jobs, start=1):
         store = DraftStore(drafts_path, f"{arm}/{split}/{task.id}/{seed}")
+        retries_before = backends.http_retries()
         try:
             inputs = ArmInputs(task, seed, backends(arm, split, task.id), examples, config.decoding)
             record, events = run_arm(ARMS[arm], inputs, store)
@@ -185,7 +199,7 @@ def run_experiment_v2(config: ConfigV2, backends: Backends, out: Path, *,
         except (CassetteMiss, CassetteError):
             raise
         except BackendError as exc:  # the model's backend failed: this run failed, the experiment goes on
-            record = _failed_run(arm, split, task, seed, exc)
+            record = _failed_run(arm, split, task, seed, exc, backends.http_retries() - retries_before)
         finally:
             store.close()
         with runs_path.open("a", encoding="utf-8") as handle:

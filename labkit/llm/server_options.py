@@ -1,0 +1,72 @@
+"""The command-line options that put a model behind OpenAI-compatible servers, declared once for every command.
+
+Why one place: the comparisons (``labkit experiment`` and ``labkit experiment-v1``) and ``labkit
+complete`` talk to servers through :class:`~labkit.llm.http.OpenAICompatBackend`, and the options that
+configure it — which
+model the server is asked for, how a schema reaches it, which weights it serves (for provenance and
+cassette keys), timeouts and retries — must mean the same in each. A command states only what
+differs: whether ``--server`` may be repeated (a pool of servers, :mod:`labkit.llm.pool`) and what its
+help says about that.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from labkit.errors import LabkitError
+from labkit.llm.http import SCHEMA_MODES, OpenAICompatBackend
+
+# (option, the argparse attribute) of the options that mean nothing without --server
+_SERVER_ONLY = (("--server-model", "server_model"), ("--model-sha256", "model_sha256"))
+
+
+def add_server_options(parser: Any, *, server_help: str) -> None:
+    """Add ``--server`` (repeatable; the command decides whether it accepts several) and its options."""
+    parser.add_argument("--server", action="append", metavar="URL", help=server_help)
+    parser.add_argument("--server-model", metavar="NAME",
+                        help="the model name asked for in every request to --server and written in provenance "
+                             "(default: the first model the server lists)")
+    parser.add_argument("--schema-mode", choices=list(SCHEMA_MODES), default="grammar",
+                        help="how a schema reaches --server: grammar (llama.cpp servers, default), "
+                             "structured_outputs (vLLM), json_schema (llama-server), none")
+    parser.add_argument("--model-sha256", help="the served model file's sha256, for provenance and cassette keys "
+                        "(a llama.cpp server's local file is hashed without it)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per server request (default 60)")
+    parser.add_argument("--retries", type=int, default=2,
+                        help="retries per server request, its barrier request included (default 2; every retry "
+                             "is counted in the run's record)")
+
+
+def check_server_options(args: argparse.Namespace, *, several: bool,
+                         one_only_hint: str = "give --server once.") -> None:
+    """Refuse what would be ignored: the options that describe a server without ``--server``, and a
+    repeated ``--server`` where the command uses one server only (``several=False``)."""
+    given = [option for option, attr in _SERVER_ONLY if getattr(args, attr, None)]
+    if given and not args.server:
+        raise LabkitError(f"{' and '.join(given)} describe(s) a server, but no --server is given",
+                          "add --server URL, or drop the option(s) for an in-process model.")
+    if len(args.server or []) > 1 and not several:
+        raise LabkitError(f"--server is given {len(args.server)} times, but this command uses one server",
+                          one_only_hint)
+
+
+def connect_servers(args: argparse.Namespace, *, several: bool,
+                    one_only_hint: str = "give --server once.") -> list[OpenAICompatBackend]:
+    """The servers ``--server`` names, each asked to describe itself (so a server that is down fails here).
+
+    Returns an empty list without ``--server``; refuses what :func:`check_server_options` refuses.
+    """
+    check_server_options(args, several=several, one_only_hint=one_only_hint)
+    urls: list[str] = list(args.server or [])
+    if not urls:
+        return []
+    if args.retries < 0:
+        raise LabkitError(f"--retries must be 0 or more, got {args.retries}", "use 0 for no retries.")
+    servers = []
+    for url in urls:
+        server = OpenAICompatBackend(url, model=args.server_model, model_sha256=args.model_sha256,
+                                     timeout_s=args.timeout, retries=args.retries, schema_mode=args.schema_mode)
+        server.describe()  # fails early, with a clear error, when the server is down
+        servers.append(server)
+    return servers

@@ -1,0 +1,187 @@
+"""Both comparisons against an OpenAI-compatible server: the shared server options, and HTTP retries counted.
+
+The server is a real HTTP server on loopback that fails its first requests (503) and then answers
+like a completion server that reads the request's ``json_schema``: the first option of an enum, an
+invented form, ``done`` for a free-loop action. Its answers are not meant to be right; the tests
+check what the experiment records about the requests.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labkit.cli import build_parser, main
+from labkit.errors import LabkitError
+from labkit.experiment.metered import MeteredBackend
+from labkit.llm.http import OpenAICompatBackend
+from labkit.store import load_events
+
+SHA = "ab" * 32
+TASKS = "dev-triage-01,dev-extraction-02"
+
+
+def _answer(body: dict[str, Any]) -> str:
+    if body.get("max_tokens") == 1:
+        return "0"  # the barrier request
+    props = (body.get("json_schema") or {}).get("properties", {})
+    for name, prop in props.items():
+        if "enum" in prop and name != "action":
+            return json.dumps({name: prop["enum"][0]})
+    if "order" in props:
+        return json.dumps({"order": "ORD-1", "date": "2025-01-01", "amount": "1.00", "name": "Nobody Here"})
+    return json.dumps({"action": "done", "args": {}})
+
+
+class FlakyServer:
+    """A loopback completion server whose first ``fail_first`` POSTs (or all, with ``always_fail``) get HTTP 503."""
+
+    def __init__(self, fail_first: int = 0, *, always_fail: bool = False) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.failed = 0
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                owner.bodies.append(body)
+                if always_fail or owner.failed < fail_first:
+                    owner.failed += 1
+                    self._reply(503, {"error": "busy"})
+                    return
+                self._reply(200, {"choices": [{"text": _answer(body), "finish_reason": "stop"}],
+                                  "usage": {"prompt_tokens": len(body["prompt"]) // 4, "completion_tokens": 5}})
+
+            def _reply(self, code: int, data: dict[str, Any]) -> None:
+                raw = json.dumps(data).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def flaky() -> Iterator[FlakyServer]:
+    server = FlakyServer(fail_first=2)
+    yield server
+    server.stop()
+
+
+def _server_args(url: str) -> list[str]:
+    return ["--server", url, "--server-model", "stub-model", "--model-sha256", SHA, "--schema-mode", "json_schema"]
+
+
+def test_the_barrier_requests_retries_are_counted_in_the_call(flaky: FlakyServer) -> None:
+    backend = OpenAICompatBackend(flaky.url, model="stub-model", model_sha256=SHA, sleep=lambda s: None)
+    out = backend.complete("hello")
+    assert [b["max_tokens"] for b in flaky.bodies] == [1, 1, 1, 64]  # the barrier failed twice, then the call
+    assert out.retries == 2 and backend.stats["retries"] == 2 and backend.stats["barrier_requests"] == 1
+    assert backend.complete("again").retries == 0
+
+
+def test_the_first_comparison_counts_the_barriers_retries_in_its_meter(flaky: FlakyServer) -> None:
+    """experiment-v1 builds its server from the shared options and counts retries from each call's Completion."""
+    from labkit.experiment.cli import _backend
+
+    args = build_parser().parse_args(["experiment-v1", *_server_args(flaky.url), "--retries", "3"])
+    server = _backend(args)
+    assert isinstance(server, OpenAICompatBackend) and server.retries == 3 and server.schema_mode == "json_schema"
+    assert server.describe()["model"] == "stub-model" and server.describe()["model_sha256"] == SHA
+    metered = MeteredBackend(server)
+    metered.complete("a prompt")
+    assert metered.meter.retries == 2
+    assert {b["model"] for b in flaky.bodies} == {"stub-model"}
+
+
+def test_a_v2_run_records_its_retries_in_record_log_summary_and_report(
+        flaky: FlakyServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    code = main(["experiment", *_server_args(flaky.url), "--arms", "machine-model", "--task-ids", TASKS,
+                 "--splits", "dev", "--quiet", "--out", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["http_retries"] for r in runs] == [2, 0]  # the first call's barrier was re-sent twice
+    assert all(not r["termination"].startswith("backend error") for r in runs)
+    events = load_events(out / "logs" / "machine-model" / "dev" / "dev-triage-01-s0.jsonl")
+    asked = [e for e in events if e.type == "model_asked"]
+    assert asked[0].http_retries == 2 and all(e.http_retries == 0 for e in asked[1:])
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["rows"][0]["http_retries"] == 2
+    assert "HTTP retries (requests re-sent to the server, barrier requests included): dev 4 machine + model 2" \
+        in printed
+    backend = json.loads((out / "provenance.json").read_text(encoding="utf-8"))["backend"]
+    assert (backend["model"], backend["model_sha256"], backend["schema_mode"]) == ("stub-model", SHA, "json_schema")
+    assert {b["model"] for b in flaky.bodies} == {"stub-model"}  # --server-model is asked for in every request
+    calls = [json.loads(line) for line in (out / "cassettes" / "machine-model" / "dev" / "dev-triage-01.jsonl")
+             .read_text(encoding="utf-8").splitlines() if '"type": "call"' in line]
+    assert calls and {c["server"] for c in calls} == {flaky.url} and calls[0]["completion"]["retries"] == 2
+    # the cassettes keep each call's retries, so a replay reports the same numbers without the server
+    again = tmp_path / "again"
+    assert main(["experiment", "--replay", str(out), "--out", str(again), "--quiet"]) == 0
+    replayed = [json.loads(line) for line in (again / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["http_retries"] for r in replayed] == [2, 0]
+
+
+def test_a_server_that_stays_down_fails_each_run_with_its_retries_counted(tmp_path: Path) -> None:
+    down = FlakyServer(always_fail=True)
+    try:
+        out = tmp_path / "run"
+        code = main(["experiment", *_server_args(down.url), "--retries", "1", "--arms",
+                     "machine-model,machine-oracle", "--task-ids", TASKS, "--splits", "dev", "--quiet",
+                     "--out", str(out)])
+    finally:
+        down.stop()
+    assert code == 0
+    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+    model = [r for r in runs if r["arm"] == "machine-model"]
+    assert len(model) == 2 and all(r["termination"].startswith("backend error") for r in model)
+    assert [r["http_retries"] for r in model] == [1, 1]  # each run's barrier: sent twice, re-sent once
+    assert all(r["passed"] for r in runs if r["arm"] == "machine-oracle")
+
+
+def test_v2_takes_one_server_and_the_server_options_need_a_server(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["experiment", "--server", "http://127.0.0.1:1", "--server", "http://127.0.0.1:2",
+                 "--arms", "machine-oracle", "--out", str(tmp_path / "two")]) != 0  # refused even with no model arm
+    err = capsys.readouterr().err
+    assert "--server is given 2 times, but this command uses one server" in err and "experiment-v1" in err
+    for command, task in (("experiment", "dev-triage-01"), ("experiment-v1", "diff2")):
+        assert main([command, "--server-model", "m", "--arms", "machine-oracle", "--task-ids", task,
+                     "--out", str(tmp_path / command)]) != 0
+        assert "--server-model describe(s) a server, but no --server is given" in capsys.readouterr().err
+
+
+def test_the_server_options_are_declared_once_for_both_comparisons() -> None:
+    parser = build_parser()
+    options = {}
+    for command in ("experiment", "experiment-v1"):
+        args = parser.parse_args([command, "--server", "http://x:1", "--server-model", "n", "--model-sha256", SHA,
+                                  "--schema-mode", "none", "--timeout", "5", "--retries", "0"])
+        options[command] = {k: getattr(args, k) for k in ("server", "server_model", "model_sha256", "schema_mode",
+                                                          "timeout", "retries")}
+    assert options["experiment"] == options["experiment-v1"] == {
+        "server": ["http://x:1"], "server_model": "n", "model_sha256": SHA, "schema_mode": "none", "timeout": 5.0,
+        "retries": 0}
+    with pytest.raises(LabkitError, match="--retries must be 0 or more"):
+        from labkit.llm.server_options import connect_servers
+
+        connect_servers(parser.parse_args(["experiment", "--server", "http://x:1", "--retries", "-1"]), several=False)
