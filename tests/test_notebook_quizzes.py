@@ -53,6 +53,18 @@ KEYS = {
          "it followed the script in 97% of the conversations", "['next']",
          "analyst.step('deadline').signal('stay').needs", "summaries['gemma3-270m']['machine']['reasks']"],
     ),
+    "05_small_model_comparison.py": (
+        ["runs of one task share its difficulty, so they are not independent trials",
+         "arm 4 − arm 5 on the content families",
+         "on those tasks code did the work: any choice in the menu succeeded", "its test score",
+         "wilson_interval(7, 10)",
+         "next(r['tasks_solved'] for r in summaries['gemma3-270m']['rows'] if r['split'] == 'test' and "
+         "r['arm'] == 'machine-rule')", "test.headline"],
+        ["tasks take longer than runs", "arm 4 − arm 1", "the random choice reads the task", "its dev score",
+         "wilson_interval(7, 100)",
+         "next(r['tasks_solved'] for r in summaries['gemma3-270m']['rows'] if r['split'] == 'dev' and "
+         "r['arm'] == 'machine-rule')", "test.tasks[:10]"],
+    ),
     "06_local_inference.py": (
         ["the same prompt then gets the same answer, so a run can be replayed and two paths compared",
          "the weights (usually quantized), the tokenizer and the model's metadata, in one file",
