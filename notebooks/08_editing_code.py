@@ -3,35 +3,42 @@
 #
 # **After this notebook you can**
 #
-# 1. name the states of a code-editing machine and say which work is the code's and which the model's;
-# 2. read a run's trace: the index, the plan, each edit with its diff, each pytest run, the final state;
-# 3. explain why an edit to a test file is refused, and which other guards stand between a proposal and the tests;
-# 4. show that a failed run leaves the project exactly as it was (a rollback checked by file hashes);
-# 5. replay a recorded run without the model, the project or pytest.
+# 1. name the states of a code-editing [state machine](../docs/glossary.md) and say which work is the code's and
+#    which the model's;
+# 2. read a run's trace: the [project index](../docs/glossary.md), the plan, each
+#    [search/replace edit](../docs/glossary.md) with its [diff](../docs/glossary.md), each run of the
+#    [test runner](../docs/glossary.md) (pytest), the final state;
+# 3. explain why an edit to a test file is refused, and which other [edit guards](../docs/glossary.md) stand
+#    between a proposal and the tests;
+# 4. show that a failed run leaves the project exactly as it was (a [rollback](../docs/glossary.md) checked by
+#    file hashes);
+# 5. [replay](../docs/glossary.md) a recorded run without the model, the project or pytest.
 #
-# **Prerequisites:** notebook 01 (transition tables), notebook 03 (the log, replay, invariants).
-# **Time:** about 30 minutes. The runs below use real git copies and real pytest subprocesses (a second or
-# two each); the planner is the known fix or a short script, so no model is loaded.
+# **Prerequisites:** notebook 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)),
+# notebook 03 ([event log](../docs/glossary.md), [hash chain](../docs/glossary.md), [invariant](../docs/glossary.md)).
+# **Time:** about 40 minutes, the quiz included. The runs below use real git copies and real pytest
+# subprocesses (a second or two each); the planner is the known fix or a short script, so no model is loaded.
+# The **Predict** boxes hide their answer until you choose and press *check*.
 #
 # The task is the one exercise 01 only drew as a table: a small model is asked to change a code base. Asked in
 # one big prompt, a small model forgets the requirement, edits the wrong file, or declares victory. Here the
 # machine owns the order of the work, the permissions, the retries and the way back; the model proposes one
-# small, checked thing at a time. (The measured comparison of the model with and without the machine on these
-# tasks is not recorded yet; this notebook shows the machine.)
+# small, checked thing at a time. This notebook shows the machine; it measures no model.
 
 # %%
 import json
 from pathlib import Path
 
-from labkit import load_events
+from labkit import load_events, predict
 from labkit.catalog import lookup
 from labkit.diagram import to_mermaid
 from labkit.reducer import replay
+from labkit.repoedit.edits import EDIT_GUARDS, EditCase, check_edit
 from labkit.repoedit.events import EditApplied, ProposalRefused, RolledBack, TestsRan
 from labkit.repoedit.index import index_project
 from labkit.repoedit.machine import Limits, RepoEditRun, repoedit_table
 from labkit.repoedit.planners import OraclePlanner, ScriptedPlanner
-from labkit.repoedit.tasks import load_tasks, project_dir, split_ids
+from labkit.repoedit.tasks import SearchReplace, load_tasks, project_dir, split_ids
 from labkit.repoedit.trace import render_trace
 from labkit.repoedit.workspace import tree_hashes
 
@@ -44,29 +51,36 @@ def fixed_clock() -> float:
     return 0.0
 
 
+def scripted(plans: list[dict], edits: list[dict]) -> ScriptedPlanner:
+    """A planner that gives these plans and edits, in order, as the JSON text a model would write."""
+    return ScriptedPlanner([json.dumps(p) for p in plans], [json.dumps(e) for e in edits])
+
+
 # %% [markdown]
 # ## 1. The machine, as a table
 #
 # Six working states and two ends. Code does DISCOVER_PROJECT (it lists files, definitions and test files, and
 # runs the tests once to see what fails), RUN_TESTS (real `pytest` in a subprocess, killed at a time limit) and
-# ROLLBACK_OR_FIX (`git reset` to where the run began). The planner — a model, or here the known fix — is asked
-# only in PLAN_CHANGE (which files, and why) and in EDIT_FILE (one file at a time). HUMAN_APPROVAL holds an edit
-# that is larger than the limit.
+# ROLLBACK_OR_FIX (`git reset` to where the run began). The planner — a model, or here the known fix or a
+# [scripted planner](../docs/glossary.md) — is asked only in PLAN_CHANGE (which files, and why) and in
+# EDIT_FILE (one file at a time). [HUMAN_APPROVAL](../docs/glossary.md) holds an edit that is larger than the
+# limit.
 
 # %%
 table = repoedit_table()
 print(to_mermaid(table))
 
 # %% [markdown]
-# The guards in brackets are budgets read from the run's state (`plan_retries_left`, `edit_retries_left`) and
-# the edit queue (`files_left`). Because they are guards of the table, `labkit replay` checks them again on a
-# recorded log: a run that retried beyond its budget would not replay.
+# The guards in brackets are [budgets](../docs/glossary.md) read from the run's state (`plan_retries_left`,
+# `edit_retries_left`) and the edit queue (`files_left`). Because they are guards of the table, `labkit replay`
+# checks them again on a recorded log: a run that retried beyond its budget would not replay.
 
 # %% [markdown]
 # ## 2. The projects and their tasks
 #
 # `data/repos/` holds small, real Python projects with pytest tests; `tasks.yaml` says what each task asks, which
-# tests show it, and the known fix. Tasks are data: a teacher adds a folder and an entry.
+# tests show it, and the known fix. Tasks are data: a teacher adds a folder and an entry. Each task is in the dev
+# or the test half of a [dev and test split](../docs/glossary.md).
 
 # %%
 for task in TASKS.values():
@@ -82,23 +96,29 @@ greeter = TASKS["greeter-rename"]
 print(greeter.requirement)
 print(index_project(project_dir(greeter)).summary())
 
-# %% jupyter={"source_hidden": true}
-from labkit import predict
+# %% [markdown]
+# A planner that plans the rename in `greet.py` only, and makes that one edit correctly:
 
+# %%
+GREET_ONLY_PLAN = {"steps": [{"file": "greet.py", "why": "rename the function"}]}
+GREET_ONLY_EDIT = {"status": "ok", "edits": [{"search": "def hello(", "replace": "def greeting("}]}
+
+# %% jupyter={"source_hidden": true}
+_trial = RepoEditRun(project_dir(greeter), greeter.requirement, scripted([GREET_ONLY_PLAN], [GREET_ONLY_EDIT]),
+                     clock=fixed_clock).run()
+_endings = {"DONE": "DONE: the test for the new name passes", "FAILED": "FAILED, with the tree rolled back",
+            "HUMAN_APPROVAL": "it waits in HUMAN_APPROVAL"}
 predict("The task renames greet.hello to greeting. The plan names greet.py only. Where does the run end, "
         "with a planner that makes that one edit correctly?",
-        ["DONE: the test for the new name passes", "FAILED, with the tree rolled back",
-         "DONE, but cli.py is broken", "it waits in HUMAN_APPROVAL"],
-        "FAILED, with the tree rolled back",
+        [*_endings.values(), "DONE, but cli.py is broken"],
+        _endings[_trial.status],
         "cli.py still imports hello, so pytest cannot even import the tests. The failure points at cli.py, which "
         "is not in the plan, so no targeted fix may touch it: the run rolls back. DONE needs every test green, "
         "so a broken caller can never end as DONE.")
 
 # %%
-only_greet = ScriptedPlanner(
-    [json.dumps({"steps": [{"file": "greet.py", "why": "rename the function"}]})],
-    [json.dumps({"status": "ok", "edits": [{"search": "def hello(", "replace": "def greeting("}]})])
-half = RepoEditRun(project_dir(greeter), greeter.requirement, only_greet, clock=fixed_clock)
+half = RepoEditRun(project_dir(greeter), greeter.requirement, scripted([GREET_ONLY_PLAN], [GREET_ONLY_EDIT]),
+                  clock=fixed_clock)
 print(half.run().status, "-", half.state.reason)
 print(render_trace(half.events[-5:]))
 
@@ -115,7 +135,8 @@ state = run.run()
 print(render_trace(run.events))
 
 # %% [markdown]
-# Two test runs: the baseline (one test fails, as the task says) and the check after the edits (all green).
+# Two test runs: the [baseline](../docs/glossary.md) (one test fails, as the task says) and the check after the
+# edits (all green).
 # The planner's word plays no part in reaching DONE: only the second test run does.
 
 # %% [markdown]
@@ -127,10 +148,9 @@ print(render_trace(run.events))
 
 # %%
 words = TASKS["wordcount-whitespace"]
-cheat = ScriptedPlanner(
-    [json.dumps({"steps": [{"file": "tests/test_words.py", "why": "the test expects too much"}]}),
-     json.dumps({"steps": [{"file": "words.py", "why": "split on any whitespace"}]})],
-    [json.dumps({"status": "ok", "edits": [{"search": 'text.split(" ")', "replace": "text.split()"}]})])
+cheat = scripted([{"steps": [{"file": "tests/test_words.py", "why": "the test expects too much"}]},
+                  {"steps": [{"file": "words.py", "why": "split on any whitespace"}]}],
+                 [{"status": "ok", "edits": [{"search": 'text.split(" ")', "replace": "text.split()"}]}])
 guarded = RepoEditRun(project_dir(words), words.requirement, cheat, clock=fixed_clock)
 guarded.run()
 for event in guarded.events:
@@ -139,36 +159,107 @@ for event in guarded.events:
 print("ended:", guarded.state.status)
 
 # %% [markdown]
-# The other guards, each a typed refusal with its own code: the edit must apply (its search text occurs exactly
-# once), touch only planned files, change something, compile (no syntax error reaches the tests), stay under
-# the size limit (else HUMAN_APPROVAL), and stay inside the project (`../`, absolute paths and symlinks out are
-# refused before anything is read or written). The refused proposal goes back to the planner with the hint, up
-# to the retry budget.
+# The test-file rule is one of the edit guards. They are one declaration, checked in this order before anything
+# is written; the first that objects decides, and its code and hint are what the planner reads on its next try
+# (up to the retry budget). Only `too_large` does not refuse: it asks a person.
+
+# %%
+for guard in EDIT_GUARDS:
+    print(f"{guard.code:15} {'ask a person' if guard.to_human else 'refuse':12} hint: {guard.hint}")
+
+# %% [markdown]
+# `outside_repo` comes first: `../`, absolute paths and symlinks out are refused before anything is read or
+# written. The guards can be asked directly, without a run: `edit_case` below builds what they look at for one
+# proposed edit of the shipped wordcount project (nothing is written).
+
+
+# %%
+def edit_case(path: str, search: str, replace: str, planned: tuple[str, ...] = ("words.py",)) -> EditCase:
+    """What the edit guards see when one search/replace edit of ``path`` is proposed under a plan of ``planned``."""
+    root = project_dir(words)
+    return EditCase(root, index_project(root), frozenset(planned), path,
+                    (SearchReplace(search=search, replace=replace),))
+
+
+def verdict(case: EditCase) -> str:
+    """The guards' answer to one proposed edit, as the planner would read it."""
+    refusal = check_edit(case)
+    return "passes every guard" if refusal is None else f"refused [{refusal.code}] {refusal.detail}; {refusal.hint}"
+
+
+twice = edit_case("words.py", "text.split(", "text.split()")
+
+# %% jupyter={"source_hidden": true}
+_refusal = check_edit(twice)
+_codes = {"does_not_apply": "does_not_apply: the search text must occur exactly once",
+          "syntax_error": "syntax_error: the result would not compile"}
+predict("The plan names words.py. The planner proposes for words.py one edit whose search text is "
+        "`text.split(` and whose replace text is `text.split()`. Which guard refuses it?",
+        [*_codes.values(), "none: it is applied at the first match", "not_planned: the text occurs in two functions"],
+        _codes.get(_refusal.code, "none: it is applied at the first match") if _refusal
+        else "none: it is applied at the first match",
+        f"check_edit says [{_refusal.code if _refusal else None}]. `text.split(` occurs twice in words.py (in "
+        "count_words and in longest_word), so the guard cannot know which one the planner meant: a search text "
+        "that is absent or ambiguous means the model misread the file. The later guards are not asked, though "
+        "syntax_error would also object: at the first match the line would read `len(text.split()\" \"))`. The "
+        "hint tells the planner to copy more of the line.")
+
+# %%
+print("text.split(      ->", verdict(twice))
+print('text.split(" ")  ->', verdict(edit_case("words.py", 'text.split(" ")', "text.split()")))
 
 # %% [markdown]
 # ## 5. A broken edit, and the way back
 #
 # This planner's edit compiles but is wrong (it counts one word too many). The tests fail; the failure points
 # at `words.py`, but this run allows no fix rounds (`fix_budget=0`), so RUN_TESTS routes to ROLLBACK_OR_FIX.
+# (With fix rounds left, it would be a [targeted fix](../docs/glossary.md): see the end of this section.)
 
 # %%
-wrong = ScriptedPlanner(
-    [json.dumps({"steps": [{"file": "words.py", "why": "split on any whitespace"}]})],
-    [json.dumps({"status": "ok", "edits": [{"search": 'len(text.split(" "))', "replace": "len(text.split()) + 1"}]})])
+WORDS_PLAN = {"steps": [{"file": "words.py", "why": "split on any whitespace"}]}
+WRONG_EDIT = {"status": "ok", "edits": [{"search": 'len(text.split(" "))', "replace": "len(text.split()) + 1"}]}
 shipped = tree_hashes(project_dir(words))
-broken = RepoEditRun(project_dir(words), words.requirement, wrong, limits=Limits(fix_budget=0), clock=fixed_clock,
-                     keep=True)
+
+
+def broken_run() -> RepoEditRun:
+    """A run of the wrong edit with no fix rounds, keeping its copy so that the files can be compared after."""
+    return RepoEditRun(project_dir(words), words.requirement, scripted([WORDS_PLAN], [WRONG_EDIT]),
+                       limits=Limits(fix_budget=0), clock=fixed_clock, keep=True)
+
+
+def copy_matches_shipped(finished: RepoEditRun) -> bool:
+    """Whether every file of a finished run's copy is byte-identical to the shipped project; removes the copy."""
+    after = tree_hashes(finished.workspace.root)
+    after.pop(".gitignore")  # the copy's own file, which makes git ignore caches
+    finished.workspace.keep = False
+    finished.workspace.close()
+    return after == shipped
+
+
+# %% jupyter={"source_hidden": true}
+_probe = broken_run()
+_probe.run()
+_same = copy_matches_shipped(_probe)
+_after_choices = ["every file is byte-identical to the shipped project",
+                  "words.py still holds the broken edit: FAILED describes the run, not the files",
+                  "the edit is undone, but the files the test run wrote are left behind"]
+predict("The wrong edit was applied and committed in the copy, and the tests failed. After ROLLBACK_OR_FIX, "
+        "how do the copy's files compare with the shipped project?",
+        _after_choices, _after_choices[0] if _same else _after_choices[1],
+        f"Compared file by file with sha256: identical = {_same}. The rollback is `git reset --hard` to the "
+        "commit made before the first edit, then `git clean`, which also removes files nobody committed (test "
+        "caches, anything a test wrote). Nobody outside the run saw the copy, so undoing it is a real rollback, "
+        "not a compensation.")
+
+# %%
+broken = broken_run()
 broken.run()
 print(render_trace(broken.events[-6:]))
-after = tree_hashes(broken.workspace.root)
-after.pop(".gitignore")  # the copy's own file, which makes git ignore caches
-print("\nevery file of the copy is byte-identical to the shipped project:", after == shipped)
-broken.workspace.keep = False
-broken.workspace.close()
+print("\nevery file of the copy is byte-identical to the shipped project:", copy_matches_shipped(broken))
 
 # %% [markdown]
-# The rollback is `git reset --hard` plus `git clean` to the commit made before the first edit, and the
-# `RolledBack` event records the tree digest before and after: the invariant `failed_leaves_tree_as_it_was`
+# The `RolledBack` event records the tree digest (one sha256 over all the file hashes) before and after the
+# rollback, and the baseline's: the invariant `failed_leaves_tree_as_it_was`
 # checks after every event that a FAILED run has no edit left standing.
 
 # %%
@@ -199,12 +290,63 @@ for path in sorted((DATA / "repoedit" / "oracle").glob("*.jsonl")):
 print(f"\n{summary['done']}/{len(summary['runs'])} DONE, recorded at commit {summary['versions']['git_commit'][:10]}")
 
 # %% [markdown]
+# ## Wrap-up quiz
+#
+# Five questions to choose from and two to answer with one line of code; `table`, `check_edit` and `edit_case`
+# are there to use. Press *check answers*: a wrong answer gets a hint, not the answer.
+
+# %% jupyter={"source_hidden": true}
+from labkit import Choice, CodeLine, Quiz
+
+quiz = Quiz([
+    Choice("In which states is the planner asked for anything?",
+           ["in every working state", "only in PLAN_CHANGE", "in PLAN_CHANGE and EDIT_FILE",
+            "in RUN_TESTS and ROLLBACK_OR_FIX"],
+           "in PLAN_CHANGE and EDIT_FILE",
+           "Indexing, testing and restoring are code's work; the planner proposes a plan and one file's edit."),
+    Choice("Why may no plan or edit touch a test file?",
+           ["test files are too long for a small model's context",
+            "the tests are the verifier: a planner allowed to edit them can make them pass without fixing anything",
+            "pytest locks its files while it runs"],
+           "the tests are the verifier: a planner allowed to edit them can make them pass without fixing anything",
+           "What counts as done is decided by tests the planner cannot change."),
+    Choice("A proposed edit would change 45 lines; the limit is 30. What happens next?",
+           ["it is applied, then tested", "the run goes to HUMAN_APPROVAL, where a person approves or rejects it",
+            "the run fails at once"],
+           "the run goes to HUMAN_APPROVAL, where a person approves or rejects it",
+           "too_large is the one guard that asks a person instead of refusing; a rejection counts as a retry."),
+    Choice("A failed run's RolledBack event has digest_after equal to its baseline. What does that show?",
+           ["the copy's files are again exactly those of the commit made before the first edit",
+            "the tests pass again", "the shipped project was written and then restored"],
+           "the copy's files are again exactly those of the commit made before the first edit",
+           "The digest is one sha256 over every file's hash; the shipped project is never written at all."),
+    Choice("What does replaying a recorded run of this machine need?",
+           ["the planner that made it, to answer again", "its log: the reducer, table, guards and invariants are code",
+            "a copy of the project and pytest, to run the tests again"],
+           "its log: the reducer, table, guards and invariants are code",
+           "The test results and diffs are events in the log; replay re-checks every move against the table."),
+    CodeLine("Write a line that gives the rows of `table` that lead into DONE.",
+             lambda rows: [(r.source, r.event, r.dest) for r in rows] == [("RUN_TESTS", "green", "DONE")],
+             hint="each row of table.rows has a source, an event and a dest; keep the rows whose dest is DONE",
+             explain="[r for r in table.rows if r.dest == 'DONE'] is one row: RUN_TESTS --green--> DONE. Only an "
+                     "all-green test run ends a run well."),
+    CodeLine("Write a line that asks the edit guards about an edit of `tests/test_words.py` (any search and replace "
+             "text) and gives their refusal (use `check_edit` and `edit_case`).",
+             lambda refusal: getattr(refusal, "code", None) == "test_file",
+             hint="edit_case(path, search, replace) builds the case; check_edit(case) gives the first refusal",
+             explain="check_edit(edit_case('tests/test_words.py', 'a', 'b')) is refused as test_file, whatever the "
+                     "edit says and even before the plan is looked at."),
+], namespace=globals())
+quiz
+
+# %% [markdown]
 # ## Take-aways
 #
 # - The machine, not the model, decides the order of the work, what counts as done (every test green), and
 #   when to give up; the model proposes one plan and one file's edit at a time, with a small context.
-# - Every proposal passes a parser and domain guards before anything is written; each refusal is a typed
-#   event with a code and a hint, and test files are never the planner's to change.
+# - Every proposal passes a parser and domain guards before anything is written; the guards are one declaration
+#   checked in order, each refusal is a typed event with a code and a hint, and test files are never the
+#   planner's to change. A search text must occur exactly once, so a misread file fails loudly.
 # - A failed run costs nothing but time: the temporary copy is rolled back and checked by file hashes, and the
 #   shipped project is never written.
 # - `labkit repoedit run TASK --planner model` puts a local model in the planner's seat; exercise 09 writes

@@ -84,6 +84,19 @@ KEYS = {
         ["a KeyError ends the process", "the flow", "because it never changes", "it is cut off mid-call",
          "flow.row_to('POLISHING', 'WRITING')", "calls_after_abort(aborted_run().events)"],
     ),
+    "08_editing_code.py": (
+        ["in PLAN_CHANGE and EDIT_FILE",
+         "the tests are the verifier: a planner allowed to edit them can make them pass without fixing anything",
+         "the run goes to HUMAN_APPROVAL, where a person approves or rejects it",
+         "the copy's files are again exactly those of the commit made before the first edit",
+         "its log: the reducer, table, guards and invariants are code",
+         "[r for r in table.rows if r.dest == 'DONE']",
+         "check_edit(edit_case('tests/test_words.py', 'a', 'b'))"],
+        ["in every working state", "pytest locks its files while it runs", "it is applied, then tested",
+         "the tests pass again", "a copy of the project and pytest, to run the tests again",
+         "[r for r in table.rows if r.source == 'RUN_TESTS']",
+         "check_edit(edit_case('words.py', 'text.split(\" \")', 'text.split()'))"],
+    ),
     "09_stop_recover_redact.py": (
         ["because a proposal grants nothing: only the validator's token lets the executor act, and the log must "
          "show which one decided", "UNKNOWN: it may have happened",
