@@ -16,14 +16,18 @@ from typing import Any, NoReturn
 from transitions import Machine
 
 from labkit.errors import IllegalTransition, InvariantViolation, LabkitError, RunFinished
-from labkit.events import Event, InvariantViolated, RunStarted, Transitioned
-from labkit.invariants import Invariant
+from labkit.events import Event, FieldsSet, InvariantViolated, RunStarted, Transitioned
+from labkit.invariants import Invariant, judged, raised
 from labkit.reducer import Guard, MachineState, Reduce, ReplayDivergence, reduce_machine, replay
 from labkit.store import EventLog
 from labkit.table import TransitionTable
 
 Clock = Callable[[], float]
 _validate_transitioned = Transitioned.__pydantic_validator__.validate_python
+# The names fire() builds every Transitioned with: what pydantic puts in each event's fields set.
+# The events share one read-only copy instead (see FieldsSet; tests/test_machine.py checks equality).
+_TRANSITIONED_FIELDS = FieldsSet(("trigger", "source", "dest", "payload", "seq", "prev_hash", "run_id", "at"))
+_set_slot = object.__setattr__
 
 
 class _Model:
@@ -164,7 +168,8 @@ class LabMachine:
             event = _validate_transitioned({"trigger": trigger, "source": source, "dest": self._model.state,
                                             "payload": payload, "seq": len(log), "prev_hash": log.head,
                                             "run_id": log.run_id, "at": now})
-            sealed = self._append(event, now, owned=True)
+            _set_slot(event, "__pydantic_fields_set__", _TRANSITIONED_FIELDS)
+            sealed = self._append(event, now, True)
         except Exception:
             self._machine.set_state(source, model=self._model)  # nothing recorded: nothing happened
             raise
@@ -219,16 +224,24 @@ class LabMachine:
                               f"{type(exc).__name__}: {exc}",
                               "payload values must be JSON-serialisable (str, numbers, lists, dicts); "
                               "nothing was recorded and the state is unchanged.") from exc
-        self.state = self.reduce(self.state, sealed)
-        self.states.append(self.state)
+        self.state = state = self.reduce(self.state, sealed)
+        self.states.append(state)
         return sealed
 
     def _check_invariants(self, sealed: Event) -> None:
+        """Run every invariant on the state after ``sealed``; record (and act on) each that fails.
+
+        Each check is called here rather than through :meth:`Invariant.violation` (one call fewer
+        per invariant and step); ``raised`` and ``judged`` give the very same details it would.
+        """
         state, events = self.state, self.log.events
         for invariant in self.invariants:
-            detail = invariant.violation(state, events)
-            if detail is not None:
-                self._violate(invariant, detail, sealed.seq)
+            try:
+                result = invariant.check(state, events)
+            except Exception as exc:  # a crashing check must not let a bad state through
+                result = raised(exc)
+            if result is not None:
+                self._violate(invariant, judged(result), sealed.seq)
                 state = self.state
 
     def _violate(self, invariant: Invariant, detail: str, seq: int) -> None:

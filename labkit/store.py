@@ -54,10 +54,11 @@ class EventLog:
 
         ``owned``: the caller built ``event`` for this append alone (see :func:`labkit.events.seal`).
         """
-        sealed, line = seal(event, seq=len(self._events), prev_hash=self.head, run_id=self.run_id, at=at,
-                            owned=owned)
+        events = self._events
+        sealed, line = seal(event, seq=len(events), prev_hash=events[-1].hash if events else GENESIS_HASH,
+                            run_id=self.run_id, at=at, owned=owned)
         self._persist(sealed, line)
-        self._events.append(sealed)
+        events.append(sealed)
         return sealed
 
     def _persist(self, event: Event, line: str) -> None:
