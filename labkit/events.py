@@ -188,8 +188,20 @@ def seal(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float,
     The caller's event is never changed, unless ``owned`` says the caller built it for this call
     alone and placed it already (the machine's hot path): then it is sealed in place, saving a copy.
     """
-    if (event.hash == "" and event.seq == seq and event.prev_hash == prev_hash and event.run_id == run_id
-            and event.at == at):
+    sealed, body = seal_body(event, seq=seq, prev_hash=prev_hash, run_id=run_id, at=at, owned=owned)
+    return sealed, sealed_line(sealed, body)
+
+
+def seal_body(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float,
+              owned: bool = False) -> tuple[Event, bytes]:
+    """:func:`seal`, returning the hashed body instead of the line: for a store that may write nothing.
+
+    An in-memory log keeps the event and drops the line, so building the line is left to
+    :func:`sealed_line`, called by the stores that write it.
+    """
+    fields = event.__dict__  # the same values as the attributes, read without pydantic's attribute hook
+    if (fields["hash"] == "" and fields["seq"] == seq and fields["prev_hash"] == prev_hash
+            and fields["run_id"] == run_id and fields["at"] == at):
         staged = event if owned else event.model_copy()
     else:
         staged = event.model_copy(update={"seq": seq, "prev_hash": prev_hash, "run_id": run_id, "at": at,
@@ -197,7 +209,9 @@ def seal(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float,
     # With the hash still empty, the JSON starts with exactly '{"hash":"",'; the body hashed and
     # written is that JSON without it. Cutting the prefix is cheaper than a serialiser told to skip
     # the field, and gives the same bytes (the hash is the first field: see the module docstring).
-    full = type(staged).__pydantic_serializer__.to_json(staged)
+    # The serialiser is looked up on the instance: through the class, pydantic's metaclass makes
+    # the lookup several times slower.
+    full = staged.__pydantic_serializer__.to_json(staged)
     if not full.startswith(_EMPTY_HASH_FIELD_B):  # a subclass that moved the hash field
         raise TypeError(f"{type(staged).__name__} must keep 'hash' as its first field")
     body = full[_EMPTY_HASH_END:]
@@ -206,7 +220,12 @@ def seal(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float,
     digest = hasher.hexdigest()
     # ``staged`` is a private copy nobody else holds yet, so filling in its hash here is safe.
     _set_field(staged, "hash", digest)
-    return staged, f'{_HASH_PREFIX}{digest}",{body.decode()}'
+    return staged, body
+
+
+def sealed_line(sealed: Event, body: bytes) -> str:
+    """The line a store writes for an event sealed by :func:`seal_body` with that body (no newline)."""
+    return f'{_HASH_PREFIX}{sealed.hash}",{body.decode()}'
 
 
 def parse_line(line: str | bytes, *, where: str) -> Event:
