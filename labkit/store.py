@@ -24,6 +24,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 from labkit.errors import EventLogError
 from labkit.events import GENESIS_HASH, Event, parse_line, seal_body, sealed_line, verify_chain
@@ -31,6 +32,14 @@ from labkit.events import GENESIS_HASH, Event, parse_line, seal_body, sealed_lin
 
 class EventLog:
     """In-memory append-only log; the base of the file-backed stores."""
+
+    # Whether this store writes events anywhere (it overrides ``_persist``): the in-memory log is
+    # spared a call per append. Derived, not declared, so a new store cannot forget to say so.
+    _writes: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._writes = cls._persist is not EventLog._persist
 
     def __init__(self, run_id: str = "run-0") -> None:
         self.run_id = run_id
@@ -57,7 +66,8 @@ class EventLog:
         events = self._events
         sealed, body = seal_body(event, seq=len(events), prev_hash=events[-1].hash if events else GENESIS_HASH,
                                  run_id=self.run_id, at=at, owned=owned)
-        self._persist(sealed, body)
+        if self._writes:
+            self._persist(sealed, body)
         events.append(sealed)
         return sealed
 

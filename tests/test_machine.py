@@ -194,10 +194,11 @@ def test_resuming_a_log_that_breaks_an_invariant_it_does_not_record_is_refused(t
 
 
 def test_the_state_after_a_transition_equals_the_one_its_constructor_builds():
-    from labkit.reducer import MachineState, _after_transition
+    from labkit.reducer import MachineState, reduce_machine
 
     before = MachineState("IN_PROGRESS", "ticket", 4, 3, ("closed_only_after_resolved",))
-    after = _after_transition(before, "WAITING_CUSTOMER", 5)
+    after = reduce_machine(before, Transitioned(trigger="ask_customer", source="IN_PROGRESS",
+                                                dest="WAITING_CUSTOMER", seq=5))
     expected = MachineState("WAITING_CUSTOMER", "ticket", 5, 4, ("closed_only_after_resolved",))
     assert after == expected and hash(after) == hash(expected) and repr(after) == repr(expected)
     assert type(after) is MachineState and before.status == "IN_PROGRESS"  # the old state is untouched
