@@ -161,19 +161,20 @@ class LabMachine:
             guards = ", ".join(r.guard or "-" for r in self.table.rows_for(source, trigger))
             raise IllegalTransition(source, trigger, self._allowed[source], f"no row's guard holds: {guards}")
         log = self.log
+        events = log.events  # never empty: a machine's log starts with its RunStarted
         now = self.clock()
         try:
             # The validator itself, not ``Transitioned(...)``: the same checks, without the keyword
             # plumbing of ``BaseModel.__init__`` (a third of construction time on this hot path).
             event = _validate_transitioned({"trigger": trigger, "source": source, "dest": self._model.state,
-                                            "payload": payload, "seq": len(log), "prev_hash": log.head,
+                                            "payload": payload, "seq": len(events), "prev_hash": events[-1].hash,
                                             "run_id": log.run_id, "at": now})
             _set_slot(event, "__pydantic_fields_set__", _TRANSITIONED_FIELDS)
             sealed = self._append(event, now, True)
         except Exception:
             self._machine.set_state(source, model=self._model)  # nothing recorded: nothing happened
             raise
-        self._check_invariants(sealed)
+        self._check_invariants(sealed, log.events)
         return sealed
 
     def _refuse(self, source: str, trigger: str) -> NoReturn:
@@ -210,7 +211,7 @@ class LabMachine:
             raise IllegalTransition(self.status, event.type, [],
                                     f"the run halted after invariant '{self._halted}' failed")
         sealed = self._append(event)
-        self._check_invariants(sealed)
+        self._check_invariants(sealed, self.log.events)
         return sealed
 
     def _append(self, event: Event, at: float | None = None, owned: bool = False) -> Event:
@@ -228,13 +229,13 @@ class LabMachine:
         self.states.append(state)
         return sealed
 
-    def _check_invariants(self, sealed: Event) -> None:
-        """Run every invariant on the state after ``sealed``; record (and act on) each that fails.
+    def _check_invariants(self, sealed: Event, events: Sequence[Event]) -> None:
+        """Run every invariant on the state after ``sealed`` (``events``: the log's); record each that fails.
 
         Each check is called here rather than through :meth:`Invariant.violation` (one call fewer
         per invariant and step); ``raised`` and ``judged`` give the very same details it would.
         """
-        state, events = self.state, self.log.events
+        state = self.state
         for invariant in self.invariants:
             try:
                 result = invariant.check(state, events)
