@@ -86,7 +86,7 @@ class LabMachine:
         if existing:
             self._resume(existing)
         else:
-            self.states: list[Any] = []
+            self._states: list[Any] = []
             self.state = self.empty
             self._append(RunStarted(table=table.name, initial=table.initial,
                                     versions=dict(versions or {}), params=dict(params or {})))
@@ -123,7 +123,7 @@ class LabMachine:
             raise LabkitError(f"cannot resume: the log breaks invariant '{name}' at seq {seq} ({detail}) "
                               "without recording it", "the log was altered, or the invariants changed since it "
                               "was written; inspect it with `labkit replay`.")
-        self.states = list(result.states)
+        self._states = list(result.states)
         self.state = result.state
         self._machine.set_state(self.state.status, model=self._model)
         if isinstance(existing[-1], InvariantViolated) and self.on_violation == "raise":
@@ -138,6 +138,22 @@ class LabMachine:
     @property
     def events(self) -> Sequence[Event]:
         return self.log.events
+
+    @property
+    def states(self) -> list[Any]:
+        """The state after every event of the log, in order; the last one is ``self.state``.
+
+        Derived from the log when asked (the reducer is pure, so folding the events again gives
+        equal states) and kept, so asking after every step costs one fold per new event. A step
+        does not store it: a run that never asks keeps only its events (``labkit bench core``).
+        """
+        states, events = self._states, self.log.events
+        if len(states) < len(events):
+            state = states[-1] if states else self.empty
+            for event in events[len(states):]:
+                state = self.reduce(state, event)
+                states.append(state)
+        return states
 
     @property
     def finished(self) -> bool:
@@ -225,8 +241,7 @@ class LabMachine:
                               f"{type(exc).__name__}: {exc}",
                               "payload values must be JSON-serialisable (str, numbers, lists, dicts); "
                               "nothing was recorded and the state is unchanged.") from exc
-        self.state = state = self.reduce(self.state, sealed)
-        self.states.append(state)
+        self.state = self.reduce(self.state, sealed)
         return sealed
 
     def _check_invariants(self, sealed: Event, events: Sequence[Event]) -> None:

@@ -234,3 +234,17 @@ def test_a_fired_event_is_the_event_pydantic_builds_from_the_same_values():
     for twin in (copy.copy(fired), copy.deepcopy(fired), pickle.loads(pickle.dumps(fired))):
         assert twin == fired and twin.model_fields_set == set(values) and type(twin.model_fields_set) is set
     assert fired.model_fields_set == set(values) and second.model_fields_set is fired.model_fields_set
+
+
+def test_the_states_follow_the_log_step_by_step_and_after_a_resume(tmp_path):
+    m = ticket(log=JsonlLog(tmp_path / "run.jsonl"), invariants=[Invariant("short", at_most_two_transitions)],
+               on_violation="CANCELLED")
+    assert m.states == [m.state] and len(m.states) == 1
+    for trigger in ("triage", "start", "ask_customer"):  # the third breaks 'short': a violation event too
+        m.fire(trigger)
+        assert len(m.states) == len(m.events) and m.states[-1] == m.state
+    assert m.state.status == "CANCELLED" and m.states[-1].violations == ("short",)
+    assert m.states == list(replay(list(m.events)).states)
+    resumed = ticket(log=JsonlLog(tmp_path / "run.jsonl"), invariants=[Invariant("short", at_most_two_transitions)],
+                     on_violation="CANCELLED")
+    assert resumed.states == m.states and resumed.state == m.state
