@@ -34,6 +34,7 @@ _HASH_END = len(_HASH_PREFIX) + 64  # index just after the hex digest
 _BODY_START = _HASH_END + 2  # skip the '",' that closes the hash field
 _EMPTY_HASH_FIELD_B = b'{"hash":"",'  # how an unsealed event's JSON starts
 _EMPTY_HASH_END = len(_EMPTY_HASH_FIELD_B)
+_HASHED_BRACE = hashlib.sha256(b"{")  # every hashed body starts with the '{' that the cut field leaves
 
 
 class Event(BaseModel):
@@ -132,6 +133,37 @@ class InvariantViolated(Event):
     dest: str
 
 
+class FieldsSet(set):  # type: ignore[type-arg]
+    """A read-only fields set that many events of one shape share (pydantic's ``model_fields_set``).
+
+    pydantic gives every model instance its own ``set`` of the field names it was built with. A
+    live run keeps every event, so that set was a third of an event's memory and, being a container,
+    was walked again and again by the cyclic garbage collector (about a fifth of the collector's
+    work per step in ``labkit bench core``). Events the machine builds all have the same names, so
+    they share one such set. It stays a ``set`` (pydantic's serialiser requires one, for
+    ``exclude_unset``); mutating it in place is refused, and a copy (``model_copy`` makes one before
+    it adds updated names, so do ``copy``, ``deepcopy`` and pickling) is a plain, private ``set``.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("this fields set is shared by many events and cannot change; copy it first")
+
+    add = discard = remove = pop = clear = _refuse
+    update = intersection_update = difference_update = symmetric_difference_update = _refuse
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse
+
+    def __copy__(self) -> set[str]:
+        return set(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> set[str]:
+        return set(self)
+
+    def __reduce__(self) -> tuple[type, tuple[list[str]]]:
+        return set, (list(self),)
+
+
 def describe(event: Event) -> str:
     """One readable line for an event: its seq, its type and the fields that are its own.
 
@@ -155,8 +187,20 @@ def seal(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float,
     The caller's event is never changed, unless ``owned`` says the caller built it for this call
     alone and placed it already (the machine's hot path): then it is sealed in place, saving a copy.
     """
-    if (event.hash == "" and event.seq == seq and event.prev_hash == prev_hash and event.run_id == run_id
-            and event.at == at):
+    sealed, body = seal_body(event, seq=seq, prev_hash=prev_hash, run_id=run_id, at=at, owned=owned)
+    return sealed, sealed_line(sealed, body)
+
+
+def seal_body(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float,
+              owned: bool = False) -> tuple[Event, bytes]:
+    """:func:`seal`, returning the hashed body instead of the line: for a store that may write nothing.
+
+    An in-memory log keeps the event and drops the line, so building the line is left to
+    :func:`sealed_line`, called by the stores that write it.
+    """
+    fields = event.__dict__  # the same values as the attributes, read without pydantic's attribute hook
+    if (fields["hash"] == "" and fields["seq"] == seq and fields["prev_hash"] == prev_hash
+            and fields["run_id"] == run_id and fields["at"] == at):
         staged = event if owned else event.model_copy()
     else:
         staged = event.model_copy(update={"seq": seq, "prev_hash": prev_hash, "run_id": run_id, "at": at,
@@ -164,14 +208,25 @@ def seal(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float,
     # With the hash still empty, the JSON starts with exactly '{"hash":"",'; the body hashed and
     # written is that JSON without it. Cutting the prefix is cheaper than a serialiser told to skip
     # the field, and gives the same bytes (the hash is the first field: see the module docstring).
-    full = type(staged).__pydantic_serializer__.to_json(staged)
+    # The serialiser is looked up on the instance: through the class, pydantic's metaclass makes
+    # the lookup several times slower.
+    full = staged.__pydantic_serializer__.to_json(staged)
     if not full.startswith(_EMPTY_HASH_FIELD_B):  # a subclass that moved the hash field
         raise TypeError(f"{type(staged).__name__} must keep 'hash' as its first field")
     body = full[_EMPTY_HASH_END:]
-    digest = hashlib.sha256(b"{" + body).hexdigest()
-    # ``staged`` is a private copy nobody else holds yet, so filling in its hash here is safe.
-    object.__setattr__(staged, "hash", digest)
-    return staged, f'{_HASH_PREFIX}{digest}",{body.decode()}'
+    hasher = _HASHED_BRACE.copy()  # cheaper than a new hasher, and no '{' + body copy
+    hasher.update(body)
+    digest = hasher.hexdigest()
+    # ``staged`` is a private copy nobody else holds yet, so filling in its hash here is safe. A
+    # pydantic model keeps its fields in its ``__dict__``; writing there skips the frozen model's
+    # ``__setattr__`` guard (which would refuse) at a tenth of ``object.__setattr__``'s cost.
+    staged.__dict__["hash"] = digest
+    return staged, body
+
+
+def sealed_line(sealed: Event, body: bytes) -> str:
+    """The line a store writes for an event sealed by :func:`seal_body` with that body (no newline)."""
+    return f'{_HASH_PREFIX}{sealed.hash}",{body.decode()}'
 
 
 def parse_line(line: str | bytes, *, where: str) -> Event:
@@ -193,7 +248,9 @@ def parse_line(line: str | bytes, *, where: str) -> Event:
             "open it with the labkit version that wrote it, or re-record the run.",
             seq=event.seq,
         )
-    if hashlib.sha256(b"{" + raw[_BODY_START:]).hexdigest() != event.hash:
+    hasher = _HASHED_BRACE.copy()
+    hasher.update(raw[_BODY_START:])
+    if hasher.hexdigest() != event.hash:
         raise EventLogError(
             f"{where}: event seq {event.seq} does not match its own hash: it was edited after it was written",
             "restore the original file (the hash chain cannot be repaired by hand), or re-record the run.",

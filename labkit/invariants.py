@@ -29,9 +29,22 @@ class Invariant:
         try:
             result = self.check(state, events)
         except Exception as exc:  # a crashing check must not let a bad state through
-            return f"the check itself raised {type(exc).__name__}: {exc}"
-        if result is None:
-            return None
-        if not isinstance(result, str) or not result:
-            return f"the check returned {result!r}; it must return None (holds) or a non-empty sentence"
-        return result
+            return raised(exc)
+        return None if result is None else judged(result)
+
+
+def raised(exc: Exception) -> str:
+    """The violation detail for a check that raised instead of answering."""
+    return f"the check itself raised {type(exc).__name__}: {exc}"
+
+
+def judged(result: object) -> str:
+    """The violation detail for a check's answer other than None: the sentence, or what was wrong with it.
+
+    Split from :meth:`Invariant.violation` so that a caller on a hot path (``LabMachine`` runs every
+    invariant after every step) can call ``check`` itself and judge only the rare non-None answer,
+    with exactly the same outcome.
+    """
+    if not isinstance(result, str) or not result:
+        return f"the check returned {result!r}; it must return None (holds) or a non-empty sentence"
+    return result

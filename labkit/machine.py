@@ -16,14 +16,18 @@ from typing import Any, NoReturn
 from transitions import Machine
 
 from labkit.errors import IllegalTransition, InvariantViolation, LabkitError, RunFinished
-from labkit.events import Event, InvariantViolated, RunStarted, Transitioned
-from labkit.invariants import Invariant
+from labkit.events import Event, FieldsSet, InvariantViolated, RunStarted, Transitioned
+from labkit.invariants import Invariant, judged, raised
 from labkit.reducer import Guard, MachineState, Reduce, ReplayDivergence, reduce_machine, replay
 from labkit.store import EventLog
 from labkit.table import TransitionTable
 
 Clock = Callable[[], float]
 _validate_transitioned = Transitioned.__pydantic_validator__.validate_python
+# The names fire() builds every Transitioned with: what pydantic puts in each event's fields set.
+# The events share one read-only copy instead (see FieldsSet; tests/test_machine.py checks equality).
+_TRANSITIONED_FIELDS = FieldsSet(("trigger", "source", "dest", "payload", "seq", "prev_hash", "run_id", "at"))
+_set_slot = object.__setattr__
 
 
 class _Model:
@@ -82,7 +86,7 @@ class LabMachine:
         if existing:
             self._resume(existing)
         else:
-            self.states: list[Any] = []
+            self._states: list[Any] = []
             self.state = self.empty
             self._append(RunStarted(table=table.name, initial=table.initial,
                                     versions=dict(versions or {}), params=dict(params or {})))
@@ -119,7 +123,7 @@ class LabMachine:
             raise LabkitError(f"cannot resume: the log breaks invariant '{name}' at seq {seq} ({detail}) "
                               "without recording it", "the log was altered, or the invariants changed since it "
                               "was written; inspect it with `labkit replay`.")
-        self.states = list(result.states)
+        self._states = list(result.states)
         self.state = result.state
         self._machine.set_state(self.state.status, model=self._model)
         if isinstance(existing[-1], InvariantViolated) and self.on_violation == "raise":
@@ -134,6 +138,22 @@ class LabMachine:
     @property
     def events(self) -> Sequence[Event]:
         return self.log.events
+
+    @property
+    def states(self) -> list[Any]:
+        """The state after every event of the log, in order; the last one is ``self.state``.
+
+        Derived from the log when asked (the reducer is pure, so folding the events again gives
+        equal states) and kept, so asking after every step costs one fold per new event. A step
+        does not store it: a run that never asks keeps only its events (``labkit bench core``).
+        """
+        states, events = self._states, self.log.events
+        if len(states) < len(events):
+            state = states[-1] if states else self.empty
+            for event in events[len(states):]:
+                state = self.reduce(state, event)
+                states.append(state)
+        return states
 
     @property
     def finished(self) -> bool:
@@ -157,18 +177,20 @@ class LabMachine:
             guards = ", ".join(r.guard or "-" for r in self.table.rows_for(source, trigger))
             raise IllegalTransition(source, trigger, self._allowed[source], f"no row's guard holds: {guards}")
         log = self.log
+        events = log.events  # never empty: a machine's log starts with its RunStarted
         now = self.clock()
         try:
             # The validator itself, not ``Transitioned(...)``: the same checks, without the keyword
             # plumbing of ``BaseModel.__init__`` (a third of construction time on this hot path).
             event = _validate_transitioned({"trigger": trigger, "source": source, "dest": self._model.state,
-                                            "payload": payload, "seq": len(log), "prev_hash": log.head,
+                                            "payload": payload, "seq": len(events), "prev_hash": events[-1].hash,
                                             "run_id": log.run_id, "at": now})
-            sealed = self._append(event, now, owned=True)
+            _set_slot(event, "__pydantic_fields_set__", _TRANSITIONED_FIELDS)
+            sealed = self._append(event, now, True)
         except Exception:
             self._machine.set_state(source, model=self._model)  # nothing recorded: nothing happened
             raise
-        self._check_invariants(sealed)
+        self._check_invariants(sealed, log.events)
         return sealed
 
     def _refuse(self, source: str, trigger: str) -> NoReturn:
@@ -205,7 +227,7 @@ class LabMachine:
             raise IllegalTransition(self.status, event.type, [],
                                     f"the run halted after invariant '{self._halted}' failed")
         sealed = self._append(event)
-        self._check_invariants(sealed)
+        self._check_invariants(sealed, self.log.events)
         return sealed
 
     def _append(self, event: Event, at: float | None = None, owned: bool = False) -> Event:
@@ -220,15 +242,22 @@ class LabMachine:
                               "payload values must be JSON-serialisable (str, numbers, lists, dicts); "
                               "nothing was recorded and the state is unchanged.") from exc
         self.state = self.reduce(self.state, sealed)
-        self.states.append(self.state)
         return sealed
 
-    def _check_invariants(self, sealed: Event) -> None:
-        state, events = self.state, self.log.events
+    def _check_invariants(self, sealed: Event, events: Sequence[Event]) -> None:
+        """Run every invariant on the state after ``sealed`` (``events``: the log's); record each that fails.
+
+        Each check is called here rather than through :meth:`Invariant.violation` (one call fewer
+        per invariant and step); ``raised`` and ``judged`` give the very same details it would.
+        """
+        state = self.state
         for invariant in self.invariants:
-            detail = invariant.violation(state, events)
-            if detail is not None:
-                self._violate(invariant, detail, sealed.seq)
+            try:
+                result = invariant.check(state, events)
+            except Exception as exc:  # a crashing check must not let a bad state through
+                result = raised(exc)
+            if result is not None:
+                self._violate(invariant, judged(result), sealed.seq)
                 state = self.state
 
     def _violate(self, invariant: Invariant, detail: str, seq: int) -> None:

@@ -42,26 +42,21 @@ _SET_STATUS, _SET_TABLE, _SET_SEQ, _SET_TRANSITIONS, _SET_VIOLATIONS = (
     MachineState.__dict__[name].__set__ for name in ("status", "table", "seq", "transitions", "violations"))
 
 
-def _after_transition(state: MachineState, dest: str, seq: int) -> MachineState:
-    """``MachineState(dest, state.table, seq, state.transitions + 1, state.violations)``, at half the cost.
-
-    Every step of every run goes through here. A frozen dataclass's ``__init__`` fills each slot
-    through ``object.__setattr__``; the slot descriptors fill them directly. The result is the same
-    frozen instance (equal, hashable, immutable); ``tests/test_machine.py`` checks it field by field.
-    """
-    new = _new_object(MachineState)
-    _SET_STATUS(new, dest)
-    _SET_TABLE(new, state.table)
-    _SET_SEQ(new, seq)
-    _SET_TRANSITIONS(new, state.transitions + 1)
-    _SET_VIOLATIONS(new, state.violations)
-    return new
-
-
 def reduce_machine(state: MachineState, event: Event) -> MachineState:
     """The core reducer: follows run starts, transitions and invariant violations."""
-    if isinstance(event, Transitioned):  # the hot path
-        return _after_transition(state, event.dest, event.seq)
+    if isinstance(event, Transitioned):
+        # Every step of every run comes here: this is
+        # ``MachineState(event.dest, state.table, event.seq, state.transitions + 1, state.violations)``
+        # at half the cost. A frozen dataclass's ``__init__`` fills each slot through
+        # ``object.__setattr__``; the slot descriptors fill them directly. The result is the same
+        # frozen instance (equal, hashable, immutable); ``tests/test_machine.py`` checks it field by field.
+        new = _new_object(MachineState)
+        _SET_STATUS(new, event.dest)
+        _SET_TABLE(new, state.table)
+        _SET_SEQ(new, event.seq)
+        _SET_TRANSITIONS(new, state.transitions + 1)
+        _SET_VIOLATIONS(new, state.violations)
+        return new
     if isinstance(event, RunStarted):
         return MachineState(status=event.initial, table=event.table, seq=event.seq)
     if isinstance(event, InvariantViolated):

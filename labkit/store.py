@@ -24,13 +24,22 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 from labkit.errors import EventLogError
-from labkit.events import GENESIS_HASH, Event, parse_line, seal, verify_chain
+from labkit.events import GENESIS_HASH, Event, parse_line, seal_body, sealed_line, verify_chain
 
 
 class EventLog:
     """In-memory append-only log; the base of the file-backed stores."""
+
+    # Whether this store writes events anywhere (it overrides ``_persist``): the in-memory log is
+    # spared a call per append. Derived, not declared, so a new store cannot forget to say so.
+    _writes: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._writes = cls._persist is not EventLog._persist
 
     def __init__(self, run_id: str = "run-0") -> None:
         self.run_id = run_id
@@ -54,14 +63,16 @@ class EventLog:
 
         ``owned``: the caller built ``event`` for this append alone (see :func:`labkit.events.seal`).
         """
-        sealed, line = seal(event, seq=len(self._events), prev_hash=self.head, run_id=self.run_id, at=at,
-                            owned=owned)
-        self._persist(sealed, line)
-        self._events.append(sealed)
+        events = self._events
+        sealed, body = seal_body(event, seq=len(events), prev_hash=events[-1].hash if events else GENESIS_HASH,
+                                 run_id=self.run_id, at=at, owned=owned)
+        if self._writes:
+            self._persist(sealed, body)
+        events.append(sealed)
         return sealed
 
-    def _persist(self, event: Event, line: str) -> None:
-        """Write one sealed line; in memory there is nothing to write."""
+    def _persist(self, event: Event, body: bytes) -> None:
+        """Write one sealed event (its line is ``sealed_line(event, body)``); in memory there is nothing to write."""
 
 
 @dataclass(frozen=True)
@@ -154,9 +165,9 @@ class JsonlLog(EventLog):
         with open(self.path, "r+b") as handle:
             handle.truncate(keep)
 
-    def _persist(self, event: Event, line: str) -> None:
+    def _persist(self, event: Event, body: bytes) -> None:
         with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+            handle.write(sealed_line(event, body) + "\n")
             handle.flush()
             if self.durable:
                 os.fsync(handle.fileno())
@@ -229,7 +240,8 @@ class SqliteLog(EventLog):
         super().__init__(run_id)
         self._events = read_sqlite(self.path, run_id, conn=self._conn)
 
-    def _persist(self, event: Event, line: str) -> None:
+    def _persist(self, event: Event, body: bytes) -> None:
+        line = sealed_line(event, body)
         # The connection is in autocommit mode, so the transaction is explicit: the event and its
         # run's new head are written together or not at all, even if the process is killed between.
         self._conn.execute("BEGIN IMMEDIATE")

@@ -113,6 +113,23 @@ def test_a_crashing_check_counts_as_a_violation():
         m.fire("triage")
 
 
+@pytest.mark.parametrize("answer", [False, 0, "", ["a list"], ZeroDivisionError])
+def test_the_machine_records_the_detail_invariant_violation_gives(answer):
+    """The machine calls each check itself on its hot path; the recorded detail must not differ."""
+    def check(state, events):
+        if answer is ZeroDivisionError:
+            return 1 / 0
+        return None if state.status == "NEW" else answer
+
+    invariant = Invariant("odd", check)
+    m = ticket(invariants=[invariant], on_violation="CANCELLED")
+    m.fire("triage")
+    recorded = m.events[-1]
+    assert isinstance(recorded, InvariantViolated) and recorded.after_seq == 1
+    assert recorded.detail == invariant.violation(m.states[1], m.events[:2])
+    assert recorded.detail.startswith("the check")
+
+
 def test_the_planted_closing_bug_is_caught_by_the_ticket_invariant():
     # closing must come straight from RESOLVED; a table with a shortcut row lets the invariant catch it
     from labkit import Row, TransitionTable
@@ -177,12 +194,57 @@ def test_resuming_a_log_that_breaks_an_invariant_it_does_not_record_is_refused(t
 
 
 def test_the_state_after_a_transition_equals_the_one_its_constructor_builds():
-    from labkit.reducer import MachineState, _after_transition
+    from labkit.reducer import MachineState, reduce_machine
 
     before = MachineState("IN_PROGRESS", "ticket", 4, 3, ("closed_only_after_resolved",))
-    after = _after_transition(before, "WAITING_CUSTOMER", 5)
+    after = reduce_machine(before, Transitioned(trigger="ask_customer", source="IN_PROGRESS",
+                                                dest="WAITING_CUSTOMER", seq=5))
     expected = MachineState("WAITING_CUSTOMER", "ticket", 5, 4, ("closed_only_after_resolved",))
     assert after == expected and hash(after) == hash(expected) and repr(after) == repr(expected)
     assert type(after) is MachineState and before.status == "IN_PROGRESS"  # the old state is untouched
     with pytest.raises(dataclasses.FrozenInstanceError):
         after.status = "CLOSED"  # type: ignore[misc]
+
+
+def test_a_fired_event_is_the_event_pydantic_builds_from_the_same_values():
+    import copy
+    import pickle
+
+    m = ticket()
+    fired = m.fire("triage", note="from the phone")
+    values = {"trigger": "triage", "source": "NEW", "dest": "TRIAGED", "payload": {"note": "from the phone"},
+              "seq": 1, "prev_hash": m.events[0].hash, "run_id": m.log.run_id, "at": fired.at}
+    built = Transitioned.model_validate(values)  # pydantic's own construction, its own fields set
+    assert fired.model_copy(update={"hash": ""}) == built
+    assert fired.model_fields_set == built.model_fields_set == set(values)
+    for kwargs in ({}, {"exclude_unset": True}, {"exclude_defaults": True}):
+        assert fired.model_dump(**kwargs) | {"hash": ""} == built.model_dump(**kwargs) | {"hash": ""}
+    assert fired.model_dump_json(exclude_unset=True) == fired.model_dump_json(exclude={"hash", "type",
+                                                                                         "schema_version"})
+    # Events the machine builds share one read-only fields set; every copy gets a private plain set.
+    second = m.fire("start")
+    assert second.model_fields_set is fired.model_fields_set
+    with pytest.raises(TypeError, match="shared"):
+        fired.model_fields_set.add("hash")
+    with pytest.raises(TypeError, match="shared"):
+        fired.model_fields_set |= {"hash"}
+    assert fired.model_fields_set == set(values)
+    updated = fired.model_copy(update={"seq": 7})
+    assert updated.model_fields_set == set(values) and type(updated.model_fields_set) is set
+    for twin in (copy.copy(fired), copy.deepcopy(fired), pickle.loads(pickle.dumps(fired))):
+        assert twin == fired and twin.model_fields_set == set(values) and type(twin.model_fields_set) is set
+    assert fired.model_fields_set == set(values) and second.model_fields_set is fired.model_fields_set
+
+
+def test_the_states_follow_the_log_step_by_step_and_after_a_resume(tmp_path):
+    m = ticket(log=JsonlLog(tmp_path / "run.jsonl"), invariants=[Invariant("short", at_most_two_transitions)],
+               on_violation="CANCELLED")
+    assert m.states == [m.state] and len(m.states) == 1
+    for trigger in ("triage", "start", "ask_customer"):  # the third breaks 'short': a violation event too
+        m.fire(trigger)
+        assert len(m.states) == len(m.events) and m.states[-1] == m.state
+    assert m.state.status == "CANCELLED" and m.states[-1].violations == ("short",)
+    assert m.states == list(replay(list(m.events)).states)
+    resumed = ticket(log=JsonlLog(tmp_path / "run.jsonl"), invariants=[Invariant("short", at_most_two_transitions)],
+                     on_violation="CANCELLED")
+    assert resumed.states == m.states and resumed.state == m.state
