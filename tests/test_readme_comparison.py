@@ -18,3 +18,19 @@ def test_the_readme_table_is_the_recordings_table() -> None:
     shown = readme.split(script.BEGIN, 1)[1].split(script.END, 1)[0].strip()
     assert set(script.recorded_summaries()) == set(script.MODELS)
     assert shown == script.table_block(), "stale: run python scripts/update_readme_comparison.py"
+
+
+def test_the_models_table_has_a_column_per_model_and_split_and_a_dash_where_an_arm_did_not_run() -> None:
+    from labkit.experiment.v2.report import models_table
+
+    def row(split: str, arm: str, k: int, n: int) -> dict:
+        return {"split": split, "arm": arm, "label": arm.upper(), "tasks_solved": k, "tasks": n, "ci95": [0.1, 0.9]}
+
+    table = models_table({"a": {"rows": [row("dev", "x", 1, 2), row("test", "x", 3, 4), row("test", "y", 0, 4)],
+                                "headline": "prompt-only 1/10 → machine 2/10"},
+                          "b": {"rows": [row("test", "x", 4, 4)], "headline": None}})
+    lines = table.splitlines()
+    assert lines[0] == "| arm | a, dev | a, test | b, test |"
+    assert lines[2] == "| X | 1/2 (0.10–0.90) | 3/4 (0.10–0.90) | 4/4 (0.10–0.90) |"
+    assert lines[3] == "| Y | — | 0/4 (0.10–0.90) | — |"
+    assert lines[-1] == "- headline (test, 10 tasks), a: prompt-only 1/10 → machine 2/10"

@@ -167,7 +167,7 @@ def models_table(summaries: Mapping[str, Mapping[str, Any]]) -> str:
         label = next(cells[(m, s, arm)]["label"] for m, s in columns if (m, s, arm) in cells)
         lines.append(f"| {label} | " + " | ".join(row) + " |")
     lines.append("")
-    lines += [f"Headline (test, 10 tasks), {m}: {summary['headline']}" for m, summary in summaries.items()
+    lines += [f"- headline (test, 10 tasks), {m}: {summary['headline']}" for m, summary in summaries.items()
               if summary.get("headline")]
     return "\n".join(lines) + "\n"
 
