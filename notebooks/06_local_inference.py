@@ -231,8 +231,8 @@ print(f"kept prefix against fresh two batches: {_speedup:.2f}x; against today's 
       f"first): {equality['mean_call_speedup_mask_to_split_reuse']['machine-model']:.2f}x")
 
 # %% [markdown]
-# And the whole comparison with both speed-ups off and then on, back to back in one process (`labkit bench
-# experiment`). Every run must have the same counts, token totals and model outputs in both; only the seconds may
+# And the first comparison with both speed-ups off and then on, back to back in one process (`labkit bench
+# experiment-v1`). Every run must have the same counts, token totals and model outputs in both; only the seconds may
 # change. At the comparison's temperature of 0.5 the lazy grammar stays off (it would change sampled tokens), and
 # only the arms with a declared prefix gain:
 
