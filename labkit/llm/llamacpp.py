@@ -86,14 +86,23 @@ class LlamaCppBackend(Backend):
         self.chat = chat
         self._formatter = self._chat_formatter() if chat else None
         self.grammar_mode = check_grammar_mode(grammar_mode)
-        self.prefixes: tuple[str, ...] = tuple(prefixes)
-        self._rendered_prefixes = tuple(self.render_prefix(p) for p in self.prefixes)
+        self.prefixes = tuple(prefixes)
         self.prefix_reuse = prefix_reuse
         self._lazy_now = False
         self._sampled: list[int] = []
         install(self._llm, lambda: self._lazy_now, self._sampled)
         self._prefix = PrefixEvaluator(self._llm)
         self._prefix_tokens: dict[str, list[int]] = {}
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        """The declared prompt prefixes (the caller's text); setting them also renders them for the template."""
+        return self._prefixes
+
+    @prefixes.setter
+    def prefixes(self, prefixes: Sequence[str]) -> None:
+        self._prefixes = tuple(prefixes)
+        self._rendered_prefixes = tuple(self.render_prefix(p) for p in self._prefixes)
 
     def forget_kept_prefix(self) -> None:
         """Drop the kept prefix state, so the next call evaluates its prefix again (a benchmark's fresh start)."""
