@@ -89,7 +89,8 @@ def _core_why(r: Record) -> str:
     t = r["transition"]
     return (f"labkit step {t['labkit_us']:.1f} µs against a bare transitions trigger {t['bare_us']:.1f} µs "
             f"({t['ratio_min']:.2f}–{t['ratio_max']:.2f} over {len(t['rounds'])} rounds, "
-            f"{r['machine']['cpu_count']} CPUs); the record does not say where the rest goes")
+            f"{r['machine']['cpu_count']} CPUs, a machine shared with other jobs); where the rest goes: the profile "
+            "in labkit/bench.py's docstring (event validation, hashing, the invariants, all kept)")
 
 
 SPEED_GOALS: tuple[SpeedGoal, ...] = (
