@@ -10,7 +10,6 @@ import json
 import platform
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,36 +27,15 @@ from labkit.dialog.simulate import (
 from labkit.dialog.viewer import conversation_view, render_text
 from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
+from labkit.llm.models import cli_backend, model_backend
 from labkit.provenance import git_commit
 from labkit.store import JsonlLog
 
 ARMS = {"machine": DialogBot, "prompt_only": PromptOnlyBot}
 
 
-def model_backend(model: str | None, *, n_ctx: int = 4096, threads: int | None = None,
-                  prefixes: Sequence[str] = ()) -> Backend:
-    """A live llama.cpp backend for a registered model name or a GGUF path (None: the embedded model).
-
-    ``prefixes`` are the prompt starts whose KV state the model keeps (see ``LlamaCppBackend``).
-    """
-    from labkit.llm.llamacpp import LlamaCppBackend
-    from labkit.llm.models import resolve_model
-
-    path, kind = resolve_model(model)
-    return LlamaCppBackend(path, n_ctx=n_ctx, chat=kind == "chat", n_threads=threads, prefixes=prefixes)
-
-
 def _backend(args: argparse.Namespace) -> Backend:
-    if args.replay:
-        from labkit.llm.cassette import ReplayBackend
-
-        return ReplayBackend(args.replay)
-    backend = model_backend(args.model, threads=args.threads)
-    if args.record:
-        from labkit.llm.cassette import RecordingBackend
-
-        backend = RecordingBackend(backend, args.record)
-    return backend
+    return cli_backend(args.model, threads=args.threads, record=args.record, replay=args.replay)
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:

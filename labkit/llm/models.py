@@ -22,10 +22,13 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from labkit.llm.errors import ModelFileError
 from labkit.llm.modelfile import default_cache_dir, embedded_model_path, embedded_model_sha256
+
+if TYPE_CHECKING:
+    from labkit.llm.backend import Backend
 
 ModelKind = Literal["base", "chat"]
 
@@ -216,3 +219,36 @@ def resolve_model(name_or_path: str | None) -> tuple[Path | None, ModelKind]:
     path = Path(name_or_path)
     spec = spec_for_path(path) if path.exists() else None
     return path, spec.kind if spec else "base"
+
+
+def model_backend(model: str | None, *, n_ctx: int = 4096, threads: int | None = None,
+                  prefixes: Sequence[str] = ()) -> Backend:
+    """A live llama.cpp backend for a registered model name or a GGUF path (None: the embedded model).
+
+    The registry knows whether the file is a base or a chat model, so callers never choose the prompt
+    form themselves. ``prefixes`` are the prompt starts whose KV state the model keeps (see
+    ``LlamaCppBackend``).
+    """
+    from labkit.llm.llamacpp import LlamaCppBackend
+
+    path, kind = resolve_model(model)
+    return LlamaCppBackend(path, n_ctx=n_ctx, chat=kind == "chat", n_threads=threads, prefixes=prefixes)
+
+
+def cli_backend(model: str | None, *, threads: int | None = None, record: str | Path | None = None,
+                replay: str | Path | None = None) -> Backend:
+    """The backend behind a command's ``--model/--threads/--record/--replay`` options.
+
+    ``replay`` answers from a cassette and never loads a model; otherwise the live model, wrapped to
+    write every call to the ``record`` cassette when one is given.
+    """
+    if replay:
+        from labkit.llm.cassette import ReplayBackend
+
+        return ReplayBackend(replay)
+    backend = model_backend(model, threads=threads)
+    if record:
+        from labkit.llm.cassette import RecordingBackend
+
+        return RecordingBackend(backend, record)
+    return backend

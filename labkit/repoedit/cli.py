@@ -32,18 +32,9 @@ def _planner(args: argparse.Namespace, task: Any) -> Any:
 
     if args.planner == "oracle":
         return OraclePlanner(task), {}
-    if args.replay:
-        from labkit.llm.cassette import ReplayBackend
+    from labkit.llm.models import cli_backend
 
-        backend = ReplayBackend(args.replay)
-    else:
-        from labkit.dialog.cli import model_backend
-
-        backend = model_backend(args.model, threads=args.threads)
-        if args.record:
-            from labkit.llm.cassette import RecordingBackend
-
-            backend = RecordingBackend(backend, args.record)
+    backend = cli_backend(args.model, threads=args.threads, record=args.record, replay=args.replay)
     info = backend.describe()
     versions = {k: str(info[k]) for k in ("backend", "model_sha256", "llama_cpp_version") if info.get(k)}
     return ModelPlanner(backend), versions

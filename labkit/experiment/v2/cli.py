@@ -51,7 +51,7 @@ def _live_backend(args: argparse.Namespace, prefixes: tuple[str, ...] = ()) -> A
     servers = connect_servers(args, several=False, one_only_hint=ONE_SERVER_HINT)
     if servers:
         return servers[0]
-    from labkit.dialog.cli import model_backend
+    from labkit.llm.models import model_backend
 
     return model_backend(args.model, n_ctx=N_CTX, threads=args.threads, prefixes=prefixes)
 
