@@ -65,6 +65,15 @@ ONE_SERVER_HINT = ("this comparison runs one run at a time on one server; to spr
 RECORDED = "data/experiment-v2"  # one folder per model name: the committed recordings
 
 
+def default_config() -> Any:
+    """What ``make experiment`` runs: every arm on the test split's headline ten, one seed, greedy."""
+    from labkit.experiment.v2.runner import ConfigV2
+
+    config = ConfigV2(splits=["test"])
+    config.task_ids = list(config.task_sets()["test"].headline)
+    return config
+
+
 def _config(args: argparse.Namespace) -> Any:
     """The runs asked for: the headline ten by default, ``--full`` for every task, or a chosen subset."""
     from labkit.experiment.v2.choosers import Decoding
@@ -84,7 +93,7 @@ def _config(args: argparse.Namespace) -> Any:
             raise LabkitError("the default task set is the test split's headline ten",
                               "use --full (every dev and test task), --task-ids or --per-family with --splits.")
         config.splits = ["test"]
-        config.task_ids = list(config.task_sets()["test"].headline)
+        config.task_ids = list(default_config().task_ids)
     return config
 
 
@@ -188,8 +197,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from labkit.experiment.v2.speed import bench_experiment_v2, render_experiment_speed, report_to
 
     config = _config(args)
-    default = not (args.full or args.task_ids or args.per_family or args.arms or args.seeds != 1
-                   or args.first_seed or args.temperature or args.model)
+    default = args.model is None and config.to_dict() == default_config().to_dict()
     result = bench_experiment_v2(config, model=args.model, threads=args.threads, repeats=args.repeats,
                                  default_configuration=default,
                                  say=None if args.quiet else (lambda line: print(line, file=sys.stderr)))
