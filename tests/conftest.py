@@ -1,14 +1,18 @@
-"""Shared fixtures: a real llama.cpp server on loopback, for the tests that talk to one."""
+"""Shared fixtures: a real llama.cpp server and a real JupyterLab server on loopback, for the tests that need one."""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import secrets
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -78,3 +82,86 @@ def start_llama_server(tmp_path: Path) -> Callable[..., contextlib.AbstractConte
     reliable way to reach this file.
     """
     return lambda threads=2: llama_server(tmp_path, threads=threads)
+
+
+class JupyterLab:
+    """A running ``jupyter lab`` on loopback: its base URL, token and log."""
+
+    def __init__(self, url: str, token: str, log: Path) -> None:
+        self.url, self.token, self.log = url, token, log
+
+    def get(self, path: str) -> bytes:
+        with urllib.request.urlopen(f"{self.url}{path}?token={self.token}", timeout=10) as reply:
+            return reply.read()
+
+    def contents(self, path: str, method: str = "GET", body: dict | None = None) -> dict:
+        """Jupyter's contents API, the one the file browser and the notebook editor use."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.url}/api/contents/{path}", data=data, method=method,
+                                         headers={"Authorization": f"token {self.token}",
+                                                  "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return json.loads(reply.read())
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:]
+
+
+JUPYTER_START_S = 90
+
+
+@contextlib.contextmanager
+def jupyter_lab(root_dir: Path, home: Path, *, options: Sequence[str] = (), env: dict[str, str] | None = None,
+                cwd: Path | None = None) -> Iterator[JupyterLab]:
+    """Start this environment's JupyterLab on a free loopback port, serving ``root_dir``; always stop it.
+
+    Its configuration, settings and runtime files live under ``home``, never the user's; ``options`` come
+    before the test's own (port, token, root), so a test can pass ``make lab``'s options unchanged.
+    """
+    token, port = secrets.token_hex(16), free_port()
+    full_env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+                "JUPYTERLAB_SETTINGS_DIR": str(home / "lab-settings"),
+                "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"), **(env or {})}
+    command = [sys.executable, "-m", "jupyterlab", *options, "--no-browser", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+               f"--ServerApp.root_dir={root_dir}", "--LabApp.news_url=None",
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if os.geteuid() == 0 and "--allow-root" not in options:
+        command.append("--allow-root")
+    log = home / "jupyter-lab.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(command, cwd=cwd or root_dir, env=full_env, stdout=sink, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    server = JupyterLab(f"http://127.0.0.1:{port}", token, log)
+    try:
+        deadline = time.monotonic() + JUPYTER_START_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{server.tail()}")
+            try:
+                server.get("/api/status")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"jupyter lab not ready after {JUPYTER_START_S} s:\n{server.tail()}")
+                time.sleep(0.25)
+        yield server
+    finally:
+        # the whole session: the server and the kernels it started
+        for stop in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, stop)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=15)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+
+
+@pytest.fixture
+def start_jupyter_lab(tmp_path: Path) -> Callable[..., contextlib.AbstractContextManager[JupyterLab]]:
+    """``start_jupyter_lab(root_dir, options=..., env=...)`` starts JupyterLab in a ``with`` block."""
+    return lambda root_dir, **kw: jupyter_lab(root_dir, tmp_path / "jupyter", **kw)

@@ -19,12 +19,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
-import signal
-import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -34,6 +30,7 @@ from xml.etree import ElementTree
 
 import nbformat
 import pytest
+from conftest import JupyterLab
 
 from labkit.runtime import planner_executor_table
 
@@ -45,7 +42,6 @@ NOTEBOOK = "02_failure_traces.ipynb"
 SHOTS = ROOT / "build" / "browser"
 WIDGETS_EXTENSION = "@jupyter-widgets/jupyterlab-manager"
 
-SERVER_START_S = 60
 PAGE_LOAD_S = 45
 RUN_ALL_S = 90
 STEP_S = 15
@@ -102,75 +98,23 @@ def stripped_copy(source: Path, target: Path) -> int:
     return code_cells
 
 
-class Lab:
-    """A running ``jupyter lab`` on loopback: its base URL, token and log."""
-
-    def __init__(self, url: str, token: str, log: Path) -> None:
-        self.url, self.token, self.log = url, token, log
-
-    def get(self, path: str) -> bytes:
-        with urllib.request.urlopen(f"{self.url}{path}?token={self.token}", timeout=10) as reply:
-            return reply.read()
-
-    def tail(self) -> str:
-        return self.log.read_text(errors="replace")[-3000:]
-
-
 @pytest.fixture
-def lab(tmp_path: Path, unused_port: int) -> Iterator[tuple[Lab, int]]:
+def lab(tmp_path: Path, start_jupyter_lab) -> Iterator[tuple[JupyterLab, int]]:
     """JupyterLab serving a scratch folder laid out like the repository (notebooks/ beside data/traces/)."""
     root = tmp_path / "lab"
     code_cells = stripped_copy(ROOT / "notebooks" / NOTEBOOK, root / "notebooks" / NOTEBOOK)
     shutil.copytree(ROOT / "data" / "traces", root / "data" / "traces")  # the notebook reads ../data/traces
-    home = tmp_path / "jupyter"
+    home = tmp_path / "jupyter"  # start_jupyter_lab's home: the settings below are the server's
     for name, values in LAB_SETTINGS.items():
         path = home / "lab-settings" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
-    env = {**os.environ,
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            # the kernel spec may name plain `python`: this environment's comes first
            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-           "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-           "JUPYTERLAB_SETTINGS_DIR": str(home / "lab-settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"), "IPYTHONDIR": str(home / "ipython")}
-    port, token = unused_port, secrets.token_hex(16)
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-               f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-               f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    if os.geteuid() == 0:
-        command.append("--allow-root")
-    log = tmp_path / "jupyter-lab.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(command, cwd=root, env=env, stdout=sink, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    server = Lab(f"http://127.0.0.1:{port}", token, log)
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{server.tail()}")
-            try:
-                server.get("/api/status")
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"jupyter lab not ready after {SERVER_START_S} s:\n{server.tail()}")
-                time.sleep(0.25)
+           "IPYTHONDIR": str(home / "ipython")}
+    with start_jupyter_lab(root, env=env) as server:
         yield server, code_cells
-    finally:
-        # the whole session: the server and the kernels it started
-        for stop in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(proc.pid, stop)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=15)
-                break
-            except subprocess.TimeoutExpired:
-                continue
 
 
 def page_config(html: str) -> dict:
@@ -189,7 +133,7 @@ ALL_CELLS_RAN = """() => {
 }"""
 
 
-def test_notebook_02_in_jupyterlab(chromium: str, sync_playwright, lab: tuple[Lab, int], tmp_path: Path) -> None:
+def test_notebook_02_in_jupyterlab(chromium: str, sync_playwright, lab: tuple[JupyterLab, int], tmp_path: Path) -> None:
     server, code_cells = lab
     extensions = [e["name"] for e in page_config(server.get("/lab").decode()).get("federated_extensions", [])]
     assert WIDGETS_EXTENSION in extensions, (
