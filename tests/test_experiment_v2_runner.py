@@ -183,3 +183,48 @@ def test_the_view_shows_a_recorded_runs_calls_and_verdict(tmp_path: Path) -> Non
     assert recorded_calls(tmp_path, "machine-rule", "test", "test-triage-01") == []
     assert verdict(tmp_path, "prompt-only", "test", "test-triage-01").startswith("prompt-only: failed (said done")
     assert verdict(tmp_path, "machine-rule", "test", "test-triage-02").startswith("machine-rule: no run")
+
+
+def test_an_interrupted_recording_resumes_where_it_stopped(tmp_path: Path) -> None:
+    """Runs already recorded are kept, a torn last line is dropped, the rest run; replay gives the same counts."""
+    from labkit.experiment.v2.runner import finished_runs
+
+    config = _config(arms=["prompt-only", "machine-model"])
+    whole = tmp_path / "whole"
+    expected = run_experiment_v2(config, Backends(live=ScriptedBackend(_answer), out=whole), whole)
+
+    class Interrupted(Exception):
+        pass
+
+    class StopsAfter(ScriptedBackend):
+        """Answers like the stand-in model, then the machine is switched off mid-run."""
+
+        def __init__(self, calls: int) -> None:
+            super().__init__(_answer)
+            self.left = calls
+
+        def _complete(self, request: Request) -> Any:
+            self.left -= 1
+            if self.left < 0:
+                raise Interrupted
+            return super()._complete(request)
+
+    out = tmp_path / "resumed"
+    with pytest.raises(Interrupted):
+        run_experiment_v2(config, Backends(live=StopsAfter(5), out=out), out)
+    kept = load_runs_v2(out / "runs.jsonl")
+    assert 0 < len(kept) < len(expected)
+    with (out / "runs.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write('{"split": "dev", "arm": "prompt-on')  # the line the interruption tore
+    model = ScriptedBackend(_answer)
+    runs = run_experiment_v2(config, Backends(live=model, out=out), out, resume=True)
+    assert [(s, r.arm, r.task, r.passed, r.llm_calls) for s, r in runs] == \
+        [(s, r.arm, r.task, r.passed, r.llm_calls) for s, r in expected]
+    assert load_runs_v2(out / "runs.jsonl") == runs  # the torn line is gone, every run once, in job order
+    assert len(model.requests) < sum(r.llm_calls for _, r in expected)  # the kept runs did not run again
+    again = run_experiment_v2(config, Backends(replay=out), tmp_path / "replay")
+    assert [(r.arm, r.task, r.passed) for _, r in again] == [(r.arm, r.task, r.passed) for _, r in expected]
+    with pytest.raises(LabkitError, match="another configuration"):
+        finished_runs(_config(arms=["prompt-only"]), out)
+    with pytest.raises(LabkitError, match="nothing to resume"):
+        finished_runs(config, tmp_path / "never")

@@ -43,6 +43,33 @@ def provenance_v2(backend: dict[str, Any], config: Any, mode: str, out: Path | N
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
+SEGMENT_FIELDS = ("labkit_commit", "machine", "started_utc", "backend")
+
+
+def with_segment(prov: dict[str, Any], out: Path, *, resume: bool) -> dict[str, Any]:
+    """``prov`` with its ``segments``: one per stretch of recording (several when a recording was resumed).
+
+    Each segment names the code, machine and backend it ran with; a resumed recording must use the same
+    model file and task files as the one it continues, or its runs would not belong together.
+    """
+    segment = {**{k: prov[k] for k in SEGMENT_FIELDS}, "wall_s": None}
+    earlier: list[dict[str, Any]] = []
+    recorded = out / "provenance.json"
+    if resume and recorded.exists():
+        prior = json.loads(recorded.read_text(encoding="utf-8"))
+        for field, what in (("model_sha256", "model file"), ("model", "server model")):
+            before, now = prior.get("backend", {}).get(field), prov["backend"].get(field)
+            if before != now:
+                raise LabkitError(f"{out} was recorded with another {what} ({before} there, {now} now)",
+                                  "resume with the model the recording was started with (its provenance.json).")
+        if prior.get("task_files") != prov["task_files"]:
+            raise LabkitError(f"the task files changed since {out} was recorded (sha256 differ)",
+                              "resume only with the task files the recording was started with, or record anew.")
+        first = {**{k: prior.get(k) for k in SEGMENT_FIELDS}, "wall_s": prior.get("wall_s")}
+        earlier = prior.get("segments") or [first]
+    return {**prov, "segments": [*earlier, segment]}
+
+
 def _live_backend(args: argparse.Namespace, prefixes: tuple[str, ...] = ()) -> Any:
     from labkit.llm.server_options import connect_servers
 
@@ -111,12 +138,12 @@ def estimate_s(jobs: list[tuple[str, str, Any, int]], recorded: Path) -> float |
     return sum(statistics.median(seconds[arm]) for arm, *_ in jobs)
 
 
-def _say_estimate(config: Any, model: str | None) -> None:
+def _say_estimate(jobs: list[tuple[str, str, Any, int]], model: str | None) -> None:
     from labkit.experiment.v2.runner import REPO
 
     name = model or "gemma3-270m"
     recorded = REPO / RECORDED / name
-    guess = estimate_s(config.jobs(config.task_sets()), recorded)
+    guess = estimate_s(jobs, recorded)
     if guess is None:
         print(f"labkit: no recorded run of {name} with these arms to estimate the time from", file=sys.stderr)
     else:
@@ -126,10 +153,13 @@ def _say_estimate(config: Any, model: str | None) -> None:
 
 def _cmd(args: argparse.Namespace) -> int:
     from labkit.experiment.v2.report import markdown, write_report
-    from labkit.experiment.v2.runner import Backends, prepare_replay_v2, run_experiment_v2
+    from labkit.experiment.v2.runner import Backends, finished_runs, prepare_replay_v2, run_experiment_v2
 
     out = Path(args.out)
     if args.replay:
+        if args.resume:
+            raise LabkitError("--resume continues a live recording; a replay always runs whole",
+                              "drop --resume (or --replay).")
         folder = Path(args.replay)
         if folder.resolve() == out.resolve():
             raise LabkitError(f"--out {out} is the folder being replayed", "write the replay elsewhere (--out).")
@@ -148,19 +178,28 @@ def _cmd(args: argparse.Namespace) -> int:
         from labkit.experiment.v2.arms import ARMS, declared_prefixes
 
         needs_model = any(ARMS[a].uses_model for a in config.arms)
+        kept = finished_runs(config, out) if args.resume else []  # checked before a model loads
+        done = {(split, r.arm, r.task, r.seed) for split, r in kept}
+        todo = [j for j in config.jobs(config.task_sets()) if (j[1], j[0], j[2].id, j[3]) not in done]
         if needs_model and not args.server:
-            _say_estimate(config, args.model)
+            _say_estimate(todo, args.model)
         prefixes = declared_prefixes(config.arms, config.seeds, config.task_sets()["dev"].example_tasks())
         backends = Backends(live=_live_backend(args, prefixes) if needs_model else _NoModel(), out=out)
-        prov = provenance_v2(backends.describe(), config, "live", out)
-        if (out / "cassettes").exists():
+        prov = with_segment(provenance_v2(backends.describe(), config, "live", out), out, resume=args.resume)
+        if not args.resume and (out / "cassettes").exists():
             import shutil
 
             shutil.rmtree(out / "cassettes")
+        out.mkdir(parents=True, exist_ok=True)  # this segment's provenance first: an interruption keeps it
+        (out / "provenance.json").write_text(json.dumps(prov, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     started = time.perf_counter()
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr))
-    runs = run_experiment_v2(config, backends, out, progress=say)
-    prov["wall_s"] = round(time.perf_counter() - started, 1)
+    runs = run_experiment_v2(config, backends, out, resume=args.resume, progress=say)
+    if "segments" in prov:
+        prov["segments"][-1]["wall_s"] = round(time.perf_counter() - started, 1)
+        prov["wall_s"] = round(sum(seg["wall_s"] or 0 for seg in prov["segments"]), 1)
+    else:
+        prov["wall_s"] = round(time.perf_counter() - started, 1)
     summary = write_report(out, runs, config.arms, config.splits, config.task_sets()["test"], prov)
     print(markdown(summary["rows"], summary["paired"], summary["headline"]), end="")
     print(f"\n{len(runs)} runs, {prov['mode']}, wall time {prov['wall_s']:.0f} s; results, logs/ and cassettes/ "
@@ -223,5 +262,7 @@ def register(commands: Any, bench: Any) -> None:
                        "the runs run one at a time (several servers: labkit experiment-v1)")
     p.add_argument("--replay", metavar="DIR", help="replay a recorded v2 experiment from its cassettes")
     p.add_argument("--out", default="results", help="output folder (default results/)")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted recording in --out (same "
+                   "options and model): its finished runs are kept, the others run")
     p.add_argument("--quiet", action="store_true", help="no per-run progress lines")
     p.set_defaults(func=_cmd)

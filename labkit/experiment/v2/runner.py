@@ -9,6 +9,12 @@ What lands in the output folder, written run by run (an interrupted experiment k
   (a call missing from them is an error, never a live call);
 - ``experiment.json`` — the configuration, so ``--replay`` runs exactly the same jobs.
 
+A recording of every task with a 1.5B model on two cores takes hours, so ``resume=True`` continues an
+interrupted one: the configuration must be the one in ``experiment.json``, the runs already in
+``runs.jsonl`` are kept and skipped, and a run that was cut off is run again from its start (its
+cassette keeps the calls of the cut-off attempt; a replay serves the latest answer to a prompt, which
+under greedy decoding is the same answer).
+
 A model backend that fails during a run (a server that stays down, a broken connection) ends that
 run as failed with termination ``backend error: ...``; the experiment goes on and the report counts
 it. A cassette miss during a replay is not such a failure: it means the replay is not the recording,
@@ -167,29 +173,57 @@ def _failed_run(arm: str, split: str, task: TaskV2, seed: int, error: Exception,
                        details=[message[:300]])
 
 
-def run_experiment_v2(config: ConfigV2, backends: Backends, out: Path, *,
+def finished_runs(config: ConfigV2, out: Path) -> list[tuple[str, RunRecordV2]]:
+    """The runs an interrupted recording in ``out`` finished, if it ran ``config`` (else a clear error)."""
+    path = out / "experiment.json"
+    if not path.exists():
+        raise LabkitError(f"nothing to resume in {out}: {path} is missing",
+                          "start the recording without --resume (or point --out at the interrupted one).")
+    recorded = json.loads(path.read_text(encoding="utf-8"))
+    if recorded != config.to_dict():
+        changed = sorted(k for k in set(recorded) | set(config.to_dict()) if recorded.get(k) != config.to_dict().get(k))
+        raise LabkitError(f"{out} recorded another configuration ({', '.join(changed)} differ)",
+                          "resume with the options the recording was started with (see its experiment.json), "
+                          "or write a new recording to another --out.")
+    return load_runs_v2(out / "runs.jsonl")
+
+
+def _job_key(split: str, arm: str, task: str, seed: int) -> tuple[str, str, str, int]:
+    return split, arm, task, seed
+
+
+def run_experiment_v2(config: ConfigV2, backends: Backends, out: Path, *, resume: bool = False,
                       progress: Callable[[str], None] | None = None) -> list[tuple[str, RunRecordV2]]:
-    """Run every job, appending each finished run to ``out/runs.jsonl`` and its log under ``out/logs``."""
+    """Run every job, appending each finished run to ``out/runs.jsonl`` and its log under ``out/logs``.
+
+    With ``resume``, the runs ``out`` already holds are kept and only the others run (see the module's
+    docstring); the result lists all of them, in job order.
+    """
     config.check()
     sets = config.task_sets()
     examples = sets["dev"].example_tasks()
     jobs = config.jobs(sets)
-    if progress is not None:
-        with_model = sum(1 for arm, *_ in jobs if ARMS[arm].uses_model)
-        progress(f"{len(jobs)} runs to do, {with_model} of them call the model "
-                 f"(prompt-only runs make one call per step, machine runs one per decision plus re-asks)")
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("logs",):
-        if (out / name).exists():
-            shutil.rmtree(out / name)
+    kept = finished_runs(config, out) if resume else []
+    finished = {_job_key(split, r.arm, r.task, r.seed): (split, r) for split, r in kept}
+    todo = [job for job in jobs if _job_key(job[1], job[0], job[2].id, job[3]) not in finished]
+    if progress is not None:
+        with_model = sum(1 for arm, *_ in todo if ARMS[arm].uses_model)
+        progress(f"{len(todo)} runs to do{f' ({len(finished)} already recorded)' if finished else ''}, "
+                 f"{with_model} of them call the model "
+                 f"(prompt-only runs make one call per step, machine runs one per decision plus re-asks)")
+    if not resume and (out / "logs").exists():
+        shutil.rmtree(out / "logs")
     (out / "experiment.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
     runs_path = out / "runs.jsonl"
-    runs_path.write_text("", encoding="utf-8")
+    # the runs kept, rewritten whole: a line torn by the interruption must not precede the next one
+    runs_path.write_text("".join(json.dumps({"split": split, **r.to_dict()}, ensure_ascii=False) + "\n"
+                                 for split, r in kept), encoding="utf-8")
     drafts_path = out / "drafts.sqlite"
-    for old in out.glob("drafts.sqlite*"):
+    for old in out.glob("drafts.sqlite*"):  # a cut-off run's drafts must not reach its rerun
         old.unlink()
     done: list[tuple[str, RunRecordV2]] = []
-    for n, (arm, split, task, seed) in enumerate(jobs, start=1):
+    for n, (arm, split, task, seed) in enumerate(todo, start=1):
         store = DraftStore(drafts_path, f"{arm}/{split}/{task.id}/{seed}")
         retries_before = backends.http_retries()
         try:
@@ -206,9 +240,10 @@ def run_experiment_v2(config: ConfigV2, backends: Backends, out: Path, *,
             handle.write(json.dumps({"split": split, **record.to_dict()}, ensure_ascii=False) + "\n")
         done.append((split, record))
         if progress is not None:
-            progress(f"[{n}/{len(jobs)}] {arm} {split}/{task.id} s{seed}: "
+            progress(f"[{n}/{len(todo)}] {arm} {split}/{task.id} s{seed}: "
                      f"{'pass' if record.passed else 'fail'} ({record.termination})")
-    return done
+    now = {_job_key(split, r.arm, r.task, r.seed): (split, r) for split, r in done}
+    return [finished.get(key) or now[key] for key in (_job_key(j[1], j[0], j[2].id, j[3]) for j in jobs)]
 
 
 def load_runs_v2(path: Path) -> list[tuple[str, RunRecordV2]]:
@@ -241,4 +276,5 @@ def prepare_replay_v2(folder: Path) -> ConfigV2:
     return config
 
 
-__all__ = ["Backends", "ConfigV2", "load_runs_v2", "log_path", "prepare_replay_v2", "run_experiment_v2"]
+__all__ = ["Backends", "ConfigV2", "finished_runs", "load_runs_v2", "log_path", "prepare_replay_v2",
+           "run_experiment_v2"]
