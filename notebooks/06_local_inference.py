@@ -231,15 +231,16 @@ print(f"kept prefix against fresh two batches: {_speedup:.2f}x; against today's 
       f"first): {equality['mean_call_speedup_mask_to_split_reuse']['machine-model']:.2f}x")
 
 # %% [markdown]
-# And the first comparison with both speed-ups off and then on, back to back in one process (`labkit bench
-# experiment-v1`). Every run must have the same counts, token totals and model outputs in both; only the seconds may
-# change. At the comparison's temperature of 0.5 the lazy grammar stays off (it would change sampled tokens), and
-# only the arms with a declared prefix gain:
+# And the whole comparison, as `make experiment` runs it (every arm on the ten headline test tasks, greedy), with
+# both speed-ups off and then on, back to back in one process (`labkit bench experiment`). Every run must have the
+# same counts, token totals and grade in both; only the seconds may change. Arms without a model take no time
+# either way; the prompt-only arms gain from their declared prefix (the worked episodes, read once per arm instead
+# of once per call), every grammar-constrained call from the lazy grammar:
 
 # %%
-from labkit.experiment import render_experiment_speed
+from labkit.experiment.v2.speed import render_experiment_speed
 
-print(render_experiment_speed(record("experiment-speed.json")))
+print(render_experiment_speed(record("experiment-speed-v2.json")))
 
 # %% [markdown]
 # ## CPU against GPU, recorded

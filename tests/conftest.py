@@ -32,6 +32,22 @@ def unused_port() -> int:
     return free_port()
 
 
+def wait_until_answering(proc: subprocess.Popen, name: str, probe: Callable[[], object], limit_s: float,
+                         log_tail: Callable[[], str]) -> None:
+    """Poll ``probe`` until it answers; fail the test, with the log's end, if the process exits or takes too long."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"{name} exited with {proc.returncode}:\n{log_tail()}")
+        try:
+            probe()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"{name} not ready after {limit_s} s:\n{log_tail()}")
+            time.sleep(0.25)
+
+
 @contextlib.contextmanager
 def llama_server(log_dir: Path, *, threads: int = 2) -> Iterator[str]:
     """Start ``python -m labkit.llm.serve`` with the embedded model on a free loopback port; always stop it."""
@@ -43,17 +59,9 @@ def llama_server(log_dir: Path, *, threads: int = 2) -> Iterator[str]:
                                 stdout=sink, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/v1/models", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"llama_cpp.server not ready after 90 s:\n{log.read_text()[-2000:]}")
-                time.sleep(0.25)
+        wait_until_answering(proc, "llama_cpp.server",
+                             lambda: urllib.request.urlopen(f"{url}/v1/models", timeout=2).close(),
+                             90, lambda: log.read_text()[-2000:])
         yield url
     finally:
         proc.terminate()
@@ -135,17 +143,7 @@ def jupyter_lab(root_dir: Path, home: Path, *, options: Sequence[str] = (), env:
                                 start_new_session=True)
     server = JupyterLab(f"http://127.0.0.1:{port}", token, log)
     try:
-        deadline = time.monotonic() + JUPYTER_START_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{server.tail()}")
-            try:
-                server.get("/api/status")
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"jupyter lab not ready after {JUPYTER_START_S} s:\n{server.tail()}")
-                time.sleep(0.25)
+        wait_until_answering(proc, "jupyter lab", lambda: server.get("/api/status"), JUPYTER_START_S, server.tail)
         yield server
     finally:
         # the whole session: the server and the kernels it started
