@@ -33,14 +33,8 @@ def _load_providers() -> None:
     global _loaded
     if _loaded:
         return
-    for module in registry.load(registry.TABLE_MODULES):
-        declared = getattr(module, "TABLES", None)
-        if not isinstance(declared, dict):
-            raise LabkitError(f"{module.__name__} is listed in labkit.registry.TABLE_MODULES but declares no "
-                              "TABLES mapping", "declare TABLES = {name: TableEntry(...)} there, or remove "
-                              "it from the list.")
-        for name, entry in declared.items():
-            _ENTRIES.setdefault(name, entry)
+    for name, entry in registry.declared(registry.TABLE_MODULES, "TABLES", "TABLE_MODULES").items():
+        _ENTRIES.setdefault(name, entry)
     _loaded = True
 
 

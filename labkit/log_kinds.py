@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit import registry
-from labkit.errors import LabkitError
 from labkit.events import Event
 
 
@@ -43,14 +42,8 @@ def _load() -> None:
     global _loaded
     if _loaded:
         return
-    for module in registry.load(registry.LOG_KIND_MODULES):
-        declared = getattr(module, "LOG_KINDS", None)
-        if not isinstance(declared, dict):
-            raise LabkitError(f"{module.__name__} is listed in labkit.registry.LOG_KIND_MODULES but declares no "
-                              "LOG_KINDS mapping", "declare LOG_KINDS = {name: LogKind(...)} there, or remove "
-                              "it from the list.")
-        for name, kind in declared.items():
-            _KINDS.setdefault(name, kind)
+    for name, kind in registry.declared(registry.LOG_KIND_MODULES, "LOG_KINDS", "LOG_KIND_MODULES").items():
+        _KINDS.setdefault(name, kind)
     _loaded = True
 
 

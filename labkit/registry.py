@@ -15,7 +15,8 @@ caller has to import a layer first for its events or tables to be known, and no 
 module that reads its declarations (the provider modules depend on the core, never the other way).
 
 To add a part, add its module's name to the right list (one line each, so that merges stay trivial).
-This module imports nothing from labkit on purpose.
+This module imports nothing from labkit on purpose, but for the error type (:mod:`labkit.errors`, which
+imports nothing either) when a declaration is missing.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 EVENT_MODULES: list[str] = [
     "labkit.runtime.events",
@@ -69,3 +71,23 @@ def load(modules: Sequence[str]) -> list[ModuleType]:
             if exc.name is None or not name.startswith(exc.name):
                 raise
     return found
+
+
+def declared(modules: Sequence[str], attribute: str, list_name: str) -> dict[str, Any]:
+    """The ``attribute`` mappings (name -> declaration) of the named modules, merged; the first of a name wins.
+
+    ``list_name`` is the list above that names the modules, for the error a module without the
+    mapping gets.
+    """
+    from labkit.errors import LabkitError  # the core's error type, imported when used like the modules
+
+    merged: dict[str, Any] = {}
+    for module in load(modules):
+        found = getattr(module, attribute, None)
+        if not isinstance(found, dict):
+            raise LabkitError(f"{module.__name__} is listed in labkit.registry.{list_name} but declares no "
+                              f"{attribute} mapping", f"declare {attribute} = {{name: ...}} there, or remove it "
+                              "from the list.")
+        for name, value in found.items():
+            merged.setdefault(name, value)
+    return merged

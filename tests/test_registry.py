@@ -73,9 +73,12 @@ def _module_path(name: str) -> Path:
                                               ("labkit.events", "EVENT_MODULES"), ("labkit.registry", "")])
 def test_no_declaring_module_imports_the_module_that_reads_it(loader: str, kind: str) -> None:
     """The two former loops (catalog <-> runtime.table, cli <-> runtime.cli) stay gone: a module the registry
-    names never imports its reader (the registry itself imports nothing from labkit)."""
+    names never imports its reader (the registry itself imports nothing from labkit but the error type, a module
+    that imports nothing)."""
     if not kind:
-        assert not {m for m in _imports(_module_path(loader)) if m.startswith("labkit")}
+        assert {m for m in _imports(_module_path(loader)) if m.startswith("labkit")} <= \
+            {"labkit.errors", "labkit.errors.LabkitError"}
+        assert not {m for m in _imports(_module_path("labkit.errors")) if m.startswith("labkit")}
         return
     for name in getattr(registry, kind):
         path = _module_path(name)
@@ -101,6 +104,22 @@ def test_a_missing_part_is_skipped_but_a_broken_one_is_reported(tmp_path: Path) 
     try:
         with pytest.raises(ModuleNotFoundError):
             registry.load(["broken_part"])
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_declarations_merge_first_wins_and_a_module_without_them_is_named(tmp_path: Path) -> None:
+    from labkit.errors import LabkitError
+
+    (tmp_path / "part_a.py").write_text("THINGS = {'x': 1, 'y': 2}\n", encoding="utf-8")
+    (tmp_path / "part_b.py").write_text("THINGS = {'y': 3, 'z': 4}\n", encoding="utf-8")
+    (tmp_path / "part_c.py").write_text("OTHER = {}\n", encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert registry.declared(["part_a", "part_b"], "THINGS", "THING_MODULES") == {"x": 1, "y": 2, "z": 4}
+        with pytest.raises(LabkitError, match=r"part_c is listed in labkit.registry.THING_MODULES but declares "
+                                              r"no THINGS mapping"):
+            registry.declared(["part_a", "part_c"], "THINGS", "THING_MODULES")
     finally:
         sys.path.remove(str(tmp_path))
 
