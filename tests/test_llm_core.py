@@ -169,6 +169,23 @@ def test_compile_schema_is_cached_and_lists_unenforced_keywords():
     assert set(first.unenforced) == {"/properties/row: maximum", "/properties/row: minimum"}
 
 
+def test_the_grammar_keeps_the_declared_property_order_and_the_canonical_name():
+    """A model writes keys in the grammar's order: ``search`` must come before ``replace``, as declared (a
+    sorted schema would force the reverse), while both orders name the same schema in cassette keys."""
+    def edit(*names: str) -> dict:
+        return {"type": "object", "properties": {n: {"type": "string"} for n in names},
+                "required": ["search", "replace"]}
+
+    declared, reversed_ = compile_schema(edit("search", "replace")), compile_schema(edit("replace", "search"))
+
+    def root(compiled) -> str:
+        return next(line for line in compiled.gbnf.splitlines() if line.startswith("root ::="))
+
+    assert root(declared).index("search-kv") < root(declared).index("replace-kv")
+    assert root(reversed_).index("replace-kv") < root(reversed_).index("search-kv")
+    assert declared.sha256 == reversed_.sha256
+
+
 @pytest.mark.parametrize("schema, fragment", [
     ({"type": "strange"}, "Unrecognized schema"),
     ({"not": {"type": "string"}}, "Unrecognized schema"),
