@@ -140,6 +140,20 @@ def load_rows(path: Path) -> list[RunRow]:
     return rows
 
 
+def drop_torn_tail(path: Path) -> None:
+    """Set aside an unfinished last line (a run killed while writing it) so the next row starts a line of its own."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return
+    keep = data.rfind(b"\n") + 1
+    with path.with_name(path.name + ".torn").open("ab") as aside:
+        aside.write(data[keep:] + b"\n")
+    with path.open("r+b") as handle:
+        handle.truncate(keep)
+
+
 def _open_folder(out: Path, config: CompareConfig) -> None:
     """Create ``out`` or check it holds this very configuration (resume), else refuse."""
     stored = out / "compare.json"
@@ -240,6 +254,7 @@ def run_compare(config: CompareConfig, backend_for: BackendFor, out: Path, *,
         jobs = [(t, a) for t, a in jobs if (a, t.id) in wanted]
     _open_folder(out, config)
     runs = out / "runs.jsonl"
+    drop_torn_tail(runs)
     rows = load_rows(runs)
     done = {r.key() for r in rows}
     todo = [(t, a) for t, a in jobs if (a, t.id) not in done]
