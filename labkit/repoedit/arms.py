@@ -77,7 +77,7 @@ def _backend_versions(inputs: ArmInputs) -> dict[str, str]:
     if inputs.backend is None:
         return {}
     info: Mapping[str, Any] = inputs.backend.describe()
-    return {k: str(info[k]) for k in ("backend", "model_sha256", "llama_cpp_version") if info.get(k)}
+    return {k: str(info[k]) for k in ("backend", "model_sha256", "llama_cpp_python") if info.get(k)}
 
 
 def _model_planner(inputs: ArmInputs) -> Planner:

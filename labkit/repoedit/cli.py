@@ -156,8 +156,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if any(ARMS[a].uses_model for a in arms):
         _check_model(args.model)
         from labkit.llm.models import model_backend
+        from labkit.repoedit.free_loop import loop_head
 
-        live = model_backend(args.model, threads=args.threads)
+        # the free loop's fixed head is evaluated once and kept: each of its steps re-reads the whole transcript
+        prefixes = (loop_head(config.call_budget),) if "prompt_tools" in arms else ()
+        live = model_backend(args.model, threads=args.threads, prefixes=prefixes)
         describe = live.describe()
     out = Path(args.out)
     run_compare(config, recording_backends(lambda: live, out), out, describe=describe, progress=print)

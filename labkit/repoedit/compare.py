@@ -187,7 +187,8 @@ def provenance(config: CompareConfig, out: Path, describe: dict[str, Any] | None
     info = describe or {}
     return {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "mode": mode,
             "git_commit": git_commit(own_output=out), "model": config.model,
-            "model_sha256": info.get("model_sha256"), "llama_cpp_version": info.get("llama_cpp_version"),
+            "model_sha256": info.get("model_sha256"),
+            "llama_cpp_version": info.get("llama_cpp_python") or info.get("llama_cpp_version"),
             "backend": {k: v for k, v in info.items() if k not in ("recording_to",)},
             "python": platform.python_version(), "pytest": pytest.__version__,
             "tasks_sha256": sha256_file(config.tasks_path()), "threads": config.threads, "machine": machine()}
@@ -341,10 +342,12 @@ def recording_backends(live: Callable[[], Backend], out: Path) -> BackendFor:
     return backend_for
 
 
-def replay_compare(folder: Path, out: Path, *, progress: Callable[[str], None] | None = None) -> list[str]:
-    """Re-run every recorded row of ``folder`` from its cassettes into ``out``; return the differences."""
+def replay_compare(folder: Path, out: Path, *, arms: Iterable[str] | None = None,
+                   progress: Callable[[str], None] | None = None) -> list[str]:
+    """Re-run every recorded row of ``folder`` (of ``arms`` only, if given) from its cassettes into ``out``;
+    return the differences."""
     config = read_config(folder)
-    recorded = load_rows(folder / "runs.jsonl")
+    recorded = [r for r in load_rows(folder / "runs.jsonl") if arms is None or r.arm in set(arms)]
     if not recorded:
         raise LabkitError(f"{folder / 'runs.jsonl'} holds no runs", "replay a folder with recorded runs.")
     replayed = run_compare(config, replay_backends(folder), out, only=[r.key() for r in recorded],

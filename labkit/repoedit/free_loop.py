@@ -157,9 +157,14 @@ Your project ({budget} actions at most):
 """
 
 
+def loop_head(budget: int) -> str:
+    """The part of every transcript that no task changes (a backend may keep its evaluated state: ``prefixes``)."""
+    return HEAD.replace("{budget}", str(budget))
+
+
 def loop_start(requirement: str, failing: list[str], files: list[str], budget: int) -> str:
     """The transcript before the first action: the head with its example, then this task."""
-    return (HEAD.replace("{budget}", str(budget)) + f"Requirement: {requirement}\nFailing tests:\n"
+    return (loop_head(budget) + f"Requirement: {requirement}\nFailing tests:\n"
             + ("\n".join(failing) or "(none)") + f"\nFiles: {', '.join(files)}\n> ")
 
 
