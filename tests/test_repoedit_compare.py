@@ -251,3 +251,18 @@ def test_the_meaning_follows_the_numbers_whichever_way_they_come_out():
     worse = _rows([False] * 10, [True, False] + [False] * 8)
     text = meaning(arm_rows(worse), paired_rows(worse))
     assert "The one prompt fixed 1 task(s) more than the machine" in text and "not a proof" in text
+
+
+def test_a_recording_through_the_cassettes_replays_row_for_row_and_a_changed_prompt_stops_it(project, tmp_path):
+    from labkit.llm.errors import CassetteMiss
+    from labkit.repoedit.compare import recording_backends, replay_compare
+
+    config = CompareConfig(model="scripted", arms=["prompt_only", "prompt_tools", "machine_model"],
+                           tasks_file=str(project / "tasks.yaml"))
+    out = tmp_path / "rec"
+    run_compare(config, recording_backends(lambda: ScriptedBackend(_script), out), out)
+    assert replay_compare(out, tmp_path / "again") == []
+    tasks = project / "tasks.yaml"
+    tasks.write_text(tasks.read_text().replace("add(a, b) must return", "add(a, b) shall return"))
+    with pytest.raises(CassetteMiss):
+        replay_compare(out, tmp_path / "third", arms=["prompt_only"])
