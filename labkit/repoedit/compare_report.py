@@ -82,17 +82,21 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
     one = next((p for p in paired if p["b"] == "prompt_only"), None)
     if one is not None:
         a, b, n = one["a_better"], one["b_better"], one["tasks"]
-        if a == b:
-            said.append(f"On fixes the machine and one prompt are level on these {n} tasks "
-                        f"({a} fixed by one and not the other, each way).")
+        if a == b == 0:
+            said.append(f"On fixes the machine and one prompt are level: no task of these {n} is fixed by one and "
+                        "not the other, so the sign test has nothing to weigh (p = 1); the difference, if any, "
+                        "lies below what this model reaches.")
+        elif a == b:
+            said.append(f"On fixes the machine and one prompt are level on these {n} tasks ({a} fixed by one and "
+                        f"not the other, each way; p = {one['p_value']:.3g}).")
         else:
             more, fewer = ("machine", "one prompt") if a > b else ("one prompt", "machine")
             said.append(f"The {more} fixed {abs(a - b)} task(s) more than the {fewer} ({max(a, b)} tasks only "
                         f"it fixed against {min(a, b)}).")
-        said.append(f"With {n} tasks the exact sign test gives p = {one['p_value']:.3g}: " +
-                    ("a split this uneven is unlikely if neither way were better." if one["p_value"] < 0.05 else
-                     "a split like this happens by chance often enough that it is a direction, not a proof; "
-                     "more tasks would decide it."))
+            said.append(f"With {n} tasks the exact sign test gives p = {one['p_value']:.3g}: " +
+                        ("a split this uneven is unlikely if neither way were better." if one["p_value"] < 0.05
+                         else "a split like this happens by chance often enough that it is a direction, not a "
+                              "proof; more tasks would decide it."))
     broken = [f"{r['label']} {r['broken_trees']}" for r in arms if r["arm"] != "machine_oracle"]
     said.append("Trees left with a test broken that passed before: " + ", ".join(broken) + ".")
     machine = by.get("machine_model")
