@@ -64,15 +64,18 @@ def compile_schema(schema: dict[str, Any]) -> CompiledSchema:
     if not isinstance(schema, dict):
         raise GrammarError(f"a JSON schema must be a dict, got {type(schema).__name__}",
                            "pass e.g. YourModel.model_json_schema().")
-    return _compile(canonical_schema(schema))
+    return _compile(canonical_schema(schema), json.dumps(schema, ensure_ascii=False))
 
 
 @lru_cache(maxsize=256)
-def _compile(schema_json: str) -> CompiledSchema:
+def _compile(schema_json: str, ordered_json: str) -> CompiledSchema:
+    """``schema_json`` (canonical) names the schema; the grammar is built from ``ordered_json``, the schema with
+    its properties in their declared order: the converter writes them in the order it reads them, and a
+    sorted schema would make a model write ``replace`` before ``search`` and ``edits`` before ``status``."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     try:
-        gbnf = json_schema_to_gbnf(schema_json)
+        gbnf = json_schema_to_gbnf(ordered_json)
     except Exception as exc:  # the converter signals unsupported schemas with bare asserts
         raise GrammarError(
             f"llama.cpp cannot turn this JSON schema into a grammar: {type(exc).__name__}: {exc}",
