@@ -11,7 +11,7 @@ do and do not show, whichever way they came out.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,11 @@ from labkit.stats import paired_test, wilson_interval
 
 # (a, b): what the machine adds over one prompt, and over a free loop with the same tools
 COMPARISONS = (("machine_model", "prompt_only"), ("machine_model", "prompt_tools"))
+# What a paired test compares per task: the fix, and the tree left no worse (no test broken that passed before).
+MEASURES: dict[str, Callable[[RunRow], bool]] = {
+    "fixed": lambda r: r.fixed,
+    "no test left broken": lambda r: not r.broken_left,
+}
 
 
 def arm_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
@@ -47,27 +52,29 @@ def arm_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
     return out
 
 
-def _fixed_by_task(rows: Sequence[RunRow], arm: str) -> dict[str, tuple[int, int]]:
-    return {r.task: (int(r.fixed), 1) for r in rows if r.arm == arm}
+def _by_task(rows: Sequence[RunRow], arm: str, measure: str = "fixed") -> dict[str, tuple[int, int]]:
+    return {r.task: (int(MEASURES[measure](r)), 1) for r in rows if r.arm == arm}
 
 
 def paired_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
-    """The exact sign test of each comparison in :data:`COMPARISONS`, over the tasks both arms ran."""
+    """The exact sign test of each comparison in :data:`COMPARISONS` on each of :data:`MEASURES`, over the
+    tasks both arms ran."""
     out = []
-    for a, b in COMPARISONS:
-        ca, cb = _fixed_by_task(rows, a), _fixed_by_task(rows, b)
-        common = sorted(set(ca) & set(cb))
-        if not common:
-            continue
-        test = paired_test({t: ca[t] for t in common}, {t: cb[t] for t in common}, names=(a, b))
-        out.append({"a": a, "b": b, "tasks": test.tasks, "a_better": test.a_better, "b_better": test.b_better,
-                    "ties": test.ties, "p_value": round(test.p_value, 6)})
+    for measure in MEASURES:
+        for a, b in COMPARISONS:
+            ca, cb = _by_task(rows, a, measure), _by_task(rows, b, measure)
+            common = sorted(set(ca) & set(cb))
+            if not common:
+                continue
+            test = paired_test({t: ca[t] for t in common}, {t: cb[t] for t in common}, names=(a, b))
+            out.append({"measure": measure, "a": a, "b": b, "tasks": test.tasks, "a_better": test.a_better,
+                        "b_better": test.b_better, "ties": test.ties, "p_value": round(test.p_value, 6)})
     return out
 
 
 def headline(rows: Sequence[RunRow], lower: str = "prompt_only", upper: str = "machine_model") -> str | None:
     """The seed's form, "prompt-only x/n → machine y/n", over the tasks both arms ran (None if none)."""
-    ca, cb = _fixed_by_task(rows, lower), _fixed_by_task(rows, upper)
+    ca, cb = _by_task(rows, lower), _by_task(rows, upper)
     common = set(ca) & set(cb)
     if not common:
         return None
@@ -79,7 +86,7 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
     """What the numbers mean, in sentences built from them (so the text is right whichever way they came out)."""
     by = {r["arm"]: r for r in arms}
     said = []
-    one = next((p for p in paired if p["b"] == "prompt_only"), None)
+    one = next((p for p in paired if p["b"] == "prompt_only" and p["measure"] == "fixed"), None)
     if one is not None:
         a, b, n = one["a_better"], one["b_better"], one["tasks"]
         if a == b == 0:
@@ -99,6 +106,9 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
                               "proof; more tasks would decide it."))
     broken = [f"{r['label']} {r['broken_trees']}" for r in arms if r["arm"] != "machine_oracle"]
     said.append("Trees left with a test broken that passed before: " + ", ".join(broken) + ".")
+    kept = [p for p in paired if p["measure"] == "no test left broken" and p["a_better"] + p["b_better"]]
+    said += [f"Leaving the tree no worse, the machine beat {ARMS[p['b']].label} on {p['a_better']} task(s) and "
+             f"lost on {p['b_better']} (exact sign test p = {p['p_value']:.3g})." for p in kept]
     machine = by.get("machine_model")
     if machine is not None:
         said.append("The machine left none, as it must: it ends green or rolls back to the tree it started from."
@@ -141,10 +151,10 @@ def markdown(summary: Mapping[str, Any]) -> str:
         lines.append(f"| {r['label']} | {solved_cell(r)} | {r['broken_trees']} | {r['tests_changed']} | "
                      f"{r['test_runs']} | {r['llm_calls']} | {r['prompt_tokens']} + {r['completion_tokens']} |")
     if summary["paired"]:
-        lines += ["", "| comparison | tasks | A fixed, B not | B fixed, A not | tied | exact sign test p |",
-                  "|---|---|---|---|---|---|"]
-        lines += [f"| {ARMS[p['a']].label} vs {ARMS[p['b']].label} | {p['tasks']} | {p['a_better']} | "
-                  f"{p['b_better']} | {p['ties']} | {p['p_value']:.3g} |" for p in summary["paired"]]
+        lines += ["", "| measure | A vs B | tasks | only A | only B | tied | exact sign test p |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {p['measure']} | {ARMS[p['a']].label} vs {ARMS[p['b']].label} | {p['tasks']} | "
+                  f"{p['a_better']} | {p['b_better']} | {p['ties']} | {p['p_value']:.3g} |" for p in summary["paired"]]
     if summary["headline"]:
         lines += ["", f"Headline: {summary['headline']}"]
     missing = summary["planned"] - summary["runs"]
