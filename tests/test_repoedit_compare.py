@@ -248,6 +248,7 @@ def test_the_meaning_follows_the_numbers_whichever_way_they_come_out():
     text = meaning(arm_rows(better), paired_rows(better))
     assert "The machine fixed 6 task(s) more than the one prompt" in text and "p = 0.0312" in text
     assert "unlikely" in text and "prompt-only 3" in text and "The machine left none" in text
+    assert "Leaving the tree no worse, the machine beat prompt-only on 3 task(s) and lost on 0" in text
     worse = _rows([False] * 10, [True, False] + [False] * 8)
     text = meaning(arm_rows(worse), paired_rows(worse))
     assert "The one prompt fixed 1 task(s) more than the machine" in text and "not a proof" in text
