@@ -2,8 +2,8 @@
 
 A replay runs every arm again with real pytest in fresh copies, the model's answers served from the
 cassettes; every field of every row (fixed, broken tests, test runs, calls, tokens, the final tree's
-digest, ...) but the wall time must come out the same. The recordings must also name a clean commit,
-the registered model's sha256 and today's task file.
+digest, ...) but the times (wall and model seconds) must come out the same. The recordings must also
+name a clean commit, the registered model's sha256 and today's task file.
 """
 
 from __future__ import annotations

@@ -141,7 +141,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 shutil.rmtree(out, ignore_errors=True)
         for line in problems:
             print(f"DIFFERS: {line}")
-        print("every row reproduced (wall time aside)" if not problems else f"{len(problems)} difference(s)")
+        print("every row reproduced (times aside)" if not problems else f"{len(problems)} difference(s)")
         return 0 if not problems else 1
     if not args.out:
         raise LabkitError("--out is missing", "give a folder to record into (or --replay a recorded one).")
