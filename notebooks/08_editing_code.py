@@ -23,7 +23,8 @@
 # The task is the one exercise 01 only drew as a table: a small model is asked to change a code base. Asked in
 # one big prompt, a small model forgets the requirement, edits the wrong file, or declares victory. Here the
 # machine owns the order of the work, the permissions, the retries and the way back; the model proposes one
-# small, checked thing at a time. This notebook shows the machine; it measures no model.
+# small, checked thing at a time. This notebook shows the machine with the known fix or a script; section 7
+# reads the recorded comparison of both models against one prompt and a free loop.
 
 # %%
 import json
@@ -288,6 +289,31 @@ for path in sorted((DATA / "repoedit" / "oracle").glob("*.jsonl")):
     print(f"{path.stem:27} {result.state.status:5} {len(events):3} events, {edits} edit(s), "
           f"{result.state.test_runs} test runs, unrecorded violations: {len(result.violations)}")
 print(f"\n{summary['done']}/{len(summary['runs'])} DONE, recorded at commit {summary['versions']['git_commit'][:10]}")
+
+# %% [markdown]
+# ## 7. The comparison on code: one prompt, a free loop, the machine
+#
+# Does the machine help a small model edit code? The same model, the same ten held-out (test) tasks, the same
+# budget of six model calls per run, and **one verifier** for every arm: after the run, the project's full test
+# suite on the tree the arm left. A task is *fixed* when every test passes, no test file changed and nothing was
+# written outside the copy; a *broken tree* is one where a test that passed before fails after.
+#
+# - **prompt-only**: one prompt with the requirement, the failing tests and every source file; the model answers
+#   once with all its edits, which are applied as given (no guards, no retry).
+# - **prompt + tools**: a free loop; each turn the model picks `read_file`, `apply_edit`, `run_tests` or `done`,
+#   with the same workspace tools but none of the machine's guards (it may edit the tests).
+# - **machine + model**: the machine of this notebook with the model as its planner.
+# - **machine + oracle** and **machine + noop**: the known fix, and a planner that changes nothing, through the
+#   same machine: the ceiling, and what the machine achieves on its own.
+#
+# Both models were recorded live (`labkit repoedit compare`, greedy, one thread); the tables below are computed
+# from those recordings in `data/repoedit/compare/`, which `labkit repoedit compare --replay` re-runs row for row
+# without a model.
+
+# %%
+from labkit.repoedit.compare_report import render_report
+
+print(render_report([DATA / "repoedit" / "compare" / model for model in ("gemma3-270m", "qwen2.5-coder-1.5b")]))
 
 # %% [markdown]
 # ## Wrap-up quiz

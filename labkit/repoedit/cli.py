@@ -1,4 +1,5 @@
-"""``labkit repoedit run TASK`` (one run of the machine, its trace printed) and ``labkit repoedit tasks``.
+"""``labkit repoedit run TASK`` (one run of the machine, its trace printed), ``labkit repoedit tasks``,
+and the code comparison: ``labkit repoedit compare`` (record, resume or ``--replay``) and ``compare-report``.
 
 Registered through ``labkit.registry.COMMAND_MODULES``.
 """
@@ -14,6 +15,9 @@ from labkit.errors import LabkitError
 from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir
 
 PLANNERS = ("oracle", "model")
+ARM_NAMES = ("prompt_only", "prompt_tools", "machine_model", "machine_oracle", "machine_noop")
+"""The comparison's arms as the help text names them (labkit.repoedit.arms.ARMS is imported only when used;
+a test keeps the two equal)."""
 
 
 def _versions(extra: dict[str, str]) -> dict[str, str]:
@@ -104,6 +108,73 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_model(name: str) -> None:
+    from labkit.llm.models import model_names
+
+    if name not in model_names() and not Path(name).is_file():
+        raise LabkitError(f"unknown model {name!r}", f"use one of: {', '.join(model_names())}, or a GGUF file's path.")
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    """Record (or resume) a comparison into --out, or replay a recorded one and check every row."""
+    import tempfile
+
+    from labkit.repoedit.compare import (
+        CompareConfig,
+        recording_backends,
+        replay_compare,
+        run_compare,
+    )
+    from labkit.repoedit.compare_report import render_report
+
+    if args.replay:
+        folder = Path(args.replay)
+        out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="labkit-compare-replay-"))
+        if out.resolve() == folder.resolve():
+            raise LabkitError("--out is the recorded folder itself", "replay into a new folder (or leave --out out).")
+        try:
+            problems = replay_compare(folder, out, progress=print)
+        finally:
+            if not args.out:
+                import shutil
+
+                shutil.rmtree(out, ignore_errors=True)
+        for line in problems:
+            print(f"DIFFERS: {line}")
+        print("every row reproduced (times aside)" if not problems else f"{len(problems)} difference(s)")
+        return 0 if not problems else 1
+    if not args.out:
+        raise LabkitError("--out is missing", "give a folder to record into (or --replay a recorded one).")
+    from labkit.repoedit.arms import ARMS, DEFAULT_ARMS
+
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(DEFAULT_ARMS)
+    config = CompareConfig(model=args.model, arms=arms, split=args.split, call_budget=args.call_budget,
+                           max_tokens=args.max_tokens, threads=args.threads)
+    config.check()
+    describe = None
+    live = None
+    if any(ARMS[a].uses_model for a in arms):
+        _check_model(args.model)
+        from labkit.llm.models import model_backend
+        from labkit.repoedit.free_loop import loop_head
+
+        # the free loop's fixed head is evaluated once and kept: each of its steps re-reads the whole transcript
+        prefixes = (loop_head(config.call_budget),) if "prompt_tools" in arms else ()
+        live = model_backend(args.model, threads=args.threads, prefixes=prefixes)
+        describe = live.describe()
+    out = Path(args.out)
+    run_compare(config, recording_backends(lambda: live, out), out, describe=describe, progress=print)
+    print(render_report([out]))
+    return 0
+
+
+def _cmd_compare_report(args: argparse.Namespace) -> int:
+    from labkit.repoedit.compare_report import render_report
+
+    print(render_report([Path(f) for f in args.folders]), end="")
+    return 0
+
+
 def register(commands: Any, bench: Any) -> None:
     """Add ``labkit repoedit run`` and ``labkit repoedit tasks``."""
     del bench
@@ -135,6 +206,28 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds a test run may take (default 60)")
     p.add_argument("--approve-large", action="store_true", help="approve edits over the size limit")
     p.set_defaults(func=_cmd_record)
+    p = sub.add_parser("compare", help="the code comparison: every arm on every task of a split, judged by one "
+                       "verifier (record, resume, or --replay)")
+    from labkit.llm.models import DEFAULT_MODEL
+
+    p.add_argument("--model", default=DEFAULT_MODEL,
+                   help=f"a registered model or a GGUF path (default {DEFAULT_MODEL})")
+    p.add_argument("--arms", help=f"comma-separated, of: {', '.join(ARM_NAMES)} (default: the model arms and "
+                   "machine_oracle)")
+    p.add_argument("--split", choices=("test", "dev", "all"), default="test", help="which tasks (default test, "
+                   "the 10 headline tasks)")
+    p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core)")
+    p.add_argument("--call-budget", type=int, default=6, help="model calls per run, the same for every model arm "
+                   "(default 6)")
+    p.add_argument("--max-tokens", type=int, default=400, help="completion cap per call of the prompt-only arm "
+                   "and the free loop (default 400; the machine's planner keeps its own caps)")
+    p.add_argument("--out", help="the folder to record into (an existing one with the same options is resumed)")
+    p.add_argument("--replay", metavar="DIR", help="re-run a recorded folder from its cassettes (no model) and "
+                   "check that every row is reproduced")
+    p.set_defaults(func=_cmd_compare)
+    p = sub.add_parser("compare-report", help="print the report of recorded comparisons (one folder per model)")
+    p.add_argument("folders", nargs="+", help="folders written by `labkit repoedit compare`")
+    p.set_defaults(func=_cmd_compare_report)
     p = sub.add_parser("tasks", help="check the task file and list its tasks")
     p.add_argument("--tasks", default=str(DEFAULT_TASK_FILE), help="the task file (default data/repos/tasks.yaml)")
     p.set_defaults(func=_cmd_tasks)

@@ -177,6 +177,13 @@ EDIT_GUARDS: tuple[Guard, ...] = (
 )
 
 
+PHYSICAL_GUARDS: tuple[Guard, ...] = tuple(g for g in EDIT_GUARDS
+                                           if g.code in ("outside_repo", "missing_file", "does_not_apply"))
+"""Only what makes an edit physically possible inside the copy: no writes outside it, an existing file, a
+search text found once. The arms without the machine (prompt-only, the free loop) edit under these alone,
+so they may edit tests, leave the plan or break the syntax, and the comparison measures what follows."""
+
+
 def check_edit(case: EditCase, guards: tuple[Guard, ...] = EDIT_GUARDS) -> Refusal | None:
     """The first guard that fails, as a :class:`Refusal`, or None when the edit may be applied."""
     for guard in guards:

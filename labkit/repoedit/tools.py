@@ -1,9 +1,10 @@
 """The repo-editing tools, each one declaration: arguments, whether it writes, what it observes, how it refuses.
 
 The machine calls tools only through :func:`call_tool`, which validates the arguments against the
-declared schema and returns either the tool's observation or a typed :class:`Refusal`. A free loop
-(a model choosing tools itself) would read the same declarations, so the guards cannot differ
-between an arm with the machine and one without.
+declared schema and returns either the tool's observation or a typed :class:`Refusal`. The free
+loop of the code comparison (a model choosing tools itself, :mod:`~labkit.repoedit.free_loop`) calls
+the same declarations; only the edit guards in its :class:`ToolContext` differ (the physical ones
+alone), so what the machine adds over it is exactly its guards and its routing.
 
 | tool | writes | observation | refusals |
 |---|---|---|---|
@@ -26,6 +27,7 @@ from labkit.repoedit.edits import (
     DEFAULT_DIFF_LIMIT,
     EDIT_GUARDS,
     EditCase,
+    Guard,
     Refusal,
     changed_lines,
     check_edit,
@@ -88,13 +90,18 @@ class RollbackResult:
 
 @dataclass
 class ToolContext:
-    """What tools act on: the run's copy, its index and baseline digest, the checked plan, the limits."""
+    """What tools act on: the run's copy, its index and baseline digest, the checked plan, the limits.
+
+    ``guards``: the edit guards ``apply_edit`` checks (the machine: all of them; an arm without the
+    machine: :data:`~labkit.repoedit.edits.PHYSICAL_GUARDS`, which only keep writes inside the copy).
+    """
 
     workspace: Workspace
     index: RepoIndex
     baseline_digest: str
     planned: frozenset[str] = frozenset()
     diff_limit: int = DEFAULT_DIFF_LIMIT
+    guards: tuple[Guard, ...] = EDIT_GUARDS
 
     @property
     def root(self) -> Path:
@@ -127,7 +134,7 @@ def _read_file(ctx: ToolContext, args: ReadFileArgs) -> FileText | Refusal:
 
 
 def _apply_edit(ctx: ToolContext, args: ApplyEditArgs) -> EditResult | Refusal:
-    guards = tuple(g for g in EDIT_GUARDS if not (args.approved and g.to_human))
+    guards = tuple(g for g in ctx.guards if not (args.approved and g.to_human))
     case = EditCase(ctx.root, ctx.index, ctx.planned, args.path, args.edits, ctx.diff_limit)
     refusal = check_edit(case, guards)
     if refusal is not None:

@@ -10,8 +10,10 @@ typed outcome (``timeout``), never as a hanging run.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -28,6 +30,23 @@ TestOutcome = Literal["passed", "failed", "timeout", "no_tests", "error"]
 OUTPUT_TAIL = 1500  # characters of pytest output kept per run: enough for a traceback, small for a prompt
 _GIT_IDENTITY = ("-c", "user.name=labkit", "-c", "user.email=labkit@localhost", "-c", "commit.gpgsign=false")
 _IGNORED = ("__pycache__", ".pytest_cache")
+_DURATION = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d\d:\d\d\))?")
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+
+
+def portable(text: str, root: Path) -> str:
+    """Test output that reads the same wherever and whenever it ran.
+
+    The copy's temporary path becomes relative to the project, the interpreter's folder ``<python>``,
+    and pytest's run time and objects' memory addresses are dropped. The output goes into the next
+    prompt (a targeted fix, the free loop's transcript), and a replay serves answers by the exact
+    prompt: a prompt that differed by a path or a duration would not be the recorded one.
+    """
+    for prefix in dict.fromkeys((str(root.resolve()), str(root))):
+        text = text.replace(prefix + os.sep, "").replace(prefix, ".")
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):  # the interpreter's own frames (a collection error)
+        text = text.replace(prefix + os.sep, "<python>/")
+    return _ADDRESS.sub("0x?", _DURATION.sub("", text))
 
 
 @dataclass(frozen=True)
@@ -151,12 +170,13 @@ class Workspace:
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             out, _ = proc.communicate()
-            tail = (out or "")[-OUTPUT_TAIL:]
+            tail = portable(out or "", self.root)[-OUTPUT_TAIL:]
             return TestRun("timeout", output=f"{tail}\n[killed after {timeout:g} s]", exit_code=None)
         if proc.returncode == 1 and "No module named pytest" in (out or ""):
             raise LabkitError(f"{self.python} has no pytest, so the project's tests cannot run",
                               "install it into that interpreter (pip install pytest), or pass python= one that has it.")
-        return _read_run(proc.returncode, out or "", report)
+        run = _read_run(proc.returncode, portable(out or "", self.root), report)
+        return dataclasses.replace(run, details={k: portable(v, self.root) for k, v in run.details.items()})
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

@@ -1,0 +1,101 @@
+"""The arms of the code comparison, each one declaration the runner, the report and the CLI read.
+
+Every arm gets the same task, the same model (where it uses one), the same budget of model calls
+(enforced by :class:`~labkit.repoedit.budget.BudgetedBackend`) and is judged by the same verifier
+(:mod:`~labkit.repoedit.verify`) on the tree it leaves:
+
+- ``prompt_only`` — one prompt with everything, all edits at once, applied as given
+  (:mod:`~labkit.repoedit.prompt_only`);
+- ``prompt_tools`` — a free loop over the workspace's tools, no machine (:mod:`~labkit.repoedit.free_loop`);
+- ``machine_model`` — the repo-editing machine with the model planner;
+- ``machine_oracle`` — the machine with the known fix: the ceiling, and a check of the harness;
+- ``machine_noop`` — the machine with a planner that plans the first source file and then skips every
+  edit: what the machine does on its own (nothing is fixed, and nothing is left broken).
+
+There is no random or rule planner: a rule cannot write code, and a random edit is the noop arm with
+noise. Adding an arm is one entry in :data:`ARMS`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from labkit.repoedit.arm_io import ArmEnd, ArmInputs, discard_on_error
+from labkit.repoedit.free_loop import run_free_loop
+from labkit.repoedit.machine import RepoEditRun
+from labkit.repoedit.planners import EditView, ModelPlanner, OraclePlanner, Planner, PlanView, Proposal
+from labkit.repoedit.prompt_only import run_prompt_only
+from labkit.store import JsonlLog
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm: its name and label, whether it calls the model, whether it runs the machine, and its run."""
+
+    name: str
+    label: str
+    uses_model: bool
+    machine: bool
+    run: Callable[[ArmInputs], ArmEnd]
+    about: str
+
+
+class NoopPlanner:
+    """Plans the first source file of the index, then skips every edit (the machine without a proposer)."""
+
+    name = "noop"
+
+    def propose_plan(self, view: PlanView) -> Proposal:
+        first = view.files.splitlines()[0].split(":", 1)[0]
+        return Proposal(json.dumps({"steps": [{"file": first, "why": "the first source file"}]}))
+
+    def propose_edit(self, view: EditView) -> Proposal:
+        return Proposal(json.dumps({"status": "skip", "reason": "the noop planner changes nothing"}))
+
+
+def _machine_run(planner_for: Callable[[ArmInputs], Planner]) -> Callable[[ArmInputs], ArmEnd]:
+    """A machine arm's run: the repo-editing machine with ``planner_for(inputs)``, its copy kept for the verifier."""
+
+    def run(inputs: ArmInputs) -> ArmEnd:
+        log = JsonlLog(inputs.log_path, run_id=inputs.task.id) if inputs.log_path else None
+        versions = _backend_versions(inputs)
+        machine = RepoEditRun(inputs.source, inputs.task.requirement, planner_for(inputs), limits=inputs.limits,
+                              log=log, clock=inputs.clock, python=inputs.python, task_id=inputs.task.id,
+                              keep=True, versions=versions)
+        with discard_on_error(machine.workspace):
+            state = machine.run()
+        return ArmEnd(f"{state.status}: {state.reason}", machine.workspace, test_runs=state.test_runs,
+                      edits=len(state.applied), refused=len(state.refusals))
+
+    return run
+
+
+def _backend_versions(inputs: ArmInputs) -> dict[str, str]:
+    if inputs.backend is None:
+        return {}
+    info: Mapping[str, Any] = inputs.backend.describe()
+    return {k: str(info[k]) for k in ("backend", "model_sha256", "llama_cpp_python") if info.get(k)}
+
+
+def _model_planner(inputs: ArmInputs) -> Planner:
+    assert inputs.backend is not None, "the machine_model arm needs a model"
+    return ModelPlanner(inputs.backend)
+
+
+ARMS: dict[str, Arm] = {arm.name: arm for arm in (
+    Arm("prompt_only", "prompt-only", True, False, run_prompt_only,
+        "one prompt with every source file; all edits at once, applied as given; no retry"),
+    Arm("prompt_tools", "prompt + tools (free loop)", True, False, run_free_loop,
+        "a free loop of read_file / apply_edit / run_tests / done; no guards but the physical ones"),
+    Arm("machine_model", "machine + model", True, True, _machine_run(_model_planner),
+        "the repo-editing machine, the model proposing the plan and each edit"),
+    Arm("machine_oracle", "machine + oracle", False, True, _machine_run(lambda i: OraclePlanner(i.task)),
+        "the machine with the known fix: the ceiling, and a check of the harness"),
+    Arm("machine_noop", "machine + noop", False, True, _machine_run(lambda i: NoopPlanner()),
+        "the machine with a planner that skips every edit: what the machine alone fixes"),
+)}
+MODEL_ARMS = tuple(name for name, arm in ARMS.items() if arm.uses_model)
+DEFAULT_ARMS = (*MODEL_ARMS, "machine_oracle")

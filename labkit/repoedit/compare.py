@@ -1,0 +1,362 @@
+"""The runner of the code comparison: arms × tasks, each run in a fresh copy, judged by the one verifier.
+
+What lands in the output folder, written run by run (an interrupted recording loses nothing):
+
+- ``compare.json`` — the configuration; a folder recorded with another one is refused, so a resumed
+  recording can only continue the same experiment;
+- ``runs.jsonl`` — one :class:`RunRow` per (arm, task), appended as it finishes; a rerun skips the
+  rows already there (resume);
+- ``cassettes/<arm>.jsonl`` — every model call of that arm, which ``--replay`` serves (a call missing
+  from it stops the replay: it is then not the recording);
+- ``logs/<arm>/<task>.jsonl`` — the machine arms' hash-chained event logs (``labkit replay`` reads them);
+- ``transcripts/<arm>/<task>.txt`` — the prompt-only prompt and answer, the free loop's whole transcript;
+- ``provenance.jsonl`` — one line per session that wrote to the folder (commit, model, versions, machine).
+
+Jobs run task by task (every arm on a task, then the next task), so a partial recording has complete
+pairs of arms on the tasks it reached, which is what the paired tests need.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from labkit.errors import LabkitError
+from labkit.llm.backend import Backend
+from labkit.repoedit.arm_io import ArmInputs
+from labkit.repoedit.arms import ARMS, DEFAULT_ARMS
+from labkit.repoedit.budget import BudgetedBackend
+from labkit.repoedit.machine import Limits
+from labkit.repoedit.tasks import RepoTask, load_tasks, project_dir
+from labkit.repoedit.verify import Baseline, measure_baseline, verify
+
+REPO = Path(__file__).resolve().parents[2]
+SPLITS = ("test", "dev", "all")
+REPLAY_IGNORED = ("wall_s", "model_s")
+"""The times, which a replay does not reproduce: wall time is this run's, and a prompt asked twice (a greedy
+model answers it the same) is served with the seconds of its latest recording."""
+
+
+@dataclass
+class CompareConfig:
+    """What a comparison runs; stored as ``compare.json``. ``tasks_file`` is relative to the repository."""
+
+    model: str
+    arms: list[str] = field(default_factory=lambda: list(DEFAULT_ARMS))
+    split: str = "test"
+    call_budget: int = 6
+    max_tokens: int = 400
+    limits: dict[str, Any] = field(default_factory=lambda: asdict(Limits()))
+    tasks_file: str = "data/repos/tasks.yaml"
+    threads: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompareConfig:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def check(self) -> None:
+        unknown = [a for a in self.arms if a not in ARMS]
+        if unknown or not self.arms:
+            raise LabkitError(f"unknown arm(s) {unknown or '(none given)'}", f"use some of: {', '.join(ARMS)}.")
+        if self.split not in SPLITS:
+            raise LabkitError(f"unknown split {self.split!r}", f"use one of: {', '.join(SPLITS)}.")
+        if self.call_budget < 1 or self.max_tokens < 16:
+            raise LabkitError(f"call budget {self.call_budget} / max tokens {self.max_tokens} are too small",
+                              "give every run at least one call (--call-budget 1) and 16 tokens.")
+
+    def tasks_path(self) -> Path:
+        path = Path(self.tasks_file)
+        return path if path.is_absolute() else REPO / path
+
+    def tasks(self) -> dict[str, RepoTask]:
+        tasks = load_tasks(self.tasks_path())
+        return {t: task for t, task in tasks.items() if self.split in ("all", task.split)}
+
+    def jobs(self) -> list[tuple[RepoTask, str]]:
+        """(task, arm) in the order they run: task by task, every arm on each."""
+        return [(task, arm) for task in self.tasks().values() for arm in self.arms]
+
+    def the_limits(self) -> Limits:
+        return Limits(**self.limits)
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One (arm, task) run as the report counts it; every field but the times is reproduced by a replay."""
+
+    arm: str
+    task: str
+    split: str
+    fixed: bool
+    outcome: str  # the verifier's pytest outcome on the final tree
+    passed: int
+    failed: list[str]
+    broken_left: list[str]
+    tests_changed: list[str]
+    outside_written: list[str]
+    status: str  # the arm's own last word
+    test_runs: int  # pytest runs the arm made itself
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    model_s: float  # seconds the model took (a replay serves recorded times, the latest for a repeated prompt)
+    edits: int
+    refused: int
+    digest: str  # the final tree's digest: a replay must leave the very same tree
+    wall_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def key(self) -> tuple[str, str]:
+        return (self.arm, self.task)
+
+
+BackendFor = Callable[[str], Backend]
+"""The backend of one model arm (a recording of the live model, a replay, a scripted fake)."""
+
+
+def load_rows(path: Path) -> list[RunRow]:
+    """The rows of a ``runs.jsonl`` (a torn last line, from a killed run, is skipped with a note)."""
+    rows: list[RunRow] = []
+    if not path.exists():
+        return rows
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            rows.append(RunRow(**json.loads(line)))
+        except (ValueError, TypeError) as exc:
+            print(f"labkit: skipped an unreadable line of {path} ({type(exc).__name__})", file=sys.stderr)
+    return rows
+
+
+def drop_torn_tail(path: Path) -> None:
+    """Set aside an unfinished last line (a run killed while writing it) so the next row starts a line of its own."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return
+    keep = data.rfind(b"\n") + 1
+    with path.with_name(path.name + ".torn").open("ab") as aside:
+        aside.write(data[keep:] + b"\n")
+    with path.open("r+b") as handle:
+        handle.truncate(keep)
+
+
+def _open_folder(out: Path, config: CompareConfig) -> None:
+    """Create ``out`` or check it holds this very configuration (resume), else refuse."""
+    stored = out / "compare.json"
+    if stored.exists():
+        try:
+            before = json.loads(stored.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise LabkitError(f"{stored} is damaged ({exc})", "restore it, or record into a new folder.") from None
+        if before != config.to_dict():
+            changed = sorted(k for k in config.to_dict().keys() | before.keys() if before.get(k) != config.to_dict()
+                             .get(k))
+            raise LabkitError(f"{out} holds a comparison with another configuration (differs in: "
+                              f"{', '.join(changed)})",
+                              "resume it with the same options, or choose a new --out folder.")
+    elif out.exists() and any(out.iterdir()):
+        raise LabkitError(f"{out} is not empty and holds no compare.json", "choose a new or empty --out folder.")
+    out.mkdir(parents=True, exist_ok=True)
+    stored.write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def provenance(config: CompareConfig, out: Path, describe: dict[str, Any] | None, mode: str) -> dict[str, Any]:
+    """Where this session's rows come from: code, model, versions, machine, tasks file, threads."""
+    import pytest
+
+    from labkit.provenance import git_commit, machine
+
+    info = describe or {}
+    return {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "mode": mode,
+            "git_commit": git_commit(own_output=out), "model": config.model,
+            "model_sha256": info.get("model_sha256"),
+            "llama_cpp_version": info.get("llama_cpp_python") or info.get("llama_cpp_version"),
+            "backend": {k: v for k, v in info.items() if k not in ("recording_to",)},
+            "python": platform.python_version(), "pytest": pytest.__version__,
+            "tasks_sha256": sha256_file(config.tasks_path()), "threads": config.threads, "machine": machine()}
+
+
+def log_path(out: Path, arm: str, task: str) -> Path:
+    return out / "logs" / arm / f"{task}.jsonl"
+
+
+def transcript_path(out: Path, arm: str, task: str) -> Path:
+    return out / "transcripts" / arm / f"{task}.txt"
+
+
+def cassette_path(folder: Path, arm: str) -> Path:
+    return folder / "cassettes" / f"{arm}.jsonl"
+
+
+def run_one(task: RepoTask, arm: str, config: CompareConfig, baseline: Baseline, backend: Backend | None,
+            out: Path, *, clock: Callable[[], float] = time.perf_counter) -> RunRow:
+    """Run one arm on one task in a fresh copy, judge the final tree, and write its log or transcript."""
+    spec = ARMS[arm]
+    budgeted = BudgetedBackend(backend, config.call_budget) if spec.uses_model and backend is not None else None
+    if spec.uses_model and budgeted is None:
+        raise LabkitError(f"arm {arm} needs a model backend", "this is a bug in the caller.")
+    for stale in (log_path(out, arm, task.id), transcript_path(out, arm, task.id)):
+        stale.unlink(missing_ok=True)  # a run interrupted before its row was written starts again
+    inputs = ArmInputs(task, project_dir(task, config.tasks_path().parent), baseline, budgeted,
+                       config.the_limits(), log_path(out, arm, task.id) if spec.machine else None,
+                       config.max_tokens)
+    start = clock()
+    end = spec.run(inputs)
+    try:
+        verdict = verify(end.workspace, baseline)
+    finally:
+        end.workspace.keep = False
+        end.workspace.close()
+    wall = clock() - start
+    if budgeted is not None and budgeted.miss is not None:
+        raise budgeted.miss
+    if end.transcript:
+        path = transcript_path(out, arm, task.id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(end.transcript + "\n", encoding="utf-8")
+    meter = budgeted.meter if budgeted is not None else None
+    return RunRow(arm=arm, task=task.id, split=task.split, fixed=verdict.fixed, outcome=verdict.outcome,
+                  passed=verdict.passed, failed=list(verdict.failed), broken_left=list(verdict.broken_left),
+                  tests_changed=list(verdict.tests_changed), outside_written=list(verdict.outside_written),
+                  status=end.status, test_runs=end.test_runs, llm_calls=len(meter.calls) if meter else 0,
+                  prompt_tokens=meter.prompt_tokens if meter else 0,
+                  completion_tokens=meter.completion_tokens if meter else 0,
+                  model_s=round(meter.seconds, 3) if meter else 0.0, edits=end.edits, refused=end.refused,
+                  digest=verdict.digest, wall_s=round(wall, 3))
+
+
+def run_compare(config: CompareConfig, backend_for: BackendFor, out: Path, *,
+                only: Iterable[tuple[str, str]] | None = None, describe: dict[str, Any] | None = None,
+                mode: str = "live", progress: Callable[[str], None] | None = None,
+                clock: Callable[[], float] = time.perf_counter) -> list[RunRow]:
+    """Run every job not yet in ``out/runs.jsonl`` (or only the (arm, task) keys in ``only``); return all rows."""
+    config.check()
+    jobs = config.jobs()
+    if only is not None:
+        wanted = set(only)
+        jobs = [(t, a) for t, a in jobs if (a, t.id) in wanted]
+    _open_folder(out, config)
+    runs = out / "runs.jsonl"
+    drop_torn_tail(runs)
+    rows = load_rows(runs)
+    done = {r.key() for r in rows}
+    todo = [(t, a) for t, a in jobs if (a, t.id) not in done]
+    with (out / "provenance.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({**provenance(config, out, describe, mode), "jobs_left": len(todo)},
+                                sort_keys=True) + "\n")
+    if progress is not None:
+        progress(f"{len(jobs)} run(s), {len(jobs) - len(todo)} already in {runs}, {len(todo)} to do")
+    baselines: dict[str, Baseline] = {}
+    for n, (task, arm) in enumerate(todo, start=1):
+        if task.id not in baselines:
+            baselines[task.id] = measure_baseline(project_dir(task, config.tasks_path().parent))
+        backend = backend_for(arm) if ARMS[arm].uses_model else None
+        row = run_one(task, arm, config, baselines[task.id], backend, out, clock=clock)
+        with runs.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
+        rows.append(row)
+        if progress is not None:
+            progress(f"[{n}/{len(todo)}] {arm:15} {task.id:28} {'FIXED' if row.fixed else 'not fixed':9} "
+                     f"broken {len(row.broken_left)}, tests run {row.test_runs}, calls {row.llm_calls}, "
+                     f"{row.wall_s:.1f} s ({row.status})")
+    return rows
+
+
+def read_config(folder: Path) -> CompareConfig:
+    """The configuration a recorded comparison in ``folder`` ran."""
+    path = folder / "compare.json"
+    if not path.exists():
+        raise LabkitError(f"{folder} is not a recorded code comparison ({path} is missing)",
+                          "pass a folder written by `labkit repoedit compare`.")
+    try:
+        return CompareConfig.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise LabkitError(f"{path} is damaged ({type(exc).__name__}: {exc})", "restore it from git.") from None
+
+
+def replay_differences(recorded: list[RunRow], replayed: list[RunRow]) -> list[str]:
+    """Every field (but the times) where a replayed row differs from its recording, one line each."""
+    again = {r.key(): r.to_dict() for r in replayed}
+    problems = []
+    for row in recorded:
+        other = again.get(row.key())
+        if other is None:
+            problems.append(f"{row.arm} {row.task}: not replayed")
+            continue
+        for name, value in row.to_dict().items():
+            if name not in REPLAY_IGNORED and other[name] != value:
+                problems.append(f"{row.arm} {row.task}: {name} recorded {value!r}, replayed {other[name]!r}")
+    return problems
+
+
+def replay_backends(folder: Path) -> BackendFor:
+    """Each model arm answered from its cassette in ``folder`` (a missing cassette is an error)."""
+    from labkit.llm.cassette import ReplayBackend
+
+    made: dict[str, Backend] = {}
+
+    def backend_for(arm: str) -> Backend:
+        if arm not in made:
+            path = cassette_path(folder, arm)
+            if not path.exists():
+                raise LabkitError(f"no cassette for arm {arm}: {path} is missing",
+                                  "replay a complete recording (its cassettes/ folder included).")
+            made[arm] = ReplayBackend(path)
+        return made[arm]
+
+    return backend_for
+
+
+def recording_backends(live: Callable[[], Backend], out: Path) -> BackendFor:
+    """Each model arm calls the live model (made on first use, shared) through a recorder to its cassette."""
+    from labkit.llm.cassette import RecordingBackend
+
+    shared: list[Backend] = []
+    made: dict[str, Backend] = {}
+
+    def backend_for(arm: str) -> Backend:
+        if not shared:
+            shared.append(live())
+        if arm not in made:
+            made[arm] = RecordingBackend(shared[0], cassette_path(out, arm))
+        return made[arm]
+
+    return backend_for
+
+
+def replay_compare(folder: Path, out: Path, *, arms: Iterable[str] | None = None,
+                   progress: Callable[[str], None] | None = None) -> list[str]:
+    """Re-run every recorded row of ``folder`` (of ``arms`` only, if given) from its cassettes into ``out``;
+    return the differences."""
+    config = read_config(folder)
+    recorded = [r for r in load_rows(folder / "runs.jsonl") if arms is None or r.arm in set(arms)]
+    if not recorded:
+        raise LabkitError(f"{folder / 'runs.jsonl'} holds no runs", "replay a folder with recorded runs.")
+    replayed = run_compare(config, replay_backends(folder), out, only=[r.key() for r in recorded],
+                           describe={"backend": "replay", "cassettes": str(folder / "cassettes")}, mode="replay",
+                           progress=progress)
+    return replay_differences(recorded, replayed)
+
+
+__all__ = ["CompareConfig", "RunRow", "load_rows", "read_config", "recording_backends", "replay_backends",
+           "replay_compare", "replay_differences", "run_compare", "run_one"]

@@ -1,0 +1,170 @@
+"""The report of the code comparison: per model, fixed with Wilson intervals, broken trees, cost; paired tests.
+
+It reads like the comparison v2's report (:func:`labkit.experiment.v2.report.solved_cell`: "k/n (low–high)")
+and uses the same statistics (:mod:`labkit.stats`): the unit is the task, each arm runs each task once
+(greedy), a task counts as fixed when the verifier says so, and two arms are compared by the exact sign
+test over the tasks both ran (the discordant ones carry the information). The seed's form
+"prompt-only x/10 → machine y/10" is the headline, and :func:`meaning` says in words what the numbers
+do and do not show, whichever way they came out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from labkit.experiment.v2.report import solved_cell
+from labkit.repoedit.arms import ARMS
+from labkit.repoedit.compare import RunRow, load_rows, read_config
+from labkit.stats import paired_test, wilson_interval
+
+# (a, b): what the machine adds over one prompt, and over a free loop with the same tools
+COMPARISONS = (("machine_model", "prompt_only"), ("machine_model", "prompt_tools"))
+# What a paired test compares per task: the fix, and the tree left no worse (no test broken that passed before).
+MEASURES: dict[str, Callable[[RunRow], bool]] = {
+    "fixed": lambda r: r.fixed,
+    "no test left broken": lambda r: not r.broken_left,
+}
+
+
+def arm_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
+    """One summary per arm (in :data:`ARMS` order): fixed with its interval, broken trees, cost."""
+    out = []
+    for arm in ARMS:
+        mine = [r for r in rows if r.arm == arm]
+        if not mine:
+            continue
+        fixed = sum(r.fixed for r in mine)
+        out.append({
+            "arm": arm, "label": ARMS[arm].label, "tasks": len(mine), "tasks_solved": fixed,
+            "ci95": list(wilson_interval(fixed, len(mine))),
+            "broken_trees": sum(bool(r.broken_left) for r in mine),
+            "broken_tests": sum(len(r.broken_left) for r in mine),
+            "tests_changed": sum(bool(r.tests_changed) for r in mine),
+            "outside_written": sum(bool(r.outside_written) for r in mine),
+            "green_but_not_fixed": sum(r.outcome == "passed" and not r.fixed for r in mine),
+            "test_runs": sum(r.test_runs for r in mine), "llm_calls": sum(r.llm_calls for r in mine),
+            "prompt_tokens": sum(r.prompt_tokens for r in mine),
+            "completion_tokens": sum(r.completion_tokens for r in mine),
+            "model_s": round(sum(r.model_s for r in mine), 1), "wall_s": round(sum(r.wall_s for r in mine), 1)})
+    return out
+
+
+def _by_task(rows: Sequence[RunRow], arm: str, measure: str = "fixed") -> dict[str, tuple[int, int]]:
+    return {r.task: (int(MEASURES[measure](r)), 1) for r in rows if r.arm == arm}
+
+
+def paired_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
+    """The exact sign test of each comparison in :data:`COMPARISONS` on each of :data:`MEASURES`, over the
+    tasks both arms ran."""
+    out = []
+    for measure in MEASURES:
+        for a, b in COMPARISONS:
+            ca, cb = _by_task(rows, a, measure), _by_task(rows, b, measure)
+            common = sorted(set(ca) & set(cb))
+            if not common:
+                continue
+            test = paired_test({t: ca[t] for t in common}, {t: cb[t] for t in common}, names=(a, b))
+            out.append({"measure": measure, "a": a, "b": b, "tasks": test.tasks, "a_better": test.a_better,
+                        "b_better": test.b_better, "ties": test.ties, "p_value": round(test.p_value, 6)})
+    return out
+
+
+def headline(rows: Sequence[RunRow], lower: str = "prompt_only", upper: str = "machine_model") -> str | None:
+    """The seed's form, "prompt-only x/n → machine y/n", over the tasks both arms ran (None if none)."""
+    ca, cb = _by_task(rows, lower), _by_task(rows, upper)
+    common = set(ca) & set(cb)
+    if not common:
+        return None
+    x, y = sum(ca[t][0] for t in common), sum(cb[t][0] for t in common)
+    return f"prompt-only {x}/{len(common)} → machine {y}/{len(common)}"
+
+
+def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any]]) -> str:
+    """What the numbers mean, in sentences built from them (so the text is right whichever way they came out)."""
+    by = {r["arm"]: r for r in arms}
+    said = []
+    one = next((p for p in paired if p["b"] == "prompt_only" and p["measure"] == "fixed"), None)
+    if one is not None:
+        a, b, n = one["a_better"], one["b_better"], one["tasks"]
+        if a == b == 0:
+            said.append(f"On fixes the machine and one prompt are level: no task of these {n} is fixed by one and "
+                        "not the other, so the sign test has nothing to weigh (p = 1); the difference, if any, "
+                        "lies below what this model reaches.")
+        elif a == b:
+            said.append(f"On fixes the machine and one prompt are level on these {n} tasks ({a} fixed by one and "
+                        f"not the other, each way; p = {one['p_value']:.3g}).")
+        else:
+            more, fewer = ("machine", "one prompt") if a > b else ("one prompt", "machine")
+            said.append(f"The {more} fixed {abs(a - b)} task(s) more than the {fewer} ({max(a, b)} tasks only "
+                        f"it fixed against {min(a, b)}).")
+            said.append(f"With {n} tasks the exact sign test gives p = {one['p_value']:.3g}: " +
+                        ("a split this uneven is unlikely if neither way were better." if one["p_value"] < 0.05
+                         else "a split like this happens by chance often enough that it is a direction, not a "
+                              "proof; more tasks would decide it."))
+    broken = [f"{r['label']} {r['broken_trees']}" for r in arms if r["arm"] != "machine_oracle"]
+    said.append("Trees left with a test broken that passed before: " + ", ".join(broken) + ".")
+    kept = [p for p in paired if p["measure"] == "no test left broken" and p["a_better"] + p["b_better"]]
+    said += [f"Leaving the tree no worse, the machine beat {ARMS[p['b']].label} on {p['a_better']} task(s) and "
+             f"lost on {p['b_better']} (exact sign test p = {p['p_value']:.3g})." for p in kept]
+    machine = by.get("machine_model")
+    if machine is not None:
+        said.append("The machine left none, as it must: it ends green or rolls back to the tree it started from."
+                    if machine["broken_trees"] == 0 else
+                    "The machine must leave none (it rolls back): this count is a bug to find.")
+    tools = by.get("prompt_tools")
+    if tools is not None and tools["tests_changed"]:
+        said.append(f"The free loop changed test files in {tools['tests_changed']} run(s); "
+                    f"{tools['green_but_not_fixed']} of them ended green without counting as fixed — "
+                    "the guard the machine has and the loop lacks.")
+    oracle = by.get("machine_oracle")
+    if oracle is not None:
+        said.append(f"The known fix through the same machine fixed {oracle['tasks_solved']}/{oracle['tasks']}: "
+                    + ("the harness is not what holds the model back." if oracle["tasks_solved"] == oracle["tasks"]
+                       else "the harness itself fails some tasks; fix that before reading the model's numbers."))
+    return " ".join(said)
+
+
+def summarize(folder: Path) -> dict[str, Any]:
+    """Everything the report shows for one recorded folder (one model)."""
+    config = read_config(folder)
+    rows = load_rows(folder / "runs.jsonl")
+    arms = arm_rows(rows)
+    paired = paired_rows(rows)
+    sessions = [json.loads(line) for line in (folder / "provenance.jsonl").read_text(encoding="utf-8").splitlines()
+                if line.strip()] if (folder / "provenance.jsonl").exists() else []
+    planned = len(config.jobs())
+    return {"model": config.model, "split": config.split, "call_budget": config.call_budget, "arms": arms,
+            "paired": paired, "headline": headline(rows), "meaning": meaning(arms, paired), "runs": len(rows),
+            "planned": planned, "sessions": sessions}
+
+
+def markdown(summary: Mapping[str, Any]) -> str:
+    """One model's table, its paired tests, the headline and the meaning, as Markdown."""
+    lines = [f"**{summary['model']}** ({summary['split']} split, {summary['runs']}/{summary['planned']} runs "
+             f"recorded, {summary['call_budget']} model calls per run at most)", "",
+             "| arm | fixed (95% CI) | broken trees left | test files changed | test runs | LLM calls | "
+             "tokens (prompt + completion) |", "|---|---|---|---|---|---|---|"]
+    for r in summary["arms"]:
+        lines.append(f"| {r['label']} | {solved_cell(r)} | {r['broken_trees']} | {r['tests_changed']} | "
+                     f"{r['test_runs']} | {r['llm_calls']} | {r['prompt_tokens']} + {r['completion_tokens']} |")
+    if summary["paired"]:
+        lines += ["", "| measure | A vs B | tasks | only A | only B | tied | exact sign test p |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {p['measure']} | {ARMS[p['a']].label} vs {ARMS[p['b']].label} | {p['tasks']} | "
+                  f"{p['a_better']} | {p['b_better']} | {p['ties']} | {p['p_value']:.3g} |" for p in summary["paired"]]
+    if summary["headline"]:
+        lines += ["", f"Headline: {summary['headline']}"]
+    missing = summary["planned"] - summary["runs"]
+    if missing:
+        lines += ["", f"Not recorded: {missing} of {summary['planned']} planned runs (the recording stopped; "
+                      "the numbers above cover the runs that finished)."]
+    lines += ["", summary["meaning"]]
+    return "\n".join(lines) + "\n"
+
+
+def render_report(folders: Sequence[Path]) -> str:
+    """The report of one or more recorded folders (one per model), as Markdown (notebook, README, CLI)."""
+    return "\n".join(markdown(summarize(Path(f))) for f in folders)

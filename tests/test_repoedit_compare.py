@@ -1,0 +1,269 @@
+"""The code comparison's logic on a real tiny project with scripted model answers (no model).
+
+Each arm runs in a real temporary git copy with real pytest; the answers come from a script, so each
+test can give exactly the answer a path needs: the prompt-only arm applying a test edit as given, the
+free loop making the tests green by editing them, an edit that breaks a test that passed, a model that
+never answers usefully (the budget ends it), and the runner's resume and bad-input paths.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from labkit.cli import main
+from labkit.errors import LabkitError
+from labkit.llm.fake import ScriptedBackend
+from labkit.repoedit import cli as repoedit_cli
+from labkit.repoedit.arm_io import ArmInputs
+from labkit.repoedit.arms import ARMS
+from labkit.repoedit.budget import BudgetedBackend, BudgetSpent
+from labkit.repoedit.compare import CompareConfig, load_rows, replay_differences, run_compare
+from labkit.repoedit.compare_report import arm_rows, meaning, paired_rows, render_report
+from labkit.repoedit.free_loop import run_free_loop
+from labkit.repoedit.prompt_only import run_prompt_only
+from labkit.repoedit.tasks import load_tasks
+from labkit.repoedit.verify import judge, measure_baseline, verify
+from labkit.repoedit.workspace import TestRun
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef double(x):\n    return 2 * x\n"
+TESTS = ("from calc import add, double\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+         "def test_double():\n    assert double(4) == 8\n")
+TASKS_YAML = """format: 1
+tasks:
+  - id: calc-add
+    project: calc
+    split: test
+    kind: bug
+    requirement: add(a, b) must return the sum of a and b.
+    failing: [tests/test_calc.py::test_add]
+    oracle:
+      - path: calc.py
+        why: add subtracts
+        edits:
+          - search: '    return a - b'
+            replace: '    return a + b'
+"""
+FIX = {"search": "    return a - b", "replace": "    return a + b"}
+BREAK_DOUBLE = {"search": "    return 2 * x", "replace": "    return 3 * x"}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A task file with one task on a real two-file project: test_add fails, test_double passes."""
+    (tmp_path / "repos" / "calc" / "tests").mkdir(parents=True)
+    (tmp_path / "repos" / "calc" / "calc.py").write_text(CALC)
+    (tmp_path / "repos" / "calc" / "tests" / "test_calc.py").write_text(TESTS)
+    (tmp_path / "repos" / "tasks.yaml").write_text(TASKS_YAML)
+    return tmp_path / "repos"
+
+
+def inputs(project: Path, backend=None, budget: int = 6) -> ArmInputs:
+    task = load_tasks(project / "tasks.yaml")["calc-add"]
+    source = project / "calc"
+    wrapped = BudgetedBackend(backend, budget) if backend is not None else None
+    return ArmInputs(task, source, measure_baseline(source), wrapped)
+
+
+def changes(*items: tuple[str, dict]) -> str:
+    return json.dumps({"changes": [{"path": path, "edits": [edit]} for path, edit in items]})
+
+
+def actions(*steps: dict) -> ScriptedBackend:
+    return ScriptedBackend([json.dumps(s) for s in steps])
+
+
+def judged(arm_input: ArmInputs, run) -> tuple:
+    end = run(arm_input)
+    try:
+        return end, verify(end.workspace, arm_input.baseline)
+    finally:
+        end.workspace.keep = False
+        end.workspace.close()
+
+
+def test_prompt_only_sends_every_source_file_and_no_test_code_and_a_fix_is_fixed(project):
+    backend = ScriptedBackend([changes(("calc.py", FIX))])
+    end, verdict = judged(inputs(project, backend), run_prompt_only)
+    prompt = backend.requests[0].prompt
+    assert "def double(x)" in prompt and "tests/test_calc.py::test_add" in prompt
+    assert "assert double(4) == 8" not in prompt  # the tests' code is not shown
+    assert backend.requests[0].schema is not None and backend.requests[0].temperature == 0.0
+    assert end.status == "applied 1 of 1 edit(s)" and end.test_runs == 0
+    assert verdict.fixed and verdict.broken_left == () and verdict.tests_changed == ()
+
+
+def test_prompt_only_applies_edits_as_given_even_to_a_test_file(project):
+    make_green = {"search": "assert add(2, 3) == 5", "replace": "assert add(2, 3) == -1"}
+    backend = ScriptedBackend([changes(("tests/test_calc.py", make_green), ("calc.py", {"search": "absent",
+                                                                                     "replace": "x"}))])
+    end, verdict = judged(inputs(project, backend), run_prompt_only)
+    assert (end.edits, end.refused) == (1, 1)  # the test edit went in; the search that is not there could not
+    assert verdict.outcome == "passed" and not verdict.fixed
+    assert verdict.tests_changed == ("tests/test_calc.py",)
+
+
+def test_prompt_only_never_writes_outside_the_copy(project):
+    backend = ScriptedBackend([changes(("../calc/calc.py", FIX))])
+    end, verdict = judged(inputs(project, backend), run_prompt_only)
+    assert end.edits == 0 and end.refused == 1
+    assert (project / "calc" / "calc.py").read_text() == CALC
+    assert verdict.outside_written == () and not verdict.fixed
+
+
+def test_a_broken_test_that_passed_before_is_found_on_the_final_tree(project):
+    backend = ScriptedBackend([changes(("calc.py", FIX), ("calc.py", BREAK_DOUBLE))])
+    _, verdict = judged(inputs(project, backend), run_prompt_only)
+    assert verdict.broken_left == ("tests/test_calc.py::test_double",)
+    assert not verdict.fixed and verdict.outcome == "failed"
+
+
+def test_the_free_loop_editing_the_tests_to_green_is_not_fixed(project):
+    backend = actions(
+        {"action": "read_file", "args": {"path": "tests/test_calc.py"}},
+        {"action": "apply_edit", "args": {"path": "tests/test_calc.py",
+                                          "edits": [{"search": "== 5", "replace": "== -1"}]}},
+        {"action": "run_tests", "args": {}},
+        {"action": "done", "args": {}})
+    end, verdict = judged(inputs(project, backend), run_free_loop)
+    assert end.status == "done after 4 action(s)" and end.test_runs == 1 and end.edits == 1
+    assert "tests passed: 2 passed, 0 failed" in end.transcript
+    assert "Example, on another project" in backend.requests[0].prompt
+    assert "assert add(2, 3) == 5" in backend.requests[1].prompt  # the read file is in the transcript
+    assert verdict.outcome == "passed" and not verdict.fixed and verdict.tests_changed == ("tests/test_calc.py",)
+
+
+def test_the_free_loop_fixes_with_the_workspace_tools_and_stops_at_its_budget(project):
+    fixing = actions({"action": "apply_edit", "args": {"path": "calc.py", "edits": [FIX]}},
+                     {"action": "run_tests", "args": {}}, {"action": "done", "args": {}})
+    end, verdict = judged(inputs(project, fixing), run_free_loop)
+    assert verdict.fixed and end.test_runs == 1
+    rambling = ScriptedBackend(lambda request: "I think the bug is in add.")
+    end, verdict = judged(inputs(project, rambling, budget=3), run_free_loop)
+    assert len(rambling.requests) == 3 and end.refused == 3 and end.status == "step budget spent (3 actions)"
+    assert "refused [not_json]" in end.transcript and not verdict.fixed and verdict.broken_left == ()
+
+
+def test_the_budget_refuses_the_call_past_it_and_the_machine_ends_rolled_back(project):
+    budgeted = BudgetedBackend(ScriptedBackend(lambda request: "{}"), 2)
+    budgeted.complete("a")
+    budgeted.complete("b")
+    with pytest.raises(BudgetSpent):
+        budgeted.complete("c")
+    assert budgeted.calls == 2
+    breaking = ScriptedBackend(lambda r: json.dumps({"steps": [{"file": "calc.py", "why": "x"}]}) if "plan" in
+                               r.prompt.split("\n")[0] else json.dumps({"status": "ok", "edits": [BREAK_DOUBLE]}))
+    arm_input = inputs(project, breaking, budget=4)
+    end, verdict = judged(arm_input, ARMS["machine_model"].run)
+    assert end.status.startswith("FAILED") and arm_input.backend is not None and arm_input.backend.calls == 4
+    assert verdict.broken_left == () and not verdict.fixed  # rolled back: the tree it started from
+
+
+def test_judge_counts_a_write_beside_the_copy_and_a_removed_test(project):
+    baseline = measure_baseline(project / "calc")
+    green = TestRun("passed", ("tests/test_calc.py::test_double",))
+    verdict = judge(green, dict(baseline.hashes), ("stray.txt (beside the copy)",), baseline, "d")
+    assert not verdict.fixed and verdict.outside_written
+    without_tests = {p: h for p, h in baseline.hashes.items() if not p.startswith("tests/")}
+    verdict = judge(green, without_tests, (), baseline, "d")
+    assert verdict.tests_changed == ("tests/test_calc.py",) and not verdict.fixed
+
+
+def _script(request) -> str:
+    """Every model arm fixes the task: prompt-only at once, the loop in two steps, the machine plan + edit."""
+    prompt = request.prompt
+    if "one action per turn" in prompt:
+        step = prompt.split("Your project", 1)[1].count("\n> ")
+        return json.dumps([{"action": "apply_edit", "args": {"path": "calc.py", "edits": [FIX]}},
+                           {"action": "done", "args": {}}][min(step - 1, 1)])
+    if "The project's source files" in prompt:
+        return changes(("calc.py", FIX))
+    if prompt.startswith("You plan"):
+        return json.dumps({"steps": [{"file": "calc.py", "why": "add subtracts"}]})
+    return json.dumps({"status": "ok", "edits": [FIX]})
+
+
+def test_the_runner_writes_a_row_per_run_resumes_and_reports(project, tmp_path):
+    config = CompareConfig(model="scripted", arms=list(ARMS), tasks_file=str(project / "tasks.yaml"))
+    backend = ScriptedBackend(_script)
+    out = tmp_path / "out"
+    rows = run_compare(config, lambda arm: backend, out)
+    assert [(r.arm, r.fixed) for r in rows] == [("prompt_only", True), ("prompt_tools", True),
+                                                 ("machine_model", True), ("machine_oracle", True),
+                                                 ("machine_noop", False)]
+    assert all(r.broken_left == [] for r in rows)
+    assert (out / "logs" / "machine_model" / "calc-add.jsonl").exists()
+    assert "Your project" in (out / "transcripts" / "prompt_tools" / "calc-add.txt").read_text()
+    calls = len(backend.requests)
+    lines = (out / "runs.jsonl").read_text().splitlines()
+    (out / "runs.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20])  # a run killed mid-line
+    again = run_compare(config, lambda arm: backend, out)
+    assert len(backend.requests) == calls  # the four model rows were not run again
+    assert [r.arm for r in again] == list(ARMS) and len(load_rows(out / "runs.jsonl")) == 5
+    assert replay_differences(rows, again) == []
+    assert replay_differences(rows, [again[0]])[0] == "prompt_tools calc-add: not replayed"
+    report = render_report([out])
+    assert "| machine + noop | 0/1 (0.00–0.79) | 0 |" in report and "Headline: prompt-only 1/1 → machine 1/1" in report
+    provenance = [json.loads(line) for line in (out / "provenance.jsonl").read_text().splitlines()]
+    assert len(provenance) == 2 and provenance[1]["jobs_left"] == 1 and provenance[0]["tasks_sha256"]
+
+
+def test_bad_input_is_refused_with_a_clear_error(project, tmp_path, capsys):
+    good = CompareConfig(model="scripted", arms=["machine_oracle"], tasks_file=str(project / "tasks.yaml"))
+    for bad, words in ((CompareConfig(model="m", arms=["nope"]), "unknown arm"),
+                       (CompareConfig(model="m", split="holdout"), "unknown split"),
+                       (CompareConfig(model="m", call_budget=0), "too small")):
+        with pytest.raises(LabkitError, match=words):
+            run_compare(bad, lambda arm: None, tmp_path / "never")  # type: ignore[arg-type, return-value]
+    assert not (tmp_path / "never").exists()
+    run_compare(good, lambda arm: None, tmp_path / "done")  # type: ignore[arg-type, return-value]
+    other = CompareConfig(model="scripted", arms=["machine_noop"], tasks_file=good.tasks_file)
+    with pytest.raises(LabkitError, match=r"another configuration .*arms"):
+        run_compare(other, lambda arm: None, tmp_path / "done")  # type: ignore[arg-type, return-value]
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    with pytest.raises(LabkitError, match="not empty"):
+        run_compare(good, lambda arm: None, tmp_path / "busy")  # type: ignore[arg-type, return-value]
+    assert main(["repoedit", "compare", "--model", "no-such-model", "--out", str(tmp_path / "m")]) == 2
+    assert main(["repoedit", "compare", "--replay", str(tmp_path / "busy")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown model 'no-such-model'" in err and "not a recorded code comparison" in err
+    assert tuple(ARMS) == repoedit_cli.ARM_NAMES
+
+
+def _rows(a_fixed: list[bool], b_fixed: list[bool], broken: int = 0) -> list:
+    from labkit.repoedit.compare import RunRow
+
+    def row(arm: str, i: int, fixed: bool, broken_left: list[str]) -> RunRow:
+        return RunRow(arm, f"t{i}", "test", fixed, "passed" if fixed else "failed", 1, [], broken_left, [], [],
+                      "", 1, 1, 10, 5, 0.1, 1, 0, "d", 0.5)
+    return ([row("machine_model", i, f, []) for i, f in enumerate(a_fixed)]
+            + [row("prompt_only", i, f, ["x"] if i < broken else []) for i, f in enumerate(b_fixed)])
+
+
+def test_the_meaning_follows_the_numbers_whichever_way_they_come_out():
+    better = _rows([True] * 8 + [False] * 2, [True] * 2 + [False] * 8, broken=3)
+    text = meaning(arm_rows(better), paired_rows(better))
+    assert "The machine fixed 6 task(s) more than the one prompt" in text and "p = 0.0312" in text
+    assert "unlikely" in text and "prompt-only 3" in text and "The machine left none" in text
+    assert "Leaving the tree no worse, the machine beat prompt-only on 3 task(s) and lost on 0" in text
+    worse = _rows([False] * 10, [True, False] + [False] * 8)
+    text = meaning(arm_rows(worse), paired_rows(worse))
+    assert "The one prompt fixed 1 task(s) more than the machine" in text and "not a proof" in text
+
+
+def test_a_recording_through_the_cassettes_replays_row_for_row_and_a_changed_prompt_stops_it(project, tmp_path):
+    from labkit.llm.errors import CassetteMiss
+    from labkit.repoedit.compare import recording_backends, replay_compare
+
+    config = CompareConfig(model="scripted", arms=["prompt_only", "prompt_tools", "machine_model"],
+                           tasks_file=str(project / "tasks.yaml"))
+    out = tmp_path / "rec"
+    run_compare(config, recording_backends(lambda: ScriptedBackend(_script), out), out)
+    assert replay_compare(out, tmp_path / "again") == []
+    tasks = project / "tasks.yaml"
+    tasks.write_text(tasks.read_text().replace("add(a, b) must return", "add(a, b) shall return"))
+    with pytest.raises(CassetteMiss):
+        replay_compare(out, tmp_path / "third", arms=["prompt_only"])
