@@ -316,6 +316,16 @@ from labkit.repoedit.compare_report import render_report
 print(render_report([DATA / "repoedit" / "compare" / model for model in ("gemma3-270m", "qwen2.5-coder-1.5b")]))
 
 # %% [markdown]
+# **How to read it.** Where no model arm fixes anything, the table cannot show the machine making a small model
+# fix code; what it can show is the machine's other promise, a tree never left worse than it was found. Open the
+# recordings before trusting either reading: the machine logs (`labkit repoedit run` prints the same trace) show
+# search texts that do not occur in the file, and the free loop's transcripts (`transcripts/prompt_tools/`) show
+# what the loop did with its six actions. A chat model reads the loop's whole transcript as one user turn, and the
+# 1.5B model answers it by reading the same file again: that arm is not yet the strongest baseline for a chat
+# model, and the machine's edit prompt has no worked example while the loop has one. Both are prompt designs to
+# improve on the dev tasks before the next recording.
+
+# %% [markdown]
 # ## Wrap-up quiz
 #
 # Five questions to choose from and two to answer with one line of code; `table`, `check_edit` and `edit_case`

@@ -1,4 +1,7 @@
-"""Write README.md's comparison table from the committed recordings (data/experiment-v2/<model>/summary.json).
+"""Write README.md's comparison tables from the committed recordings.
+
+Two blocks: the comparison v2 (data/experiment-v2/<model>/summary.json) and the code comparison
+(data/repoedit/compare/<model>/).
 
 Run it after a new recording; tests/test_readme_comparison.py fails while the README shows another table.
 """
@@ -13,6 +16,7 @@ from labkit.experiment.v2.report import models_table
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("gemma3-270m", "qwen2.5-coder-1.5b")
 BEGIN, END = "<!-- comparison-table: begin -->", "<!-- comparison-table: end -->"
+CODE_BEGIN, CODE_END = "<!-- code-comparison-table: begin -->", "<!-- code-comparison-table: end -->"
 
 
 def recorded_summaries(root: Path = ROOT) -> dict[str, dict]:
@@ -25,13 +29,28 @@ def table_block(root: Path = ROOT) -> str:
     return models_table(recorded_summaries(root)).strip()
 
 
+def code_folders(root: Path = ROOT) -> list[Path]:
+    folder = root / "data" / "repoedit" / "compare"
+    return [folder / m for m in MODELS if (folder / m / "runs.jsonl").exists()]
+
+
+def code_table_block(root: Path = ROOT) -> str:
+    from labkit.repoedit.compare_report import models_table as code_models_table
+
+    return code_models_table(code_folders(root)).strip()
+
+
+def replaced(text: str, begin: str, end: str, block: str) -> str:
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{block}\n{end}{tail}"
+
+
 def main() -> None:
     path = ROOT / "README.md"
-    readme = path.read_text(encoding="utf-8")
-    head, rest = readme.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    path.write_text(f"{head}{BEGIN}\n{table_block()}\n{END}{tail}", encoding="utf-8")
-    print(f"wrote the comparison table of {', '.join(recorded_summaries())} into {path}")
+    readme = replaced(path.read_text(encoding="utf-8"), BEGIN, END, table_block())
+    path.write_text(replaced(readme, CODE_BEGIN, CODE_END, code_table_block()), encoding="utf-8")
+    print(f"wrote the comparison tables of {', '.join(recorded_summaries())} into {path}")
 
 
 if __name__ == "__main__":

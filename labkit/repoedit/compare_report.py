@@ -168,3 +168,20 @@ def markdown(summary: Mapping[str, Any]) -> str:
 def render_report(folders: Sequence[Path]) -> str:
     """The report of one or more recorded folders (one per model), as Markdown (notebook, README, CLI)."""
     return "\n".join(markdown(summarize(Path(f))) for f in folders)
+
+
+def models_table(folders: Sequence[Path]) -> str:
+    """One compact table over models (README): per arm and model, tasks fixed and trees left broken; headlines."""
+    summaries = [summarize(Path(f)) for f in folders]
+    header = "| arm | " + " | ".join(f"{s['model']}: fixed | broken trees" for s in summaries) + " |"
+    lines = [header, "|---|" + "---|---|" * len(summaries)]
+    for arm in ARMS:
+        cells = []
+        for s in summaries:
+            row = next((r for r in s["arms"] if r["arm"] == arm), None)
+            cells += [solved_cell(row), str(row["broken_trees"])] if row else ["—", "—"]
+        if any(c != "—" for c in cells):
+            lines.append(f"| {ARMS[arm].label} | " + " | ".join(cells) + " |")
+    lines += [""] + [f"- headline ({s['split']} split), {s['model']}: {s['headline']}"
+                     for s in summaries if s["headline"]]
+    return "\n".join(lines)
