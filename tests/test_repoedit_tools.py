@@ -112,3 +112,23 @@ def test_an_interpreter_without_pytest_is_a_clear_error(tmp_path):
     (project / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
     with Workspace(project, python=str(bare / "bin" / "python")) as ws, pytest.raises(LabkitError, match="no pytest"):
         ws.run_tests()
+
+
+def test_test_output_does_not_depend_on_the_callers_environment(tmp_path, monkeypatch):
+    """Test output goes into prompts: CI=true (pytest's untruncated assertions), options or colour asked for by
+    the caller must not change it, or a replay on CI would not send the recorded prompts."""
+    project = tmp_path / "proj"
+    (project / "tests").mkdir(parents=True)
+    (project / "m.py").write_text("def f():\n    return list(range(40))\n")
+    (project / "tests" / "test_m.py").write_text(
+        "from m import f\n\ndef test_f():\n    assert f() == list(range(1, 41))\n")
+    for name in ("CI", "BUILD_NUMBER", "PYTEST_ADDOPTS", "FORCE_COLOR", "COLUMNS"):
+        monkeypatch.delenv(name, raising=False)
+    with Workspace(project) as ws:
+        plain = ws.run_tests(timeout=60).output
+        monkeypatch.setenv("CI", "true")
+        monkeypatch.setenv("PYTEST_ADDOPTS", "-vv")
+        monkeypatch.setenv("FORCE_COLOR", "1")
+        monkeypatch.setenv("COLUMNS", "200")
+        assert ws.run_tests(timeout=60).output == plain
+    assert "5, ...]" in plain  # pytest's truncated comparison: the output CI=true would have written in full

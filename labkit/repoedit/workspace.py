@@ -30,6 +30,12 @@ TestOutcome = Literal["passed", "failed", "timeout", "no_tests", "error"]
 OUTPUT_TAIL = 1500  # characters of pytest output kept per run: enough for a traceback, small for a prompt
 _GIT_IDENTITY = ("-c", "user.name=labkit", "-c", "user.email=labkit@localhost", "-c", "commit.gpgsign=false")
 _IGNORED = ("__pycache__", ".pytest_cache")
+# The caller's variables that change what pytest prints (CI and BUILD_NUMBER turn off its truncation of
+# assertion messages; the others add options, plugins or colour) or what it imports. Test output goes into
+# prompts, so it must not depend on where the kit runs: a replay on CI must send the recorded prompts.
+CALLER_ONLY_ENV = frozenset({"CI", "BUILD_NUMBER", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_CURRENT_TEST",
+                             "PYTEST_THEME", "PYTEST_THEME_MODE", "FORCE_COLOR", "PY_COLORS", "NO_COLOR",
+                             "PYTHONPATH"})
 _DURATION = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d\d:\d\d\))?")
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
 
@@ -161,8 +167,8 @@ class Workspace:
         report.unlink(missing_ok=True)
         cmd = [self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short", "-o", "addopts=",
                "--rootdir", str(self.root), f"--junitxml={report}"]
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-        env.pop("PYTHONPATH", None)
+        env = {k: v for k, v in os.environ.items() if k not in CALLER_ONLY_ENV}
+        env.update({"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "COLUMNS": "80"})
         proc = subprocess.Popen(cmd, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=env, start_new_session=True)
         try:
