@@ -87,6 +87,28 @@ def test_cassette_key_changes_with_every_input():
     assert cassette_key(same, "m1") == key
 
 
+def test_a_conversation_s_turns_are_checked_and_keyed_and_old_keys_stay(tmp_path):
+    """Turns must alternate from the user's and end with it; they change the key only when given."""
+    plain = Request(prompt="p")
+    assert "messages" not in plain.to_dict()  # a call without turns is keyed and stored as before
+    assert cassette_key(plain, "m") == cassette_key(Request(prompt="p", messages=()), "m")
+    turns = (("user", "task"), ("assistant", '{"action": "run_tests"}'), ("user", "tests failed"))
+    talk = Request(prompt="p", messages=turns)  # type: ignore[arg-type]
+    assert cassette_key(talk, "m") != cassette_key(plain, "m")
+    path = tmp_path / "calls.jsonl"
+    live = ScriptedBackend(["one"])
+    RecordingBackend(live, path).complete("p", messages=turns)  # type: ignore[arg-type]
+    assert live.requests[0].messages == turns
+    assert ReplayBackend(path).complete("p", messages=turns).text == "one"  # type: ignore[arg-type]
+    with pytest.raises(CassetteMiss):
+        ReplayBackend(path).complete("p")
+    for wrong, says in [((("assistant", "x"), ("user", "y")), "turn 1 .*'assistant', expected 'user'"),
+                        ((("user", "x"), ("user", "y")), "turn 2 .*'user', expected 'assistant'"),
+                        ((("user", "x"), ("assistant", "y")), "end with the assistant")]:
+        with pytest.raises(BackendError, match=says):
+            ScriptedBackend(["x"]).complete("p", messages=wrong)  # type: ignore[arg-type]
+
+
 def test_record_then_replay_gives_the_same_completions(tmp_path):
     path = tmp_path / "calls.jsonl"
     live = ScriptedBackend(["alpha", "beta"], seconds_per_call=0.25)

@@ -173,3 +173,27 @@ def test_a_declared_prefix_is_found_inside_a_chat_template():
     assert rendered == opening + prefix
     assert Chat().render_prompt(prefix + "Task: x")[0].startswith(rendered)
     assert LlamaCppBackend.render_prefix(Shouting(), prefix) == ""  # type: ignore[arg-type]
+
+
+def test_a_chat_model_reads_a_conversation_s_turns_in_its_template():
+    """With turns, the template renders each as its role's turn; without, the prompt is one user turn."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    chatml = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+              "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+    class Chat:
+        _formatter = Jinja2ChatFormatter(template=chatml, eos_token="<|im_end|>", bos_token="",
+                                         add_generation_prompt=True)
+
+    class Base:
+        _formatter = None
+
+    turns = (("user", "fix it"), ("assistant", '{"action": "run_tests"}'), ("user", "1 failed"))
+    rendered, stop = LlamaCppBackend.render_prompt(Chat(), "fix it\n> ...", turns)  # type: ignore[arg-type]
+    assert rendered == ("<|im_start|>user\nfix it<|im_end|>\n<|im_start|>assistant\n{\"action\": \"run_tests\"}"
+                        "<|im_end|>\n<|im_start|>user\n1 failed<|im_end|>\n<|im_start|>assistant\n")
+    assert "<|im_end|>" in stop
+    one, _ = LlamaCppBackend.render_prompt(Chat(), "fix it")  # type: ignore[arg-type]
+    assert one == "<|im_start|>user\nfix it<|im_end|>\n<|im_start|>assistant\n"
+    assert LlamaCppBackend.render_prompt(Base(), "fix it\n> ", turns) == ("fix it\n> ", [])  # type: ignore[arg-type]

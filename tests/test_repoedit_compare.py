@@ -22,7 +22,8 @@ from labkit.repoedit.arms import ARMS
 from labkit.repoedit.budget import BudgetedBackend, BudgetSpent
 from labkit.repoedit.compare import CompareConfig, load_rows, replay_differences, run_compare
 from labkit.repoedit.compare_report import arm_rows, meaning, paired_rows, render_report
-from labkit.repoedit.free_loop import run_free_loop
+from labkit.repoedit.free_loop import loop_head, run_free_loop
+from labkit.repoedit.planners import EXAMPLE
 from labkit.repoedit.prompt_only import run_prompt_only
 from labkit.repoedit.tasks import load_tasks
 from labkit.repoedit.verify import judge, measure_baseline, verify
@@ -132,6 +133,13 @@ def test_the_free_loop_editing_the_tests_to_green_is_not_fixed(project):
     assert "tests passed: 2 passed, 0 failed" in end.transcript
     assert "Example, on another project" in backend.requests[0].prompt
     assert "assert add(2, 3) == 5" in backend.requests[1].prompt  # the read file is in the transcript
+    turns = backend.requests[2].messages  # the same conversation as turns, for a chat model
+    assert [role for role, _ in turns] == ["user", "assistant", "user", "assistant", "user"]
+    assert turns[0][1].startswith(loop_head(6)) and turns[0][1].endswith("Files: calc.py, tests/test_calc.py")
+    assert json.loads(turns[1][1])["action"] == "read_file" and "assert add(2, 3) == 5" in turns[2][1]
+    assert turns[4][1] == "edit applied to tests/test_calc.py (2 changed lines)"
+    assert backend.requests[2].prompt == "\n".join([turns[0][1], *(
+        f"> {text}" if role == "assistant" else text for role, text in turns[1:])]) + "\n> "
     assert verdict.outcome == "passed" and not verdict.fixed and verdict.tests_changed == ("tests/test_calc.py",)
 
 
@@ -144,6 +152,25 @@ def test_the_free_loop_fixes_with_the_workspace_tools_and_stops_at_its_budget(pr
     end, verdict = judged(inputs(project, rambling, budget=3), run_free_loop)
     assert len(rambling.requests) == 3 and end.refused == 3 and end.status == "step budget spent (3 actions)"
     assert "refused [not_json]" in end.transcript and not verdict.fixed and verdict.broken_left == ()
+
+
+def test_every_model_arm_opens_with_its_declared_head_and_shows_the_same_worked_example(project):
+    """No arm is judged on guessing its answer format: each shows the one example, in a head it declares."""
+    plan = json.dumps({"steps": [{"file": "calc.py", "why": "add subtracts"}]})
+    answers = {"prompt_only": [changes(("calc.py", FIX))],
+               "prompt_tools": [json.dumps({"action": "done", "args": {}})],
+               "machine_model": [plan, json.dumps({"status": "ok", "edits": [FIX]})]}
+    for arm, script in answers.items():
+        backend = ScriptedBackend(script)
+        end = ARMS[arm].run(inputs(project, backend))
+        end.workspace.keep = False
+        end.workspace.close()
+        head = ARMS[arm].head
+        assert head is not None
+        opened = [r.prompt for r in backend.requests if r.prompt.startswith(head(6))]
+        assert opened, f"{arm}: no prompt opens with its declared head"
+        assert all(EXAMPLE.search in h and EXAMPLE.requirement in h for h in opened), arm
+    assert {ARMS[a].head for a in ("machine_oracle", "machine_noop")} == {None}
 
 
 def test_the_budget_refuses_the_call_past_it_and_the_machine_ends_rolled_back(project):

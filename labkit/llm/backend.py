@@ -2,15 +2,18 @@
 
 Why so small: the state machines above only ever need "complete this prompt, maybe under a JSON
 schema, with these decoding parameters" plus enough provenance to reproduce the number later.
-Chat messages, streaming and tool calls are deliberately absent: the embedded model is a *base*
-model without a chat template, and every backend must behave the same for the experiment to be fair.
+Streaming and tool calls are deliberately absent: the embedded model is a *base* model without a
+chat template, and every backend must behave the same for the experiment to be fair. A conversation
+(a free loop's turns) is sent in both forms: ``prompt`` is the plain transcript a base model reads
+and a cassette shows, ``messages`` the same turns for a chat model's template (:class:`Request`).
 """
 
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from labkit.llm.errors import BackendError
 
@@ -47,9 +50,19 @@ class Completion:
         return cls(**known)
 
 
+Role = Literal["user", "assistant"]
+Turn = tuple[Role, str]
+
+
 @dataclass(frozen=True)
 class Request:
-    """One call's inputs; the cassette key is a hash of this plus the model's sha256."""
+    """One call's inputs; the cassette key is a hash of this plus the model's sha256.
+
+    ``messages``: for a conversation, its turns — alternating user and assistant, ending with the
+    user's — which a chat model reads in its template instead of ``prompt`` as one user turn (without
+    them a free loop's chat model would read its own earlier answers as the user's words). A base
+    model, and a server (plain completions), read ``prompt``: the same turns as one transcript.
+    """
 
     prompt: str
     max_tokens: int = 64
@@ -58,11 +71,31 @@ class Request:
     temperature: float = 0.0
     seed: int = 0
     sampling: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_SAMPLING))
+    messages: tuple[Turn, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """The request as JSON; ``messages`` only when there are some (older cassettes have none)."""
         data = asdict(self)
         data["stop"] = list(self.stop)
+        if self.messages:
+            data["messages"] = [list(turn) for turn in self.messages]
+        else:
+            del data["messages"]
         return data
+
+
+def checked_turns(messages: Sequence[Turn]) -> tuple[Turn, ...]:
+    """``messages`` as a tuple, refused unless the turns alternate user/assistant and end with the user's."""
+    turns = tuple((str(role), str(text)) for role, text in messages)
+    for number, (role, _) in enumerate(turns):
+        expected = "user" if number % 2 == 0 else "assistant"
+        if role != expected:
+            raise BackendError(f"turn {number + 1} of the messages is {role!r}, expected {expected!r}",
+                               "alternate user and assistant turns, starting with the user's.")
+    if turns and turns[-1][0] != "user":
+        raise BackendError("the messages end with the assistant's turn",
+                           "end a conversation with the user's turn: the model answers it.")
+    return turns  # type: ignore[return-value]
 
 
 class Backend(abc.ABC):
@@ -76,8 +109,11 @@ class Backend(abc.ABC):
     kind: str = "abstract"
 
     def complete(self, prompt: str, *, max_tokens: int = 64, stop: list[str] | tuple[str, ...] | None = None,
-                 schema: dict[str, Any] | None = None, temperature: float = 0.0, seed: int = 0) -> Completion:
+                 schema: dict[str, Any] | None = None, temperature: float = 0.0, seed: int = 0,
+                 messages: Sequence[Turn] = ()) -> Completion:
         """Complete ``prompt`` (plain completion, no chat template).
+
+        ``messages``: the same text as conversation turns, for a chat model (see :class:`Request`).
 
         ``schema``: a JSON schema; where the backend can, decoding is constrained by a grammar built
         from it (``Completion.grammar_used``). Callers must still validate the text
@@ -92,7 +128,8 @@ class Backend(abc.ABC):
             raise BackendError(f"temperature must be 0 (greedy) or more, got {temperature}",
                                "use 0 for greedy decoding, or a positive temperature with a seed.")
         request = Request(prompt=prompt, max_tokens=max_tokens, stop=tuple(stop or ()), schema=schema,
-                          temperature=float(temperature), seed=int(seed), sampling=self.sampling())
+                          temperature=float(temperature), seed=int(seed), sampling=self.sampling(),
+                          messages=checked_turns(messages))
         return self._complete(request)
 
     def sampling(self) -> dict[str, Any]:

@@ -25,20 +25,23 @@ from labkit.llm.grammar import canonical_schema
 
 
 def cassette_key(request: Request, model_id: str) -> str:
-    """sha256 over the canonical JSON of (prompt, schema, decoding parameters, model id)."""
+    """sha256 over the canonical JSON of (prompt, schema, decoding parameters, model id, a conversation's turns)."""
     schema = None
     if request.schema is not None:
         schema = hashlib.sha256(canonical_schema(request.schema).encode()).hexdigest()
     material = {"prompt": request.prompt, "schema_sha256": schema, "max_tokens": request.max_tokens,
                 "stop": list(request.stop), "temperature": request.temperature, "seed": request.seed,
                 "sampling": request.sampling, "model": model_id}
+    if request.messages:  # only then: the keys of calls without turns stay what they were
+        material["messages"] = [list(turn) for turn in request.messages]
     return hashlib.sha256(json.dumps(material, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _request_from(data: dict[str, Any]) -> Request:
     return Request(prompt=data["prompt"], max_tokens=int(data["max_tokens"]),
                    stop=tuple(data.get("stop") or ()), schema=data.get("schema"),
-                   temperature=float(data["temperature"]), seed=int(data["seed"]), sampling=dict(data["sampling"]))
+                   temperature=float(data["temperature"]), seed=int(data["seed"]), sampling=dict(data["sampling"]),
+                   messages=tuple((role, text) for role, text in data.get("messages") or ()))
 
 
 def read_cassette(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -3,9 +3,10 @@
 Base or chat: the embedded model is a base model without a chat template; the chat API would
 quietly wrap prompts in a Llama-2 format it was never trained on, so base models get the prompt as
 it is. A chat model (``chat=True``, e.g. the registry's Qwen2.5-Coder) was trained on its own
-template: the prompt becomes one user turn rendered with the template stored in the GGUF file
-(:meth:`LlamaCppBackend.render_prompt`), and decoding then runs the same way (same reset, seed,
-grammar), so cassette keys stay the caller's prompt plus the model's sha256.
+template: the prompt becomes one user turn rendered with the template stored in the GGUF file, or a
+conversation's turns when the request has them (:meth:`LlamaCppBackend.render_prompt`), and decoding
+then runs the same way (same reset, seed, grammar), so cassette keys stay the caller's request plus
+the model's sha256.
 
 Why ``reset()`` before every call: ``Llama`` keeps the previous prompt's KV cache and reuses any
 shared prefix. That makes a call depend on the one before it (batching of the remaining prompt
@@ -30,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from labkit.llm.backend import Backend, Completion, Request
+from labkit.llm.backend import Backend, Completion, Request, Turn
 from labkit.llm.errors import BackendError, ModelFileError
 from labkit.llm.grammar import check_gbnf, compile_schema
 from labkit.llm.lazy_grammar import check_grammar_mode, install, lazy_for
@@ -157,14 +158,16 @@ class LlamaCppBackend(Backend):
                                    bos_token=model.token_get_text(self._llm.token_bos()),
                                    add_generation_prompt=True)
 
-    def render_prompt(self, prompt: str) -> tuple[str, list[str]]:
+    def render_prompt(self, prompt: str, messages: Sequence[Turn] = ()) -> tuple[str, list[str]]:
         """The text the model really reads for ``prompt``, and the template's stop strings.
 
-        A base model reads the prompt unchanged; a chat model reads it as one user turn in its template.
+        A base model reads the prompt unchanged; a chat model reads ``messages`` (a conversation's
+        turns) in its template, or else the prompt as one user turn.
         """
         if self._formatter is None:
             return prompt, []
-        rendered = self._formatter(messages=[{"role": "user", "content": prompt}])
+        turns = messages or (("user", prompt),)
+        rendered = self._formatter(messages=[{"role": role, "content": text} for role, text in turns])
         stop = rendered.stop if isinstance(rendered.stop, list) else [rendered.stop] if rendered.stop else []
         return rendered.prompt, [s for s in stop if s]
 
@@ -194,7 +197,8 @@ class LlamaCppBackend(Backend):
                 "prefix_cache": self._prefix_description(), "grammar_mode": self.grammar_mode,
                 "extra_buffer_types": self.load_plan.use_extra_bufts,
                 "model_kind": "chat" if self.chat else "base",
-                "prompt_format": "the GGUF's chat template, one user turn" if self.chat else "plain completion"}
+                "prompt_format": ("the GGUF's chat template: one user turn, or a conversation's turns" if self.chat
+                                  else "plain completion")}
 
     def _prefix_description(self) -> str:
         if not self.prefixes:
@@ -218,7 +222,7 @@ class LlamaCppBackend(Backend):
     def _complete(self, request: Request) -> Completion:
         grammar = self.grammar_for(request.schema) if request.schema is not None else None
         s = request.sampling
-        text, template_stop = self.render_prompt(request.prompt)
+        text, template_stop = self.render_prompt(request.prompt, request.messages)
         with self._lock:
             self._sampled.clear()
             self._lazy_now = lazy_for(self.grammar_mode, request.temperature)

@@ -24,16 +24,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.repoedit.arm_io import ArmEnd, ArmInputs, discard_on_error
-from labkit.repoedit.free_loop import run_free_loop
+from labkit.repoedit.free_loop import loop_head, run_free_loop
 from labkit.repoedit.machine import RepoEditRun
-from labkit.repoedit.planners import EditView, ModelPlanner, OraclePlanner, Planner, PlanView, Proposal
+from labkit.repoedit.planners import EDIT_HEAD, EditView, ModelPlanner, OraclePlanner, Planner, PlanView, Proposal
+from labkit.repoedit.prompt_only import HEAD as PROMPT_ONLY_HEAD
 from labkit.repoedit.prompt_only import run_prompt_only
 from labkit.store import JsonlLog
 
 
 @dataclass(frozen=True)
 class Arm:
-    """One arm: its name and label, whether it calls the model, whether it runs the machine, and its run."""
+    """One arm: its name and label, whether it calls the model, whether it runs the machine, and its run.
+
+    ``head``: the text that opens every prompt of the arm whatever the task (given the call budget), so
+    that an in-process model can keep its evaluated state between calls (``prefixes``); None: no such text.
+    """
 
     name: str
     label: str
@@ -41,6 +46,7 @@ class Arm:
     machine: bool
     run: Callable[[ArmInputs], ArmEnd]
     about: str
+    head: Callable[[int], str] | None = None
 
 
 class NoopPlanner:
@@ -87,11 +93,12 @@ def _model_planner(inputs: ArmInputs) -> Planner:
 
 ARMS: dict[str, Arm] = {arm.name: arm for arm in (
     Arm("prompt_only", "prompt-only", True, False, run_prompt_only,
-        "one prompt with every source file; all edits at once, applied as given; no retry"),
+        "one prompt with every source file; all edits at once, applied as given; no retry",
+        lambda budget: PROMPT_ONLY_HEAD),
     Arm("prompt_tools", "prompt + tools (free loop)", True, False, run_free_loop,
-        "a free loop of read_file / apply_edit / run_tests / done; no guards but the physical ones"),
+        "a free loop of read_file / apply_edit / run_tests / done; no guards but the physical ones", loop_head),
     Arm("machine_model", "machine + model", True, True, _machine_run(_model_planner),
-        "the repo-editing machine, the model proposing the plan and each edit"),
+        "the repo-editing machine, the model proposing the plan and each edit", lambda budget: EDIT_HEAD),
     Arm("machine_oracle", "machine + oracle", False, True, _machine_run(lambda i: OraclePlanner(i.task)),
         "the machine with the known fix: the ceiling, and a check of the harness"),
     Arm("machine_noop", "machine + noop", False, True, _machine_run(lambda i: NoopPlanner()),

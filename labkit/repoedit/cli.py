@@ -156,10 +156,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if any(ARMS[a].uses_model for a in arms):
         _check_model(args.model)
         from labkit.llm.models import model_backend
-        from labkit.repoedit.free_loop import loop_head
 
-        # the free loop's fixed head is evaluated once and kept: each of its steps re-reads the whole transcript
-        prefixes = (loop_head(config.call_budget),) if "prompt_tools" in arms else ()
+        # each arm's fixed head (instructions and worked example) is evaluated once and kept
+        prefixes = tuple(head(config.call_budget) for a in arms if (head := ARMS[a].head) is not None)
         live = model_backend(args.model, threads=args.threads, prefixes=prefixes)
         describe = live.describe()
     out = Path(args.out)

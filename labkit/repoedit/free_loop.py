@@ -4,9 +4,12 @@ The model sees the requirement, the failing tests and the project's file list (t
 writes one JSON action per turn — ``read_file``, ``apply_edit``, ``run_tests`` or ``done`` —, greedy,
 under the union schema of the four actions. The loop runs the action through the same tool
 declarations the machine uses (:func:`~labkit.repoedit.tools.call_tool`) and appends the action and
-its result to one growing transcript, until ``done`` or the step budget (the machine arm's call
-budget) is spent. The edit guards are only the physical ones: the loop may edit a test file, edit a
-file nobody planned, or break the syntax. Nothing stops it, because that is what the comparison
+its result to one growing conversation, until ``done`` or the step budget (the machine arm's call
+budget) is spent. A base model continues the conversation as one transcript; a chat model reads it as
+turns in its template, its own actions as its turns (:class:`Conversation`).
+
+The edit guards are only the physical ones: the loop may edit a test file, edit a file nobody
+planned, or break the syntax. Nothing stops it, because that is what the comparison
 measures; only writes outside the copy are impossible. The head of the prompt shows one worked
 example on another project, so the loop is not judged on guessing the action format.
 
@@ -17,17 +20,18 @@ what the model reads next.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from labkit.llm.backend import Turn
 from labkit.llm.errors import BackendError
 from labkit.repoedit.arm_io import ArmEnd, ArmInputs, discard_on_error
 from labkit.repoedit.budget import BudgetSpent
 from labkit.repoedit.edits import PHYSICAL_GUARDS, Refusal
 from labkit.repoedit.index import index_project
-from labkit.repoedit.planners import parse_proposal
+from labkit.repoedit.planners import EXAMPLE, parse_proposal
 from labkit.repoedit.tasks import SearchReplace
 from labkit.repoedit.tools import EditResult, FileText, ToolContext, call_tool
 from labkit.repoedit.workspace import TestRun, Workspace
@@ -136,24 +140,19 @@ action:
 {"action": "done", "args": {}} ends your work.
 
 Example, on another project:
-Requirement: add(a, b) must return the sum of a and b.
+""" + f"""Requirement: {EXAMPLE.requirement}
 Failing tests:
-tests/test_calc.py::test_add: assert -1 == 5
-Files: calc.py, tests/test_calc.py
-> {"action": "read_file", "args": {"path": "calc.py"}}
-calc.py:
-```python
-def add(a, b):
-    return a - b
-```
-> {"action": "apply_edit", "args": {"path": "calc.py", "edits": [{"search": "    return a - b", "replace": \
-"    return a + b"}]}}
-edit applied to calc.py (2 changed lines)
-> {"action": "run_tests", "args": {}}
+{EXAMPLE.failing}
+Files: {EXAMPLE.path}, tests/test_calc.py
+> {{"action": "read_file", "args": {{"path": "{EXAMPLE.path}"}}}}
+{EXAMPLE.file_block()}
+> {{"action": "apply_edit", "args": {{"path": "{EXAMPLE.path}", "edits": {EXAMPLE.edits_json()}}}}}
+edit applied to {EXAMPLE.path} (2 changed lines)
+> {{"action": "run_tests", "args": {{}}}}
 tests passed: 3 passed, 0 failed
-> {"action": "done", "args": {}}
+> {{"action": "done", "args": {{}}}}
 
-Your project ({budget} actions at most):
+Your project ({{budget}} actions at most):
 """
 
 
@@ -166,6 +165,31 @@ def loop_start(requirement: str, failing: list[str], files: list[str], budget: i
     """The transcript before the first action: the head with its example, then this task."""
     return (loop_head(budget) + f"Requirement: {requirement}\nFailing tests:\n"
             + ("\n".join(failing) or "(none)") + f"\nFiles: {', '.join(files)}\n> ")
+
+
+@dataclass
+class Conversation:
+    """The loop's conversation, kept in both forms a backend may read (see :class:`~labkit.llm.backend.Request`).
+
+    ``transcript``: one text, each action after ``> `` and its result on the next lines — what a base
+    model continues, and what the cassette and the saved transcript show. ``turns``: the same as
+    alternating turns (the task, then each action as the model's turn and its result as the user's), so
+    that a chat model reads its own earlier actions as its own and the results as the answers to them.
+    """
+
+    transcript: str
+    turns: list[Turn] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.turns = [("user", self.transcript.removesuffix("> ").rstrip())]
+
+    def add(self, answer: str, result: str | None = None) -> None:
+        """The model's ``answer``, then what it got back (None: the loop ends, nothing follows)."""
+        self.transcript += answer.strip() + "\n"
+        self.turns.append(("assistant", answer.strip()))
+        if result is not None:
+            self.transcript += result + "\n> "
+            self.turns.append(("user", result))
 
 
 def run_free_loop(inputs: ArmInputs) -> ArmEnd:
@@ -182,29 +206,30 @@ def _loop(inputs: ArmInputs, ws: Workspace) -> ArmEnd:
     index = index_project(ws.root)
     state = LoopState(ToolContext(ws, index, ws.digest(), guards=PHYSICAL_GUARDS))
     files = [f.path for f in index.files if f.path.endswith(".py")]
-    transcript = loop_start(inputs.task.requirement, inputs.failing_lines(), files, backend.budget)
+    talk = Conversation(loop_start(inputs.task.requirement, inputs.failing_lines(), files, backend.budget))
     schema = Action.model_json_schema()
     status = f"step budget spent ({backend.budget} actions)"
     step = 0
     while backend.left > 0:
         step += 1
         try:
-            done = backend.complete(transcript, max_tokens=inputs.max_tokens, schema=schema, temperature=0.0)
+            done = backend.complete(talk.transcript, max_tokens=inputs.max_tokens, schema=schema, temperature=0.0,
+                                    messages=talk.turns)
         except BudgetSpent:
             break
         except BackendError as exc:
             status = f"backend error: {exc.message[:200]}"
             break
-        transcript += done.text.strip() + "\n"
         action, refusal = parse_proposal(done.text, Action)
         if action is None:
             assert refusal is not None
-            transcript += _refused(state, refusal)[:300] + "\n> "
+            talk.add(done.text, _refused(state, refusal)[:300])
             continue
         name = action.root.action
         if name == "done":
+            talk.add(done.text)
             status = f"done after {step} action(s)"
             break
-        transcript += ACTIONS[name](state, action.root.args.model_dump()) + "\n> "
+        talk.add(done.text, ACTIONS[name](state, action.root.args.model_dump()))
     return ArmEnd(status, ws, test_runs=state.test_runs, edits=state.edits, refused=state.refused,
-                  transcript=transcript)
+                  transcript=talk.transcript)

@@ -150,10 +150,49 @@ Source files and their definitions:
 {files}
 {refused}JSON:"""
 
+@dataclass(frozen=True)
+class WorkedExample:
+    """The one worked example every model arm is shown, each in its own answer format.
+
+    A small model is not judged on guessing a format from a description: the machine's edit prompt,
+    the prompt-only prompt and the free loop's head all show this same fix, on a project that is
+    none of the tasks' (so no arm sees more help than another, and no task's answer leaks).
+    """
+
+    requirement: str = "add(a, b) must return the sum of a and b."
+    failing: str = "tests/test_calc.py::test_add: assert -1 == 5"
+    path: str = "calc.py"
+    why: str = "add subtracts instead of adding"
+    before: str = "def add(a, b):\n    return a - b"
+    search: str = "    return a - b"
+    replace: str = "    return a + b"
+
+    def edits_json(self) -> str:
+        return json.dumps([{"search": self.search, "replace": self.replace}])
+
+    def file_block(self) -> str:
+        return f"{self.path}:\n```python\n{self.before}\n```"
+
+
+EXAMPLE = WorkedExample()
+
+
+def format_safe(text: str) -> str:
+    """``text`` made safe inside a ``str.format`` template."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
 EDIT_PROMPT = """You change one file of a small Python project. Reply with JSON only, shaped like
 {{"status": "ok", "edits": [{{"search": "<lines copied exactly from the file>", "replace": "<the new lines>"}}]}}
 or {{"status": "skip", "reason": "<why>"}} if this file needs no change.
 
+Example, on another project:
+""" + format_safe(f"""Requirement: {EXAMPLE.requirement}
+Plan for {EXAMPLE.path}: {EXAMPLE.why}
+{EXAMPLE.file_block()}
+JSON: {{"status": "ok", "edits": {EXAMPLE.edits_json()}}}
+""") + """
+Your file:
 Requirement: {requirement}
 Plan for {path}: {why}
 {path}:
@@ -161,6 +200,8 @@ Plan for {path}: {why}
 {content}
 ```
 {failure}{refused}JSON:"""
+EDIT_HEAD = EDIT_PROMPT.split("Your file:\n", 1)[0].replace("{{", "{").replace("}}", "}") + "Your file:\n"
+"""The part of every edit prompt no task changes (a backend may keep its evaluated state: ``prefixes``)."""
 
 
 class ModelPlanner:

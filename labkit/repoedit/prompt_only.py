@@ -19,7 +19,7 @@ from labkit.llm.errors import BackendError
 from labkit.repoedit.arm_io import ArmEnd, ArmInputs, discard_on_error
 from labkit.repoedit.edits import MAX_PLAN_STEPS, PHYSICAL_GUARDS, Refusal
 from labkit.repoedit.index import index_project
-from labkit.repoedit.planners import parse_proposal
+from labkit.repoedit.planners import EXAMPLE, format_safe, parse_proposal
 from labkit.repoedit.tasks import SearchReplace
 from labkit.repoedit.tools import ToolContext, call_tool
 from labkit.repoedit.workspace import Workspace
@@ -44,12 +44,23 @@ PROMPT = """You fix a small Python project so that its failing tests pass. Reply
 {{"changes": [{{"path": "<a file of the project>", "edits": [{{"search": "<lines copied exactly from the file>", \
 "replace": "<the new lines>"}}]}}]}}
 
+Example, on another project:
+""" + format_safe(f"""Requirement: {EXAMPLE.requirement}
+Failing tests:
+{EXAMPLE.failing}
+The project's source files:
+{EXAMPLE.file_block()}
+JSON: {{"changes": [{{"path": "{EXAMPLE.path}", "edits": {EXAMPLE.edits_json()}}}]}}
+""") + """
+Your project:
 Requirement: {requirement}
 Failing tests:
 {failing}
 The project's source files:
 {files}
 JSON:"""
+HEAD = PROMPT.split("Your project:\n", 1)[0].replace("{{", "{").replace("}}", "}") + "Your project:\n"
+"""The part of every prompt-only prompt no task changes (a backend may keep its evaluated state)."""
 
 
 def prompt_only_prompt(requirement: str, failing: list[str], files: dict[str, str]) -> str:
