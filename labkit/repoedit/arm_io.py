@@ -72,3 +72,20 @@ def discard_on_error(workspace: Workspace) -> Iterator[Workspace]:
         workspace.keep = False
         workspace.close()
         raise
+
+
+def in_kept_copy(body: Callable[[ArmInputs, Workspace], ArmEnd], needs: str) -> Callable[[ArmInputs], ArmEnd]:
+    """An arm without the machine: ``body`` runs with the model in a fresh copy that is kept for the verifier.
+
+    ``needs``: the arm's name for the message when it is given no model. If ``body`` raises, the copy
+    is removed (:func:`discard_on_error`).
+    """
+
+    def run(inputs: ArmInputs) -> ArmEnd:
+        assert inputs.backend is not None, f"{needs} needs a model"
+        ws = Workspace(inputs.source, python=inputs.python, keep=True)
+        with discard_on_error(ws):
+            return body(inputs, ws)
+
+    run.__doc__ = body.__doc__
+    return run

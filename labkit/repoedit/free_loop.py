@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from labkit.llm.backend import Turn
 from labkit.llm.errors import BackendError
-from labkit.repoedit.arm_io import ArmEnd, ArmInputs, discard_on_error
+from labkit.repoedit.arm_io import ArmEnd, ArmInputs, in_kept_copy
 from labkit.repoedit.budget import BudgetSpent
 from labkit.repoedit.edits import PHYSICAL_GUARDS, Refusal
 from labkit.repoedit.index import index_project
@@ -192,15 +192,8 @@ class Conversation:
             self.turns.append(("user", result))
 
 
-def run_free_loop(inputs: ArmInputs) -> ArmEnd:
-    """Run the loop in a fresh copy until ``done`` or the budget is spent; the copy is kept for the verifier."""
-    assert inputs.backend is not None, "the free loop needs a model"
-    ws = Workspace(inputs.source, python=inputs.python, keep=True)
-    with discard_on_error(ws):
-        return _loop(inputs, ws)
-
-
 def _loop(inputs: ArmInputs, ws: Workspace) -> ArmEnd:
+    """Run the loop in a fresh copy until ``done`` or the budget is spent; the copy is kept for the verifier."""
     backend = inputs.backend
     assert backend is not None
     index = index_project(ws.root)
@@ -233,3 +226,6 @@ def _loop(inputs: ArmInputs, ws: Workspace) -> ArmEnd:
         talk.add(done.text, ACTIONS[name](state, action.root.args.model_dump()))
     return ArmEnd(status, ws, test_runs=state.test_runs, edits=state.edits, refused=state.refused,
                   transcript=talk.transcript)
+
+
+run_free_loop = in_kept_copy(_loop, "the free loop")

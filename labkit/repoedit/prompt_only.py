@@ -16,7 +16,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from labkit.llm.errors import BackendError
-from labkit.repoedit.arm_io import ArmEnd, ArmInputs, discard_on_error
+from labkit.repoedit.arm_io import ArmEnd, ArmInputs, in_kept_copy
 from labkit.repoedit.edits import MAX_PLAN_STEPS, PHYSICAL_GUARDS, Refusal
 from labkit.repoedit.index import index_project
 from labkit.repoedit.planners import EXAMPLE, format_safe, parse_proposal
@@ -82,15 +82,8 @@ def apply_as_given(ctx: ToolContext, answer: AllChanges) -> tuple[int, list[Refu
     return applied, refusals
 
 
-def run_prompt_only(inputs: ArmInputs) -> ArmEnd:
-    """One call, the edits applied as given; the copy is kept for the verifier."""
-    assert inputs.backend is not None, "the prompt-only arm needs a model"
-    ws = Workspace(inputs.source, python=inputs.python, keep=True)
-    with discard_on_error(ws):
-        return _run(inputs, ws)
-
-
 def _run(inputs: ArmInputs, ws: Workspace) -> ArmEnd:
+    """One call, the edits applied as given; the copy is kept for the verifier."""
     assert inputs.backend is not None
     index = index_project(ws.root)
     ctx = ToolContext(ws, index, ws.digest(), guards=PHYSICAL_GUARDS)
@@ -114,3 +107,6 @@ def _run(inputs: ArmInputs, ws: Workspace) -> ArmEnd:
     transcript.append(f"--- applied {applied} of {total} edit(s)")
     return ArmEnd(f"applied {applied} of {total} edit(s)", ws, edits=applied, refused=len(refusals),
                   transcript="\n".join(transcript))
+
+
+run_prompt_only = in_kept_copy(_run, "the prompt-only arm")
