@@ -153,7 +153,13 @@ def _say_estimate(jobs: list[tuple[str, str, Any, int]], model: str | None) -> N
 
 def _cmd(args: argparse.Namespace) -> int:
     from labkit.experiment.v2.report import markdown, write_report
-    from labkit.experiment.v2.runner import Backends, finished_runs, prepare_replay_v2, run_experiment_v2
+    from labkit.experiment.v2.runner import (
+        Backends,
+        finished_runs,
+        prepare_replay_v2,
+        remaining_jobs,
+        run_experiment_v2,
+    )
 
     out = Path(args.out)
     if args.replay:
@@ -179,10 +185,8 @@ def _cmd(args: argparse.Namespace) -> int:
 
         needs_model = any(ARMS[a].uses_model for a in config.arms)
         kept = finished_runs(config, out) if args.resume else []  # checked before a model loads
-        done = {(split, r.arm, r.task, r.seed) for split, r in kept}
-        todo = [j for j in config.jobs(config.task_sets()) if (j[1], j[0], j[2].id, j[3]) not in done]
         if needs_model and not args.server:
-            _say_estimate(todo, args.model)
+            _say_estimate(remaining_jobs(config, kept), args.model)
         prefixes = declared_prefixes(config.arms, config.seeds, config.task_sets()["dev"].example_tasks())
         backends = Backends(live=_live_backend(args, prefixes) if needs_model else _NoModel(), out=out)
         prov = with_segment(provenance_v2(backends.describe(), config, "live", out), out, resume=args.resume)

@@ -192,6 +192,13 @@ def _job_key(split: str, arm: str, task: str, seed: int) -> tuple[str, str, str,
     return split, arm, task, seed
 
 
+def remaining_jobs(config: ConfigV2, kept: list[tuple[str, RunRecordV2]]) -> list[tuple[str, str, Any, int]]:
+    """The jobs of ``config`` (arm, split, task, seed) that the ``kept`` runs do not already answer, in job order."""
+    finished = {_job_key(split, r.arm, r.task, r.seed) for split, r in kept}
+    return [job for job in config.jobs(config.task_sets())
+            if _job_key(job[1], job[0], job[2].id, job[3]) not in finished]
+
+
 def run_experiment_v2(config: ConfigV2, backends: Backends, out: Path, *, resume: bool = False,
                       progress: Callable[[str], None] | None = None) -> list[tuple[str, RunRecordV2]]:
     """Run every job, appending each finished run to ``out/runs.jsonl`` and its log under ``out/logs``.
@@ -200,16 +207,13 @@ def run_experiment_v2(config: ConfigV2, backends: Backends, out: Path, *, resume
     docstring); the result lists all of them, in job order.
     """
     config.check()
-    sets = config.task_sets()
-    examples = sets["dev"].example_tasks()
-    jobs = config.jobs(sets)
+    examples = config.task_sets()["dev"].example_tasks()
     out.mkdir(parents=True, exist_ok=True)
     kept = finished_runs(config, out) if resume else []
-    finished = {_job_key(split, r.arm, r.task, r.seed): (split, r) for split, r in kept}
-    todo = [job for job in jobs if _job_key(job[1], job[0], job[2].id, job[3]) not in finished]
+    todo = remaining_jobs(config, kept)
     if progress is not None:
         with_model = sum(1 for arm, *_ in todo if ARMS[arm].uses_model)
-        progress(f"{len(todo)} runs to do{f' ({len(finished)} already recorded)' if finished else ''}, "
+        progress(f"{len(todo)} runs to do{f' ({len(kept)} already recorded)' if kept else ''}, "
                  f"{with_model} of them call the model "
                  f"(prompt-only runs make one call per step, machine runs one per decision plus re-asks)")
     if not resume and (out / "logs").exists():
@@ -242,8 +246,8 @@ def run_experiment_v2(config: ConfigV2, backends: Backends, out: Path, *, resume
         if progress is not None:
             progress(f"[{n}/{len(todo)}] {arm} {split}/{task.id} s{seed}: "
                      f"{'pass' if record.passed else 'fail'} ({record.termination})")
-    now = {_job_key(split, r.arm, r.task, r.seed): (split, r) for split, r in done}
-    return [finished.get(key) or now[key] for key in (_job_key(j[1], j[0], j[2].id, j[3]) for j in jobs)]
+    by_job = {_job_key(split, r.arm, r.task, r.seed): (split, r) for split, r in [*kept, *done]}
+    return [by_job[_job_key(j[1], j[0], j[2].id, j[3])] for j in config.jobs(config.task_sets())]
 
 
 def load_runs_v2(path: Path) -> list[tuple[str, RunRecordV2]]:
@@ -276,5 +280,5 @@ def prepare_replay_v2(folder: Path) -> ConfigV2:
     return config
 
 
-__all__ = ["Backends", "ConfigV2", "finished_runs", "load_runs_v2", "log_path", "prepare_replay_v2",
+__all__ = ["Backends", "ConfigV2", "finished_runs", "load_runs_v2", "log_path", "prepare_replay_v2", "remaining_jobs",
            "run_experiment_v2"]
