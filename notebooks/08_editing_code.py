@@ -316,14 +316,19 @@ from labkit.repoedit.compare_report import render_report
 print(render_report([DATA / "repoedit" / "compare" / model for model in ("gemma3-270m", "qwen2.5-coder-1.5b")]))
 
 # %% [markdown]
-# **How to read it.** Where no model arm fixes anything, the table cannot show the machine making a small model
-# fix code; what it can show is the machine's other promise, a tree never left worse than it was found. Open the
-# recordings before trusting either reading: the machine logs (`labkit repoedit run` prints the same trace) show
-# search texts that do not occur in the file, and the free loop's transcripts (`transcripts/prompt_tools/`) show
-# what the loop did with its six actions. A chat model reads the loop's whole transcript as one user turn, and the
-# 1.5B model answers it by reading the same file again: that arm is not yet the strongest baseline for a chat
-# model, and the machine's edit prompt has no worked example while the loop has one. Both are prompt designs to
-# improve on the dev tasks before the next recording.
+# **How to read it.** The 270M base model fixes nothing in any arm, so its rows say only that no arm left a tree
+# worse. The 1.5B coder model fixes one task from one prompt, one in the free loop and two in the machine, and not
+# the same ones (the machine fixed `stats-empty-mean` and `daterange-inclusive-end`, the other two arms
+# `pager-partial-page`): with ten tasks a split of two against one is a direction at most (p = 1). The clearer
+# difference is what each arm leaves behind. One prompt left 4 of 10 trees with a test broken that passed before,
+# the free loop 5, the machine none: its guards refused three edits that would not compile and four whose search
+# text was not in the file, and every run that did not end green was rolled back. Open the recordings before
+# trusting either reading: the machine logs (`labkit repoedit run` prints the same trace) show each refusal and
+# rollback, the free loop's transcripts (`transcripts/prompt_tools/`) each action and what it returned.
+#
+# Two things keep the comparison fair. Every model arm is shown the same worked example, a fix on a project that
+# is none of the tasks, in its own answer format. And a chat model reads the free loop as a conversation: its
+# actions as its own turns, each tool's result as the reply (`Request.messages`), not as one long user message.
 
 # %% [markdown]
 # ## Wrap-up quiz
