@@ -98,23 +98,47 @@ class Workspace:
     """A temporary git copy of a project. Use as a context manager; the copy is removed on exit.
 
     ``python`` is the interpreter that runs pytest (default: this one, which has pytest).
+    ``at`` names the folder to hold the copy (it must not exist yet) instead of a fresh temporary
+    one: a run with a log keeps its copy there, so that a run stopped half-way can be resumed on the
+    very tree it left (:meth:`reopen`).
     """
 
     def __init__(self, source: str | Path, *, python: str = sys.executable, keep: bool = False,
-                 parent: str | Path | None = None) -> None:
+                 parent: str | Path | None = None, at: str | Path | None = None) -> None:
         source = Path(source)
         if not source.is_dir():
             raise LabkitError(f"project folder {source} does not exist", "pass the folder of a project.")
         self.source = source
         self.python = python
         self.keep = keep
-        self._tmp = Path(tempfile.mkdtemp(prefix="labkit-repoedit-", dir=parent))
+        if at is not None:
+            if Path(at).exists():
+                raise LabkitError(f"{at} exists already, so a new working copy cannot be made there",
+                                  "remove it, or resume the run that made it (with the same log).")
+            Path(at).mkdir(parents=True)
+            self._tmp = Path(at)
+        else:
+            self._tmp = Path(tempfile.mkdtemp(prefix="labkit-repoedit-", dir=parent))
         self.root = self._tmp / source.name
         shutil.copytree(source, self.root, symlinks=True,
                         ignore=shutil.ignore_patterns(*_IGNORED, ".git"))
         (self.root / ".gitignore").write_text("".join(f"{p}/\n" for p in _IGNORED), encoding="utf-8")
         self._git("init", "-q")
         self.baseline = self.commit("baseline: the project as shipped")
+
+    @classmethod
+    def reopen(cls, at: str | Path, source: str | Path, *, python: str = sys.executable) -> Workspace:
+        """The copy of ``source`` that a stopped run left in ``at``, as it is (nothing is reset here)."""
+        self = cls.__new__(cls)
+        self.source, self.python, self.keep = Path(source), python, False
+        self._tmp = Path(at)
+        self.root = self._tmp / self.source.name
+        if not (self.root / ".git").is_dir():
+            raise LabkitError(f"{self.root} is not a working copy left by a run",
+                              "the copy is gone, so the run cannot go on where it stopped: start it again "
+                              "with a new log (the old log stays as the record of what happened).")
+        self.baseline = self._git("rev-list", "--max-parents=0", "HEAD")
+        return self
 
     def __enter__(self) -> Workspace:
         return self
@@ -146,6 +170,10 @@ class Workspace:
         """Restore the tree of ``commit`` (default: the baseline): tracked and untracked changes go."""
         self._git("reset", "-q", "--hard", commit or self.baseline)
         self._git("clean", "-q", "-fdx")
+
+    def dirty(self) -> bool:
+        """Whether the tree holds changes that are not committed."""
+        return bool(self._git("status", "--porcelain"))
 
     def diff(self) -> str:
         """The uncommitted changes against HEAD, as a unified diff."""
