@@ -13,6 +13,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import Field
+
 from labkit.events import Event, InvariantViolated, RunStarted, Transitioned, register_event
 
 
@@ -117,6 +119,7 @@ class TestsRan(Event):
     exit_code: int | None = None
     digest: str = ""
     seconds: float = 0.0
+    details: dict[str, str] = Field(default_factory=dict)  # failing node id -> short failure text (plan prompt)
 
 
 @register_event
@@ -128,6 +131,22 @@ class RolledBack(Event):
     digest_after: str
     baseline: str
     restored: bool
+
+
+@register_event
+class RepoResumed(Event):
+    """A stopped run was resumed on the copy it left; the copy was checked against the log first.
+
+    ``expected`` is the tree digest the log last recorded, ``found`` the copy's digest. ``reset``: the
+    copy held a write the log never recorded (the run stopped between writing a file and recording
+    the edit), so it was reset to its last commit, which is the tree the log describes.
+    """
+
+    type: Literal["repo_resumed"] = "repo_resumed"
+    state: str
+    expected: str = ""
+    found: str = ""
+    reset: bool = False
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labkit.events import Transitioned
+from labkit.errors import LabkitError
+from labkit.events import Event, RunStarted, Transitioned
 from labkit.invariants import Invariant
 from labkit.machine import LabMachine
 from labkit.reducer import Guard, TableEntry
@@ -45,15 +46,17 @@ from labkit.repoedit.events import (
     Proposed,
     RepoEditState,
     RepoIndexed,
+    RepoResumed,
     RolledBack,
     TestsRan,
     reduce_repoedit,
 )
 from labkit.repoedit.index import index_project, is_test_path
+from labkit.repoedit.notes import Notes, notes_from
 from labkit.repoedit.planners import EditView, Planner, PlanView, parse_proposal
 from labkit.repoedit.routing import locate_failure, route_after_tests
 from labkit.repoedit.tools import EditResult, FileText, RollbackResult, ToolContext, call_tool
-from labkit.repoedit.workspace import TestRun, Workspace
+from labkit.repoedit.workspace import Workspace
 from labkit.store import EventLog
 from labkit.table import Row, TransitionTable
 
@@ -153,39 +156,51 @@ def no_human(file: str, changed: int, diff: str) -> bool:
 
 
 class RepoEditRun:
-    """One run of the machine on a project folder, in a fresh temporary git copy.
+    """One run of the machine on a project folder, in a fresh git copy.
 
     ``clock`` times the events and test runs (inject a fixed one for reproducible logs);
     ``keep=True`` keeps the copy for inspection (its path is ``self.workspace.root``).
+
+    ``copy_at`` names the folder for the copy (default: a fresh temporary one). A run stopped
+    half-way (an exception, Ctrl-C, a killed process) leaves its copy there, and a run given the
+    same ``log`` (holding the stopped run) and the same ``copy_at`` resumes it: the state comes from
+    the log, the copy is checked against the digest the log recorded last (a write the log never
+    saw is undone), a model answer already in the log is not asked for again, and the run goes on.
+    The copy is removed when the run ends, unless ``keep``.
     """
 
     def __init__(self, source: str | Path, requirement: str, planner: Planner, *, limits: Limits = Limits(),
                  log: EventLog | None = None, clock: Callable[[], float] = time.time,
                  approver: Approver = no_human, python: str = sys.executable, task_id: str = "",
-                 keep: bool = False, versions: Mapping[str, str] | None = None) -> None:
+                 keep: bool = False, versions: Mapping[str, str] | None = None,
+                 copy_at: str | Path | None = None) -> None:
         self.source = Path(source)
         self.requirement = requirement
         self.planner = planner
         self.limits = limits
         self.clock = clock
         self.approver = approver
-        self.workspace = Workspace(self.source, python=python, keep=keep)
+        self.copy_at = Path(copy_at) if copy_at is not None else None
         params = {"task": task_id, "project": self.source.name, "planner": planner.name,
                   "plan_budget": limits.plan_budget, "edit_budget": limits.edit_budget,
                   "fix_budget": limits.fix_budget, "diff_limit": limits.diff_limit,
                   "test_timeout": limits.test_timeout}
+        existing = list(log.events) if log is not None else []
+        if existing:
+            _check_resumable(existing, params)
+        self.workspace = self._open_copy(existing, python, keep)
         try:
             self.machine = LabMachine(repoedit_table(), guards=repoedit_guards(), invariants=repoedit_invariants(),
                                       reduce=reduce_repoedit, empty=RepoEditState(), log=log, clock=clock,
                                       versions={"repoedit": "1", **(versions or {})}, params=params)
         except BaseException:
-            self.workspace.close()  # a run that cannot start leaves no temporary copy behind
+            if not existing:
+                self.workspace.close()  # a run that cannot start leaves no copy behind
             raise
         self.ctx: ToolContext | None = None
-        self._baseline = TestRun("failed")  # replaced by the real baseline run in DISCOVER_PROJECT
-        self._steps: dict[str, str] = {}
-        self._failure = ""
-        self._refused = ""
+        self._carried: Event | None = None  # a planner answer or human decision the stopped run left unused
+        if existing:
+            self._resume()
         self.handlers: dict[str, Callable[[], None]] = {
             "DISCOVER_PROJECT": self._discover, "PLAN_CHANGE": self._plan, "EDIT_FILE": self._edit,
             "HUMAN_APPROVAL": self._approval, "RUN_TESTS": self._run_tests, "ROLLBACK_OR_FIX": self._rollback,
@@ -199,26 +214,95 @@ class RepoEditRun:
     def events(self) -> Any:
         return self.machine.events
 
+    @property
+    def notes(self) -> Notes:
+        """The notes the planner is shown, read from the log (:mod:`labkit.repoedit.notes`)."""
+        return notes_from(self.events, self.limits.failure_chars)
+
     def run(self) -> RepoEditState:
-        """Drive the machine to DONE or FAILED; the copy is removed afterwards unless ``keep``."""
+        """Drive the machine to DONE or FAILED; the copy is removed afterwards unless ``keep``.
+
+        A run that stops early keeps a copy made at ``copy_at``, so that it can be resumed."""
         try:
             while not self.machine.finished:
                 self.handlers[self.machine.status]()
-        finally:
-            self.workspace.close()
+        except BaseException:
+            if self.copy_at is None:
+                self.workspace.close()
+            raise
+        self.workspace.close()
         return self.state
 
+    # ---------------------------------------------------------------- resume
+    def _open_copy(self, existing: list[Any], python: str, keep: bool) -> Workspace:
+        """A fresh copy for a new run; for a resumed one, the copy it left (or a fresh one if it made none)."""
+        made = self.copy_at is not None and (self.copy_at / self.source.name / ".git").is_dir()
+        if not existing or not (made or any(isinstance(e, RepoIndexed) for e in existing)):
+            return Workspace(self.source, python=python, keep=keep, at=self.copy_at)
+        if self.copy_at is None:
+            raise LabkitError("the log holds a run that stopped half-way, and no working copy was named",
+                              "resume it with the folder that holds its copy (copy_at=..., or the same --log "
+                              "on the command line), or start a new run with a new log.")
+        workspace = Workspace.reopen(self.copy_at, self.source, python=python)
+        workspace.keep = keep
+        return workspace
+
+    def _resume(self) -> None:
+        """Rebuild what the log does not hold (the tool context), check the copy, and record the resume."""
+        if self.machine.finished:
+            return
+        indexed = next((e for e in reversed(self.events) if isinstance(e, RepoIndexed)), None)
+        expected = next((d for d in map(_digest_of, reversed(self.events)) if d), "")
+        found, reset = self.workspace.digest(), False
+        if indexed is not None and self.state.status != "ROLLBACK_OR_FIX":  # a rollback restores the baseline anyway
+            if found != expected:
+                self.workspace.rollback("HEAD")
+                reset = True
+            elif self.workspace.dirty():  # stopped between recording an edit and committing it
+                self.workspace.commit("the edit the log recorded last")
+            if self.workspace.digest() != expected:
+                raise LabkitError(f"the working copy {self.workspace.root} is not the tree the log describes "
+                                  f"(digest {self.workspace.digest()[:12]}, the log's {expected[:12]})",
+                                  "it was changed outside the run; start a new run with a new log.")
+        if indexed is not None:
+            index = index_project(self.workspace.root)
+            if index.to_dict()["tests"] != indexed.tests or set(index.source_files) != set(indexed.source):
+                raise LabkitError(f"the working copy {self.workspace.root} holds other files than the run indexed",
+                                  "it was changed outside the run; start a new run with a new log.")
+            self.ctx = ToolContext(self.workspace, index, indexed.digest, diff_limit=self.limits.diff_limit,
+                                   planned=frozenset(self.state.plan))
+        since: list[Event] = []  # what the stopped step recorded after its state's last transition
+        for event in reversed(self.events):
+            if isinstance(event, Transitioned | RunStarted):
+                break
+            if not isinstance(event, RepoResumed):
+                since.insert(0, event)
+        self.machine.record(RepoResumed(state=self.state.status, expected=expected, found=found, reset=reset))
+        if since and isinstance(since[-1], Proposed | ApprovalDecided):
+            self._carried = since[-1]
+        if since:
+            self._settle(since[-1])  # the step had recorded its outcome, not yet its transition
+
+    def _take_carried(self, kind: type, **match: str) -> Any:
+        """The stopped run's last event if it is a ``kind`` with these fields (used once), else None."""
+        carried, self._carried = self._carried, None
+        if isinstance(carried, kind) and all(getattr(carried, k) == v for k, v in match.items()):
+            return carried
+        return None
+
     # ---------------------------------------------------------------- helpers
-    def _test_run(self, phase: str) -> TestRun:
+    def _test_run(self, phase: str) -> TestsRan:
         """Run the tests through the tool and record the run (timed by the injected clock)."""
         assert self.ctx is not None
         start = self.clock()
         run = call_tool("run_tests", self.ctx, {"timeout": self.limits.test_timeout})
         seconds = self.clock() - start
-        self.machine.record(TestsRan(phase=phase, outcome=run.outcome, passed=list(run.passed),
-                                     failed=list(run.failed), output=run.output, exit_code=run.exit_code,
-                                     digest=self.workspace.digest(), seconds=round(seconds, 3)))
-        return run
+        event = self.machine.record(TestsRan(phase=phase, outcome=run.outcome, passed=list(run.passed),
+                                             failed=list(run.failed), output=run.output, exit_code=run.exit_code,
+                                             digest=self.workspace.digest(), seconds=round(seconds, 3),
+                                             details=dict(run.details)))
+        assert isinstance(event, TestsRan)
+        return event
 
     def _propose(self, state: str, file: str, ask: Callable[[], Any]) -> str | None:
         """The planner's raw answer, recorded; None when the planner raised.
@@ -227,6 +311,9 @@ class RepoEditRun:
         with the exception's type and message in the log: the state's retry budget decides what
         follows, so a planner that keeps raising ends the run as FAILED (with the tree restored)
         instead of crashing the runner."""
+        carried = self._take_carried(Proposed, state=state, file=file)
+        if carried is not None:  # the stopped run had this answer and nothing else after it
+            return str(carried.raw)
         try:
             proposal = ask()
         except Exception as exc:  # any planner failure; KeyboardInterrupt and SystemExit still stop the run
@@ -242,34 +329,76 @@ class RepoEditRun:
         return str(proposal.raw)
 
     def _refuse(self, state: str, refusal: Refusal, file: str = "") -> None:
-        self.machine.record(ProposalRefused(state=state, file=file, **refusal.to_dict()))
-        self._refused = f"{refusal.code}: {refusal.detail}. {refusal.hint}"
+        self._settle(self.machine.record(ProposalRefused(state=state, file=file, **refusal.to_dict())))
+
+    # ---------------------------------------------------------------- outcomes
+    def _outcome(self, event: Event) -> tuple[str, dict[str, Any]] | None:
+        """The transition that ``event`` calls for when it ends a step, else None.
+
+        One definition for a step that just recorded its outcome and for a resumed run whose step
+        stopped after recording it (before its transition), so the two cannot decide differently."""
+        if isinstance(event, ProposalRefused):
+            if event.state == "PLAN_CHANGE":
+                return "plan_refused", {"code": event.code}
+            if event.state == "EDIT_FILE":
+                return "edit_refused", {"file": event.file, "code": event.code}
+            return "rejected", {"file": event.file}
+        if isinstance(event, PlanAccepted):
+            return "plan_ok", {"files": len(event.steps)}
+        if isinstance(event, EditApplied):
+            return ("edited" if self.state.status == "EDIT_FILE" else "approved"), {"file": event.file}
+        if isinstance(event, EditSkipped):
+            return "edited", {"file": event.file}
+        if isinstance(event, ApprovalRequested):
+            return "too_large", {"file": event.file, "changed_lines": event.changed_lines}
+        if isinstance(event, ApprovalDecided):
+            return None if event.approved else ("rejected", {"file": event.file})
+        if isinstance(event, RepoIndexed):
+            return None if event.tests else ("bad_repo", {"reason": "no_tests"})
+        if isinstance(event, TestsRan) and event.phase == "baseline":
+            reason = {"passed": "already_green", "no_tests": "no_tests", "timeout": "baseline_timeout"}
+            return ("bad_repo", {"reason": reason[event.outcome]}) if event.outcome in reason else ("indexed", {})
+        if isinstance(event, TestsRan):
+            assert self.ctx is not None
+            suspect = locate_failure(event.output, tuple(event.failed), tuple(self.notes.steps), self.ctx.index)
+            route = route_after_tests(event.outcome, len(event.passed), len(event.failed), suspect,
+                                      self.state.fixes, self.limits.fix_budget)
+            if route.trigger == "targeted_fix":
+                return "targeted_fix", {"file": route.file, "why": route.why}
+            return route.trigger, {"why": route.why}
+        if isinstance(event, RolledBack):
+            cause = next(e for e in reversed(self.events) if isinstance(e, Transitioned))
+            reason = {"abort": "aborted", "edit_refused": "edit_budget_spent", "rejected": "edit_budget_spent",
+                      "rollback": "tests_not_green"}.get(cause.trigger, cause.trigger)
+            return "rolled_back", {"reason": reason}
+        return None
+
+    def _settle(self, event: Event) -> bool:
+        """Fire the transition ``event`` calls for, if any; say whether the step ended."""
+        outcome = self._outcome(event)
+        if outcome is not None:
+            self.machine.fire(outcome[0], **outcome[1])
+        return outcome is not None
 
     # ---------------------------------------------------------------- states
     def _discover(self) -> None:
-        index = index_project(self.workspace.root)
-        digest = self.workspace.digest()
-        self.ctx = ToolContext(self.workspace, index, digest, diff_limit=self.limits.diff_limit)
-        self.machine.record(RepoIndexed(source=index.to_dict()["source"], tests=list(index.test_files), digest=digest))
-        if not index.test_files:
-            self.machine.fire("bad_repo", reason="no_tests")
-            return
-        run = self._test_run("baseline")
-        reason = {"passed": "already_green", "no_tests": "no_tests", "timeout": "baseline_timeout"}.get(run.outcome)
-        if reason:
-            self.machine.fire("bad_repo", reason=reason)
-            return
-        self._baseline = run
-        self.machine.fire("indexed")
+        if self.ctx is None:  # a resumed run that stopped after indexing has its context already
+            index = index_project(self.workspace.root)
+            digest = self.workspace.digest()
+            self.ctx = ToolContext(self.workspace, index, digest, diff_limit=self.limits.diff_limit)
+            if self._settle(self.machine.record(RepoIndexed(source=index.to_dict()["source"],
+                                                            tests=list(index.test_files), digest=digest))):
+                return
+        self._settle(self._test_run("baseline"))
 
     def _plan(self) -> None:
         assert self.ctx is not None
-        failing = tuple(f"{node}: {self._baseline.details.get(node, '')}".strip()[:200]
-                        for node in self._baseline.failed)
-        view = PlanView(self.requirement, self.ctx.index.summary(), failing, self._refused)
+        notes = self.notes
+        failing = tuple(f"{node}: {notes.baseline.details.get(node, '')}".strip()[:200]
+                        for node in notes.baseline.failed)
+        view = PlanView(self.requirement, self.ctx.index.summary(), failing, notes.refused)
         raw = self._propose("PLAN_CHANGE", "", lambda: self.planner.propose_plan(view))
         if raw is None:
-            self.machine.fire("plan_refused", code="planner_error")
             return
         plan, refusal = parse_proposal(raw, PlanProposal)
         if plan is not None:
@@ -277,112 +406,104 @@ class RepoEditRun:
         if refusal is not None or plan is None:
             assert refusal is not None
             self._refuse("PLAN_CHANGE", refusal)
-            self.machine.fire("plan_refused", code=refusal.code)
             return
-        self._refused = ""
         steps = [{"file": s.file, "why": s.why} for s in plan.steps]
-        self._steps = {s["file"]: s["why"] for s in steps}
-        self.ctx.planned = frozenset(self._steps)
-        self.machine.record(PlanAccepted(steps=steps))
-        self.machine.fire("plan_ok", files=len(steps))
+        self.ctx.planned = frozenset(s["file"] for s in steps)
+        self._settle(self.machine.record(PlanAccepted(steps=steps)))
 
     def _edit(self) -> None:
         assert self.ctx is not None
         path = self.state.queue[0]
         read = call_tool("read_file", self.ctx, {"path": path})
         content = read.text if isinstance(read, FileText) else ""
-        view = EditView(self.requirement, path, self._steps.get(path, ""), content, self._failure, self._refused)
+        notes = self.notes
+        view = EditView(self.requirement, path, notes.steps.get(path, ""), content, notes.failure, notes.refused)
         raw = self._propose("EDIT_FILE", path, lambda: self.planner.propose_edit(view))
         if raw is None:
-            self.machine.fire("edit_refused", file=path, code="planner_error")
             return
         proposal, refusal = parse_proposal(raw, EditProposal)
         if refusal is not None or proposal is None:
             assert refusal is not None
             self._refuse("EDIT_FILE", refusal, path)
-            self.machine.fire("edit_refused", file=path, code=refusal.code)
             return
         if proposal.status == "abort":
             self.machine.fire("abort", file=path, reason=proposal.reason or "the planner aborted")
             return
         if proposal.status == "skip":
-            self.machine.record(EditSkipped(file=path, reason=proposal.reason))
-            self._moved_on()
-            self.machine.fire("edited", file=path)
+            self._settle(self.machine.record(EditSkipped(file=path, reason=proposal.reason)))
             return
         edits = [e.model_dump() for e in proposal.edits]
         if not edits:
-            refusal = Refusal("schema_invalid", "status 'ok' with no edits", "give at least one search/replace edit.")
-            self._refuse("EDIT_FILE", refusal, path)
-            self.machine.fire("edit_refused", file=path, code=refusal.code)
+            self._refuse("EDIT_FILE", Refusal("schema_invalid", "status 'ok' with no edits",
+                                              "give at least one search/replace edit."), path)
             return
         result = call_tool("apply_edit", self.ctx, {"path": path, "edits": edits})
-        if isinstance(result, Refusal):
-            if needs_human(result):
-                before, after = content, EditCase(self.workspace.root, self.ctx.index, self.ctx.planned, path,
-                                                  proposal.edits).after()[0] or content
-                changed = changed_lines(before, after)
-                self.machine.record(ApprovalRequested(file=path, changed_lines=changed,
-                                                      diff=unified_diff(path, before, after), edits=edits))
-                self.machine.fire("too_large", file=path, changed_lines=changed)
-                return
+        if isinstance(result, Refusal) and needs_human(result):
+            before, after = content, EditCase(self.workspace.root, self.ctx.index, self.ctx.planned, path,
+                                              proposal.edits).after()[0] or content
+            self._settle(self.machine.record(ApprovalRequested(file=path, changed_lines=changed_lines(before, after),
+                                                               diff=unified_diff(path, before, after), edits=edits)))
+        elif isinstance(result, Refusal):
             self._refuse("EDIT_FILE", result, path)
-            self.machine.fire("edit_refused", file=path, code=result.code)
-            return
-        self._applied(result, "guards")
-        self.machine.fire("edited", file=path)
+        else:
+            self._applied(result, "guards")
 
     def _applied(self, result: EditResult, by: str) -> None:
-        self.machine.record(EditApplied(file=result.path, diff=result.diff, changed_lines=result.changed_lines,
-                                        digest=result.digest, approved_by=by))
+        event = self.machine.record(EditApplied(file=result.path, diff=result.diff,
+                                                changed_lines=result.changed_lines, digest=result.digest,
+                                                approved_by=by))
         self.workspace.commit(f"edit {result.path}")
-        self._moved_on()
-
-    def _moved_on(self) -> None:
-        self._refused = ""
-        if len(self.state.queue) == 0:
-            self._failure = ""
+        self._settle(event)
 
     def _approval(self) -> None:
         assert self.ctx is not None
         request = next(e for e in reversed(self.events) if isinstance(e, ApprovalRequested))
-        approved = bool(self.approver(request.file, request.changed_lines, request.diff))
-        by = getattr(self.approver, "__name__", "human")
-        self.machine.record(ApprovalDecided(file=request.file, approved=approved, by=by))
-        if not approved:
-            self._refused = f"too_large: {request.changed_lines} changed lines were not approved; make a smaller edit"
-            self.machine.fire("rejected", file=request.file)
+        decided = self._take_carried(ApprovalDecided, file=request.file)  # a human is not asked twice
+        if decided is None:
+            approved = bool(self.approver(request.file, request.changed_lines, request.diff))
+            decided = self.machine.record(ApprovalDecided(file=request.file, approved=approved,
+                                                          by=getattr(self.approver, "__name__", "human")))
+        if self._settle(decided):  # rejected
             return
         result = call_tool("apply_edit", self.ctx, {"path": request.file, "edits": request.edits, "approved": True})
         if isinstance(result, Refusal):  # the file cannot have changed since the request; kept as a typed outcome
             self._refuse("HUMAN_APPROVAL", result, request.file)
-            self.machine.fire("rejected", file=request.file)
             return
-        self._applied(result, by)
-        self.machine.fire("approved", file=request.file)
+        self._applied(result, decided.by)
 
     def _run_tests(self) -> None:
-        assert self.ctx is not None
-        run = self._test_run("check")
-        suspect = locate_failure(run.output, run.failed, tuple(self._steps), self.ctx.index)
-        route = route_after_tests(run.outcome, len(run.passed), len(run.failed), suspect, self.state.fixes,
-                                  self.limits.fix_budget)
-        if route.trigger == "targeted_fix":
-            self._failure = run.output[-self.limits.failure_chars:]
-            self.machine.fire("targeted_fix", file=route.file, why=route.why)
-        else:
-            self.machine.fire(route.trigger, why=route.why)
+        self._settle(self._test_run("check"))
 
     def _rollback(self) -> None:
         assert self.ctx is not None
-        cause = next(e for e in reversed(self.events) if isinstance(e, Transitioned))
         result = call_tool("rollback", self.ctx, {})
         assert isinstance(result, RollbackResult)
-        self.machine.record(RolledBack(digest_before=result.digest_before, digest_after=result.digest_after,
-                                       baseline=result.baseline, restored=result.restored))
-        reason = {"abort": "aborted", "edit_refused": "edit_budget_spent", "rejected": "edit_budget_spent",
-                  "rollback": "tests_not_green"}.get(cause.trigger, cause.trigger)
-        self.machine.fire("rolled_back", reason=reason)
+        self._settle(self.machine.record(RolledBack(digest_before=result.digest_before,
+                                                    digest_after=result.digest_after,
+                                                    baseline=result.baseline, restored=result.restored)))
+
+
+def _check_resumable(existing: list[Any], params: Mapping[str, Any]) -> None:
+    """Refuse to resume a log of another run (other task, planner or limits), or of a finished one."""
+    first = existing[0]
+    if not isinstance(first, RunStarted) or first.table != TABLE_NAME:
+        raise LabkitError("the log does not start a repo-editing run", "give a new log, or one written by this run.")
+    differ = [f"{k}: {first.params.get(k)!r} there, {v!r} here" for k, v in params.items()
+              if first.params.get(k) != v]
+    if differ:
+        raise LabkitError(f"the log holds a run with other settings ({'; '.join(differ)})",
+                          "resume it with the settings that started it, or give a new log.")
+    ended = next((e for e in reversed(existing) if isinstance(e, Transitioned)), None)
+    if ended is not None and ended.dest in ("DONE", "FAILED"):
+        raise LabkitError(f"the log holds a finished run (it ended {ended.dest})",
+                          "read it with `labkit replay`; a new run needs a new log.")
+
+
+def _digest_of(event: Event) -> str:
+    """The tree digest an event recorded, if it recorded one."""
+    if isinstance(event, RolledBack):
+        return event.digest_after
+    return str(getattr(event, "digest", "")) if isinstance(event, RepoIndexed | EditApplied | TestsRan) else ""
 
 
 def run_summary(state: RepoEditState) -> dict[str, Any]:
