@@ -76,10 +76,13 @@ def test_the_run_command_prints_the_trace_and_writes_a_replayable_log(tmp_path, 
     assert "RUN_TESTS --green--> DONE" in out and "-    return len(text.split(\" \"))" in out
     assert main(["replay", str(log)]) == 0
     capsys.readouterr()
-    assert main(["repoedit", "run", "wordcount-whitespace", "--log", str(log)]) == 2
+    written = log.read_bytes()
+    assert main(["repoedit", "run", "wordcount-whitespace", "--log", str(log)]) == 0  # finished: shown, not rerun
+    out = capsys.readouterr().out
+    assert "holds a finished run; its trace:" in out and "RUN_TESTS --green--> DONE" in out
+    assert log.read_bytes() == written and not (tmp_path / "run.jsonl.copy").exists()
     assert main(["repoedit", "run", "nope"]) == 2
-    err = capsys.readouterr().err
-    assert "exists already" in err and "no task 'nope'" in err
+    assert "no task 'nope'" in capsys.readouterr().err
     assert main(["repoedit", "tasks"]) == 0
     assert f"{len(TASKS)} tasks, checked" in capsys.readouterr().out
 

@@ -49,18 +49,47 @@ def approve_all(file: str, changed: int, diff: str) -> bool:
     return True
 
 
+def copy_folder(log_path: str | Path) -> Path:
+    """Where a run with a log keeps its working copy until it ends: beside the log (``run.jsonl.copy/``)."""
+    path = Path(log_path)
+    return path.with_name(path.name + ".copy")
+
+
+def finished_run(log_path: str | Path) -> Any:
+    """The reduced state of the run a log holds when that run has ended (DONE or FAILED), else None."""
+    from labkit import catalog
+    from labkit.reducer import replay
+    from labkit.store import load_events
+
+    path = Path(log_path)
+    if not path.exists():
+        return None
+    events = load_events(path)
+    entry = catalog.lookup("repoedit")
+    assert entry is not None
+    state = replay(events, entry.reduce, entry.empty(), entry.invariants(), entry.table(), entry.guards()).state
+    return (state, events) if state.status in ("DONE", "FAILED") else None
+
+
 def _run_task(args: argparse.Namespace, task: Any, log_path: str | None) -> Any:
+    """Run one task; with a log that holds this task's stopped run, resume that run instead."""
     from labkit.repoedit.machine import Limits, RepoEditRun, no_human
     from labkit.store import JsonlLog
 
-    if log_path and Path(log_path).exists():
-        raise LabkitError(f"{log_path} exists already", "choose a new log file; a run is never appended to another.")
     planner, versions = _planner(args, task)
     log = JsonlLog(log_path, run_id=task.id) if log_path else None
+    if log is not None and len(log):
+        print(f"resuming the stopped run in {log_path} (its copy: {copy_folder(log_path)})")
     run = RepoEditRun(project_dir(task, Path(args.tasks).parent), task.requirement, planner,
                       limits=Limits(test_timeout=args.timeout), log=log, task_id=task.id,
-                      versions=_versions(versions), approver=approve_all if args.approve_large else no_human)
-    run.run()
+                      versions=_versions(versions), approver=approve_all if args.approve_large else no_human,
+                      copy_at=copy_folder(log_path) if log_path else None)
+    try:
+        run.run()
+    except KeyboardInterrupt:
+        if log_path:
+            print("stopped; the log and the copy are kept: run the same command again to resume", flush=True)
+        raise
     return run
 
 
@@ -71,14 +100,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     tasks = load_tasks(args.tasks)
     if args.task not in tasks:
         raise LabkitError(f"no task {args.task!r} in {args.tasks}", f"choose one of: {', '.join(tasks)}.")
-    run = _run_task(args, tasks[args.task], args.log)
-    print(render_trace(run.events, prompts=args.show_prompts))
-    print(json.dumps(run_summary(run.state), sort_keys=True))
-    return 0 if run.state.status == "DONE" else 1
+    ended = finished_run(args.log) if args.log else None
+    if ended is not None:
+        state, events = ended
+        print(f"{args.log} holds a finished run; its trace:")
+    else:
+        run = _run_task(args, tasks[args.task], args.log)
+        state, events = run.state, run.events
+    print(render_trace(events, prompts=args.show_prompts))
+    print(json.dumps(run_summary(state), sort_keys=True))
+    return 0 if state.status == "DONE" else 1
 
 
 def _cmd_record(args: argparse.Namespace) -> int:
-    """Run every task of a split into ``OUT/<task>.jsonl`` and write ``OUT/summary.json``."""
+    """Run every task of a split into ``OUT/<task>.jsonl`` and write ``OUT/summary.json``.
+
+    A log already in ``OUT`` is kept: a finished run is read, a stopped one resumed."""
     from labkit.repoedit.machine import run_summary
     from labkit.repoedit.tasks import split_ids
 
@@ -88,10 +125,11 @@ def _cmd_record(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     rows = {}
     for task_id in ids:
-        run = _run_task(args, tasks[task_id], str(out / f"{task_id}.jsonl"))
-        rows[task_id] = run_summary(run.state)
-        print(f"{task_id:28} {run.state.status:6} {run.state.reason:20} test runs {run.state.test_runs}, "
-              f"calls {run.state.calls}")
+        ended = finished_run(out / f"{task_id}.jsonl")
+        state = ended[0] if ended is not None else _run_task(args, tasks[task_id], str(out / f"{task_id}.jsonl")).state
+        rows[task_id] = run_summary(state)
+        print(f"{task_id:28} {state.status:6} {state.reason:20} test runs {state.test_runs}, "
+              f"calls {state.calls}{' (recorded before)' if ended is not None else ''}")
     summary = {"planner": args.planner, "split": args.split, "runs": rows,
                "versions": _versions({}), "done": sum(r["status"] == "DONE" for r in rows.values())}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -188,7 +226,8 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--replay", metavar="CASSETTE", help="model planner: answer from this cassette, never a model")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core)")
     p.add_argument("--tasks", default=str(DEFAULT_TASK_FILE), help="the task file (default data/repos/tasks.yaml)")
-    p.add_argument("--log", help="write the run's events to this new JSONL file (replay it with `labkit replay`)")
+    p.add_argument("--log", help="write the run's events to this JSONL file (replay it with `labkit replay`); "
+                   "the copy is kept beside it until the run ends, and the same command resumes a stopped run")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds a test run may take (default 60)")
     p.add_argument("--approve-large", action="store_true", help="approve edits over the size limit (you are "
                    "the human of HUMAN_APPROVAL); without it they are rejected")
