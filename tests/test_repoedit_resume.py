@@ -193,18 +193,15 @@ def test_a_copy_changed_behind_the_runs_back_is_refused(tmp_path):
     assert path.read_bytes() == before
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda: {"limits": Limits(fix_budget=2)}, "other settings"),
-    (lambda: {"task_id": "another-task"}, "other settings"),
-])
-def test_a_log_of_other_settings_is_refused_and_left_as_it_was(change, message, tmp_path):
+@pytest.mark.parametrize("change", [{"limits": Limits(fix_budget=2)}, {"task_id": "another-task"}])
+def test_a_log_of_other_settings_is_refused_and_left_as_it_was(change, tmp_path):
     path, at = tmp_path / "run.jsonl", tmp_path / "run.copy"
     answer, limits = SCENARIOS["rollback"]
     with pytest.raises(KeyboardInterrupt):
         start(answer, limits, StopAfter(path, 6), at)[0].run()
     before = path.read_bytes()
-    kwargs = {"limits": limits, "task_id": WORDS.id, **change()}
-    with pytest.raises(LabkitError, match=message):
+    kwargs = {"limits": limits, "task_id": WORDS.id, **change}
+    with pytest.raises(LabkitError, match="other settings"):
         RepoEditRun(project_dir(WORDS), WORDS.requirement, ScriptedPlanner(answer, answer),
                     log=JsonlLog(path, run_id=WORDS.id), copy_at=at, **kwargs)
     assert path.read_bytes() == before

@@ -57,16 +57,15 @@ def copy_folder(log_path: str | Path) -> Path:
 
 def finished_run(log_path: str | Path) -> Any:
     """The reduced state of the run a log holds when that run has ended (DONE or FAILED), else None."""
-    from labkit import catalog
     from labkit.reducer import replay
+    from labkit.repoedit.machine import TABLE_NAME, TABLES
     from labkit.store import load_events
 
     path = Path(log_path)
     if not path.exists():
         return None
     events = load_events(path)
-    entry = catalog.lookup("repoedit")
-    assert entry is not None
+    entry = TABLES[TABLE_NAME]
     state = replay(events, entry.reduce, entry.empty(), entry.invariants(), entry.table(), entry.guards()).state
     return (state, events) if state.status in ("DONE", "FAILED") else None
 
