@@ -43,7 +43,7 @@ def test_the_oracle_planner_offers_its_fix_once_and_aborts_a_fix_round():
     view = EditView("r", "inventory.py", "why", "text")
     assert json.loads(planner.propose_edit(view).raw)["status"] == "ok"
     assert json.loads(planner.propose_edit(view).raw)["status"] == "abort"  # offered once
-    fix_round = EditView("r", "report.py", "why", "text", failure="E   AttributeError")
+    fix_round = EditView("r", "report.py", "why", "text", failure="E   AttributeError", first=False)
     assert json.loads(planner.propose_edit(fix_round).raw)["status"] == "abort"
 
 

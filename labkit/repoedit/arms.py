@@ -24,11 +24,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.repoedit.arm_io import ArmEnd, ArmInputs, discard_on_error
+from labkit.repoedit.features import ALL as ALL_FEATURES
+from labkit.repoedit.features import FEATURES
 from labkit.repoedit.free_loop import loop_head, run_free_loop
 from labkit.repoedit.machine import RepoEditRun
-from labkit.repoedit.planners import EDIT_HEAD, EditView, ModelPlanner, OraclePlanner, Planner, PlanView, Proposal
+from labkit.repoedit.planners import (
+    DEFINITION_HEAD,
+    EDIT_HEAD,
+    EditView,
+    ModelPlanner,
+    OraclePlanner,
+    Planner,
+    PlanView,
+    Proposal,
+)
 from labkit.repoedit.prompt_only import HEAD as PROMPT_ONLY_HEAD
 from labkit.repoedit.prompt_only import run_prompt_only
+from labkit.repoedit.prompt_whole import HEAD as PROMPT_WHOLE_HEAD
+from labkit.repoedit.prompt_whole import run_prompt_whole
 from labkit.store import JsonlLog
 
 
@@ -62,15 +75,17 @@ class NoopPlanner:
         return Proposal(json.dumps({"status": "skip", "reason": "the noop planner changes nothing"}))
 
 
-def _machine_run(planner_for: Callable[[ArmInputs], Planner]) -> Callable[[ArmInputs], ArmEnd]:
-    """A machine arm's run: the repo-editing machine with ``planner_for(inputs)``, its copy kept for the verifier."""
+def _machine_run(planner_for: Callable[[ArmInputs], Planner],
+                 features: frozenset[str] = frozenset()) -> Callable[[ArmInputs], ArmEnd]:
+    """A machine arm's run: the repo-editing machine with ``planner_for(inputs)`` and ``features``, its copy
+    kept for the verifier."""
 
     def run(inputs: ArmInputs) -> ArmEnd:
         log = JsonlLog(inputs.log_path, run_id=inputs.task.id) if inputs.log_path else None
         versions = _backend_versions(inputs)
         machine = RepoEditRun(inputs.source, inputs.task.requirement, planner_for(inputs), limits=inputs.limits,
                               log=log, clock=inputs.clock, python=inputs.python, task_id=inputs.task.id,
-                              keep=True, versions=versions)
+                              keep=True, versions=versions, features=features)
         with discard_on_error(machine.workspace):
             state = machine.run()
         return ArmEnd(f"{state.status}: {state.reason}", machine.workspace, test_runs=state.test_runs,
@@ -104,5 +119,30 @@ ARMS: dict[str, Arm] = {arm.name: arm for arm in (
     Arm("machine_noop", "machine + noop", False, True, _machine_run(lambda i: NoopPlanner()),
         "the machine with a planner that skips every edit: what the machine alone fixes"),
 )}
+
+
+def _plus_head(features: frozenset[str]) -> Callable[[int], str]:
+    return lambda budget: DEFINITION_HEAD if "definition_edit" in features else EDIT_HEAD
+
+
+def _machine_plus(name: str, label: str, features: frozenset[str], about: str) -> Arm:
+    return Arm(name, label, True, True, _machine_run(_model_planner, features), about, _plus_head(features))
+
+
+ARMS.update({arm.name: arm for arm in (
+    Arm("prompt_whole", "prompt-only, whole files", True, False, run_prompt_whole,
+        "one chat prompt with every source file and the failing output, answered with whole files",
+        lambda budget: PROMPT_WHOLE_HEAD),
+    _machine_plus("machine_plus", "machine+ (every feature)", ALL_FEATURES,
+                  "the machine with every feature of labkit.repoedit.features"),
+    *(_machine_plus(f"machine_plus_no_{f.name}", f"machine+ without {f.name}", ALL_FEATURES - {f.name},
+                    f"ablation: machine_plus without {f.name} ({f.about})") for f in FEATURES),
+    Arm("machine_plus_oracle", "machine+ + oracle", False, True,
+        _machine_run(lambda i: OraclePlanner(i.task), ALL_FEATURES),
+        "the machine with every feature and the known fix (in the definition contract): the ceiling"),
+)})
+"""The machine with its features (``machine_plus``), one ablation arm per feature, and the whole-file baseline.
+``machine_model`` stays the machine as first recorded: every feature off."""
 MODEL_ARMS = tuple(name for name, arm in ARMS.items() if arm.uses_model)
-DEFAULT_ARMS = (*MODEL_ARMS, "machine_oracle")
+ABLATION_ARMS = tuple(f"machine_plus_no_{f.name}" for f in FEATURES)
+DEFAULT_ARMS = (*(a for a in MODEL_ARMS if a not in ABLATION_ARMS), "machine_oracle", "machine_plus_oracle")

@@ -93,20 +93,82 @@ class EditCase:
     path: str
     edits: tuple[SearchReplace, ...]
     diff_limit: int = DEFAULT_DIFF_LIMIT
+    tolerant: bool = False  # the machine's tolerant_match feature: see :func:`tolerant_replace`
 
     def before(self) -> str:
         return (self.root / self.path).read_text(encoding="utf-8")
 
     def after(self) -> tuple[str | None, str | None]:
         """The new file text, or None and why the edits do not apply (each search must occur once)."""
+        text, error, _ = self.resolve()
+        return text, error
+
+    def resolve(self) -> tuple[str | None, str | None, tuple[str, ...]]:
+        """:meth:`after` plus the normalisations a ``tolerant`` case needed to find each search text."""
         text = self.before()
+        notes: list[str] = []
         for number, edit in enumerate(self.edits, 1):
             count = text.count(edit.search)
-            if count != 1:
+            if count == 1:
+                text = text.replace(edit.search, edit.replace, 1)
+                continue
+            found = tolerant_replace(text, edit.search, edit.replace) if self.tolerant and count == 0 else None
+            if found is None:
                 where = "does not occur" if count == 0 else f"occurs {count} times"
-                return None, f"edit {number}: the search text {where} in {self.path} ({edit.search[:60]!r})"
-            text = text.replace(edit.search, edit.replace, 1)
-        return text, None
+                return None, f"edit {number}: the search text {where} in {self.path} ({edit.search[:60]!r})", ()
+            text, how = found
+            notes += [f"edit {number}: {note}" for note in how]
+        return text, None, tuple(notes)
+
+
+_QUOTES = str.maketrans("'", '"')
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def tolerant_replace(text: str, search: str, replace: str) -> tuple[str, tuple[str, ...]] | None:
+    """Replace the one block of ``text`` that equals ``search`` up to quotes and indentation, or None.
+
+    Lines are compared stripped of their indentation, with ``'`` read as ``"``; blank lines must be
+    blank on both sides. The match must be unique. ``replace`` is re-based by the indentation the
+    block really has (its first line against the search's first line), so a model that copied a
+    method without its class indentation still writes it in place. The normalisations are returned
+    so that the edit's event can say exactly what was not literal.
+    """
+    want = [line.strip().translate(_QUOTES) for line in search.strip("\n").splitlines()]
+    if not want or not any(want):
+        return None
+    lines = text.splitlines(keepends=True)
+    have = [line.strip().translate(_QUOTES) for line in lines]
+    starts = [i for i in range(len(lines) - len(want) + 1) if have[i:i + len(want)] == want]
+    if len(starts) != 1:
+        return None
+    start = starts[0]
+    block = lines[start:start + len(want)]
+    first_search = search.strip("\n").splitlines()[0]
+    shift = _indent(block[0]) - _indent(first_search)
+    notes: list[str] = []
+    literal = [line.rstrip("\n") for line in block]
+    wanted = search.strip("\n").splitlines()
+    if [line.strip() for line in literal] != [line.strip() for line in wanted]:
+        notes.append("quote style differed (' and \" read alike)")
+    if shift:
+        notes.append(f"indentation re-based by {shift:+d} spaces")
+    elif [_indent(a) for a in literal] != [_indent(b) for b in wanted]:
+        notes.append("indentation inside the block differed")
+    new_lines = []
+    for line in replace.strip("\n").splitlines():
+        if not line.strip():
+            new_lines.append("")
+        elif shift >= 0:
+            new_lines.append(" " * shift + line)
+        else:
+            new_lines.append(line[min(-shift, _indent(line)):])
+    ending = "\n" if block[-1].endswith("\n") else ""
+    new_text = "".join(lines[:start]) + "\n".join(new_lines) + ending + "".join(lines[start + len(want):])
+    return new_text, tuple(notes)
 
 
 def changed_lines(before: str, after: str) -> int:

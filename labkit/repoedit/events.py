@@ -42,6 +42,8 @@ class Proposed(Event):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    temperature: float = 0.0  # above 0: a sampled answer (sampled_repair), reproduced by ``seed``
+    seed: int = 0
 
 
 @register_event
@@ -62,6 +64,7 @@ class PlanAccepted(Event):
 
     type: Literal["repo_plan"] = "repo_plan"
     steps: list[dict[str, str]]
+    by: str = "planner"  # "code" when the project left no choice (code_plan): no model was asked
 
 
 @register_event
@@ -74,6 +77,8 @@ class EditApplied(Event):
     changed_lines: int
     digest: str
     approved_by: str = "guards"
+    normalised: list[str] = Field(default_factory=list)  # what a tolerant match read alike, said, never hidden
+    definitions: list[str] = Field(default_factory=list)  # the definitions replaced whole (definition_edit)
 
 
 @register_event

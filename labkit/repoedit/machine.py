@@ -14,9 +14,10 @@ found through :attr:`RepoEditRun.handlers` (one declaration per state, no if-cha
 
 from __future__ import annotations
 
+import json
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from labkit.events import Event, RunStarted, Transitioned
 from labkit.invariants import Invariant
 from labkit.machine import LabMachine
 from labkit.reducer import Guard, TableEntry
+from labkit.repoedit.definitions import blamed, definition_edit, definitions
 from labkit.repoedit.edits import (
     EditCase,
     EditProposal,
@@ -51,10 +53,12 @@ from labkit.repoedit.events import (
     TestsRan,
     reduce_repoedit,
 )
+from labkit.repoedit.features import checked
 from labkit.repoedit.index import index_project, is_test_path
 from labkit.repoedit.notes import Notes, notes_from
-from labkit.repoedit.planners import EditView, Planner, PlanView, parse_proposal
+from labkit.repoedit.planners import DefinitionProposal, EditView, Planner, PlanView, parse_proposal, strip_fence
 from labkit.repoedit.routing import locate_failure, route_after_tests
+from labkit.repoedit.tasks import SearchReplace
 from labkit.repoedit.tools import EditResult, FileText, RollbackResult, ToolContext, call_tool
 from labkit.repoedit.workspace import Workspace
 from labkit.store import EventLog
@@ -173,8 +177,9 @@ class RepoEditRun:
                  log: EventLog | None = None, clock: Callable[[], float] = time.time,
                  approver: Approver = no_human, python: str = sys.executable, task_id: str = "",
                  keep: bool = False, versions: Mapping[str, str] | None = None,
-                 copy_at: str | Path | None = None) -> None:
+                 copy_at: str | Path | None = None, features: Iterable[str] = ()) -> None:
         self.source = Path(source)
+        self.features = checked(features)
         self.requirement = requirement
         self.planner = planner
         self.limits = limits
@@ -185,6 +190,8 @@ class RepoEditRun:
                   "plan_budget": limits.plan_budget, "edit_budget": limits.edit_budget,
                   "fix_budget": limits.fix_budget, "diff_limit": limits.diff_limit,
                   "test_timeout": limits.test_timeout}
+        if self.features:  # absent for the machine as first recorded, so its logs still resume
+            params["features"] = sorted(self.features)
         existing = list(log.events) if log is not None else []
         if existing:
             _check_resumable(existing, params)
@@ -205,6 +212,10 @@ class RepoEditRun:
             "DISCOVER_PROJECT": self._discover, "PLAN_CHANGE": self._plan, "EDIT_FILE": self._edit,
             "HUMAN_APPROVAL": self._approval, "RUN_TESTS": self._run_tests, "ROLLBACK_OR_FIX": self._rollback,
         }
+
+    def on(self, feature: str) -> bool:
+        """Whether this run has ``feature`` (:mod:`~labkit.repoedit.features`)."""
+        return feature in self.features
 
     @property
     def state(self) -> RepoEditState:
@@ -270,7 +281,7 @@ class RepoEditRun:
                 raise LabkitError(f"the working copy {self.workspace.root} holds other files than the run indexed",
                                   "it was changed outside the run; start a new run with a new log.")
             self.ctx = ToolContext(self.workspace, index, indexed.digest, diff_limit=self.limits.diff_limit,
-                                   planned=frozenset(self.state.plan))
+                                   planned=frozenset(self.state.plan), tolerant=self.on("tolerant_match"))
         since: list[Event] = []  # what the stopped step recorded after its state's last transition
         for event in reversed(self.events):
             if isinstance(event, Transitioned | RunStarted):
@@ -304,7 +315,8 @@ class RepoEditRun:
         assert isinstance(event, TestsRan)
         return event
 
-    def _propose(self, state: str, file: str, ask: Callable[[], Any]) -> str | None:
+    def _propose(self, state: str, file: str, ask: Callable[[], Any], temperature: float = 0.0,
+                 seed: int = 0) -> str | None:
         """The planner's raw answer, recorded; None when the planner raised.
 
         A planner that raises (a bug, a backend error) is one more typed refusal, ``planner_error``,
@@ -325,7 +337,7 @@ class RepoEditRun:
                                      attempt=self.state.attempts + 1, prompt=proposal.prompt, raw=proposal.raw,
                                      prompt_tokens=proposal.prompt_tokens,
                                      completion_tokens=proposal.completion_tokens,
-                                     seconds=round(proposal.seconds, 3)))
+                                     seconds=round(proposal.seconds, 3), temperature=temperature, seed=seed))
         return str(proposal.raw)
 
     def _refuse(self, state: str, refusal: Refusal, file: str = "") -> None:
@@ -385,7 +397,8 @@ class RepoEditRun:
         if self.ctx is None:  # a resumed run that stopped after indexing has its context already
             index = index_project(self.workspace.root)
             digest = self.workspace.digest()
-            self.ctx = ToolContext(self.workspace, index, digest, diff_limit=self.limits.diff_limit)
+            self.ctx = ToolContext(self.workspace, index, digest, diff_limit=self.limits.diff_limit,
+                                   tolerant=self.on("tolerant_match"))
             if self._settle(self.machine.record(RepoIndexed(source=index.to_dict()["source"],
                                                             tests=list(index.test_files), digest=digest))):
                 return
@@ -393,10 +406,17 @@ class RepoEditRun:
 
     def _plan(self) -> None:
         assert self.ctx is not None
+        sources = self.ctx.index.source_files
+        if self.on("code_plan") and len(sources) == 1:  # no choice to make: code plans, no model is asked
+            self.ctx.planned = frozenset(sources)
+            self._settle(self.machine.record(PlanAccepted(steps=[{"file": sources[0],
+                                                                  "why": "the only source file"}], by="code")))
+            return
         notes = self.notes
         failing = tuple(f"{node}: {notes.baseline.details.get(node, '')}".strip()[:200]
                         for node in notes.baseline.failed)
-        view = PlanView(self.requirement, self.ctx.index.summary(), failing, notes.refused)
+        view = PlanView(self.requirement, self.ctx.index.summary(), failing, notes.refused,
+                        menu=sources if self.on("closed_plan") else (), example=self.on("plan_example"))
         raw = self._propose("PLAN_CHANGE", "", lambda: self.planner.propose_plan(view))
         if raw is None:
             return
@@ -411,28 +431,68 @@ class RepoEditRun:
         self.ctx.planned = frozenset(s["file"] for s in steps)
         self._settle(self.machine.record(PlanAccepted(steps=steps)))
 
+    def _edit_view(self, path: str, content: str) -> tuple[EditView, str]:
+        """What the planner is shown for ``path``, and the file the failure blames ('' if none).
+
+        The features decide what goes in: the failing output on the first edit, the file's
+        definitions (the blamed ones first), the previous answer on a retry, a sampled retry."""
+        assert self.ctx is not None
+        notes = self.notes
+        first = not notes.failure  # not a targeted fix round
+        output = notes.failure or notes.baseline.output
+        suspect = path if not first else (locate_failure(notes.baseline.output, notes.baseline.failed,
+                                                         tuple(notes.steps), self.ctx.index) or "")
+        failure = notes.failure
+        if first and self.on("first_failure"):
+            failure = notes.baseline.output[-self.limits.failure_chars:]
+        names = tuple(d.name for d in definitions(content)) if self.on("definition_edit") else ()
+        pointed = blamed(path, content, output) if names else ()
+        names = (*pointed, *(n for n in names if n not in pointed))
+        retry = self.state.attempts > 0 or not first
+        previous = self._previous_answer(path) if retry and self.on("repair_feedback") else ""
+        sampled = retry and self.on("sampled_repair")
+        view = EditView(self.requirement, path, notes.steps.get(path, ""), content, failure, notes.refused,
+                        definitions=names, blamed=pointed, previous=previous,
+                        temperature=0.7 if sampled else 0.0,
+                        seed=sum(isinstance(e, Proposed) for e in self.events) if sampled else 0, first=first)
+        return view, suspect
+
+    def _previous_answer(self, path: str) -> str:
+        """The last answer proposed for ``path`` and what became of it (refused, or applied and then red)."""
+        for event in reversed(self.events):
+            if isinstance(event, Proposed) and event.state == "EDIT_FILE" and event.file == path:
+                return str(event.raw)[:1200]
+        return ""
+
     def _edit(self) -> None:
         assert self.ctx is not None
         path = self.state.queue[0]
         read = call_tool("read_file", self.ctx, {"path": path})
         content = read.text if isinstance(read, FileText) else ""
-        notes = self.notes
-        view = EditView(self.requirement, path, notes.steps.get(path, ""), content, notes.failure, notes.refused)
-        raw = self._propose("EDIT_FILE", path, lambda: self.planner.propose_edit(view))
+        view, suspect = self._edit_view(path, content)
+        raw = self._propose("EDIT_FILE", path, lambda: self.planner.propose_edit(view), view.temperature, view.seed)
         if raw is None:
             return
-        proposal, refusal = parse_proposal(raw, EditProposal)
-        if refusal is not None or proposal is None:
-            assert refusal is not None
+        if view.definitions:
+            changes, refusal, status, reason = self._definition_changes(raw, content)
+        else:
+            proposal, refusal = parse_proposal(raw, EditProposal)
+            changes = proposal.edits if proposal else ()
+            status, reason = (proposal.status, proposal.reason) if proposal else ("", "")
+        if refusal is not None:
             self._refuse("EDIT_FILE", refusal, path)
             return
-        if proposal.status == "abort":
-            self.machine.fire("abort", file=path, reason=proposal.reason or "the planner aborted")
+        if status == "abort":
+            self.machine.fire("abort", file=path, reason=reason or "the planner aborted")
             return
-        if proposal.status == "skip":
-            self._settle(self.machine.record(EditSkipped(file=path, reason=proposal.reason)))
+        if status == "skip":
+            if self.on("blamed_skip") and path == suspect:
+                self._refuse("EDIT_FILE", Refusal("blamed_skip", f"the failing tests point at {path}",
+                                                  "change this file: the failure is raised here."), path)
+                return
+            self._settle(self.machine.record(EditSkipped(file=path, reason=reason)))
             return
-        edits = [e.model_dump() for e in proposal.edits]
+        edits = [e.model_dump() for e in changes]
         if not edits:
             self._refuse("EDIT_FILE", Refusal("schema_invalid", "status 'ok' with no edits",
                                               "give at least one search/replace edit."), path)
@@ -440,18 +500,35 @@ class RepoEditRun:
         result = call_tool("apply_edit", self.ctx, {"path": path, "edits": edits})
         if isinstance(result, Refusal) and needs_human(result):
             before, after = content, EditCase(self.workspace.root, self.ctx.index, self.ctx.planned, path,
-                                              proposal.edits).after()[0] or content
+                                              tuple(changes), tolerant=self.ctx.tolerant).after()[0] or content
             self._settle(self.machine.record(ApprovalRequested(file=path, changed_lines=changed_lines(before, after),
                                                                diff=unified_diff(path, before, after), edits=edits)))
         elif isinstance(result, Refusal):
             self._refuse("EDIT_FILE", result, path)
         else:
-            self._applied(result, "guards")
+            named = [] if not view.definitions else [d["name"] for d in json.loads(strip_fence(raw))["definitions"]]
+            self._applied(result, "guards", named)
 
-    def _applied(self, result: EditResult, by: str) -> None:
+    def _definition_changes(self, raw: str, content: str) -> tuple[tuple[SearchReplace, ...], Refusal | None,
+                                                                   str, str]:
+        """The definition contract's answer as search/replace edits (or the refusal), its status and reason."""
+        proposal, refusal = parse_proposal(raw, DefinitionProposal)
+        if proposal is None:
+            return (), refusal, "", ""
+        changes = []
+        for change in proposal.definitions:
+            edit, why, _ = definition_edit(content, change.name, change.code)
+            if edit is None:
+                return (), Refusal("bad_definition", why, "name a definition from the list and write it out "
+                                                         "whole: its def or class line and its whole body."), "", ""
+            changes.append(edit)
+        return (*changes, *proposal.edits), None, proposal.status, proposal.reason
+
+    def _applied(self, result: EditResult, by: str, named: list[str] | None = None) -> None:
         event = self.machine.record(EditApplied(file=result.path, diff=result.diff,
                                                 changed_lines=result.changed_lines, digest=result.digest,
-                                                approved_by=by))
+                                                approved_by=by, normalised=list(result.normalised),
+                                                definitions=named or []))
         self.workspace.commit(f"edit {result.path}")
         self._settle(event)
 

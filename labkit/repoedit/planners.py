@@ -13,14 +13,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from labkit.llm.backend import Backend
 from labkit.llm.parse import parse_json_output
+from labkit.repoedit.definitions import definitions
 from labkit.repoedit.edits import EditProposal, PlanProposal, Refusal
-from labkit.repoedit.tasks import RepoTask
+from labkit.repoedit.tasks import RepoTask, SearchReplace
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -42,6 +43,8 @@ class PlanView:
     files: str  # the index summary: one line per source file with its symbols
     failing: tuple[str, ...]  # baseline failures: "node id: short message"
     refused: str = ""  # why the previous proposal was refused, if it was
+    menu: tuple[str, ...] = ()  # closed_plan: the files a plan may name (the grammar's enum); empty: any text
+    example: bool = False  # plan_example: show the worked example
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,14 @@ class EditView:
     path: str
     why: str
     content: str
-    failure: str = ""  # test output on a targeted fix
+    failure: str = ""  # test output on a targeted fix (and on the first edit, with first_failure)
     refused: str = ""
+    definitions: tuple[str, ...] = ()  # definition_edit: the file's definitions, the blamed ones first
+    blamed: tuple[str, ...] = ()  # the definitions the failing output points at
+    previous: str = ""  # repair_feedback: the previous answer for this file and what became of it
+    temperature: float = 0.0  # sampled_repair: above 0 after a greedy answer failed
+    seed: int = 0
+    first: bool = True  # the file's first edit in the run (False on a targeted fix)
 
 
 class Planner(Protocol):
@@ -106,9 +115,18 @@ class OraclePlanner:
 
     def propose_edit(self, view: EditView) -> Proposal:
         fix = next((f for f in self.task.oracle if f.path == view.path), None)
-        if fix is None or view.failure or view.path in self._done:
+        if fix is None or view.path in self._done or (view.failure and not view.first):
             return Proposal(json.dumps({"status": "abort", "reason": "the known fix has nothing more to offer"}))
         self._done.add(view.path)
+        if view.definitions:  # the definition contract: the known fix's changed definitions, written out whole
+            spans = [(d.first, d.last) for d in definitions(view.content)]
+            inside = [e for e in fix.edits if _line_of(view.content, e.search) in
+                      {n for a, b in spans for n in range(a, b + 1)}]
+            outside = [e.model_dump() for e in fix.edits if e not in inside]
+            answer: dict[str, Any] = {"status": "ok", "definitions": as_definitions(view.content, tuple(inside))}
+            if outside:
+                answer["edits"] = outside
+            return Proposal(json.dumps(answer))
         return Proposal(json.dumps({"status": "ok", "edits": [e.model_dump() for e in fix.edits]}))
 
 
@@ -204,34 +222,156 @@ EDIT_HEAD = EDIT_PROMPT.split("Your file:\n", 1)[0].replace("{{", "{").replace("
 """The part of every edit prompt no task changes (a backend may keep its evaluated state: ``prefixes``)."""
 
 
+PLAN_EXAMPLE = """Example, on another project:
+Requirement: add(a, b) must return the sum of a and b.
+Failing tests:
+tests/test_calc.py::test_add: assert -1 == 5
+Source files and their definitions:
+calc.py: add(), sub()
+cli.py: main()
+JSON: {"steps": [{"file": "calc.py", "why": "add subtracts instead of adding"}]}
+
+Your project:
+"""
+"""The plan step's worked example (plan_example), on a project that is none of the tasks'."""
+
+_EXAMPLE_DEFINITIONS = json.dumps({"status": "ok", "definitions": [
+    {"name": "add", "code": EXAMPLE.before.replace(EXAMPLE.search, EXAMPLE.replace)}]})
+DEFINITION_PROMPT = """You fix one file of a small Python project by rewriting whole definitions.
+Reply with JSON only, shaped like
+{{"status": "ok", "definitions": [{{"name": "<a definition of the file>", "code": "<the whole new definition>"}}]}}
+or {{"status": "skip", "reason": "<why>"}} if this file needs no change.
+A line outside every definition (an import) is changed with "edits": [{{"search": "<the line>", "replace": "<new>"}}].
+Write each definition out completely (its def or class line and its whole body), changed where it must change.
+
+Example, on another project:
+""" + format_safe(f"""Requirement: {EXAMPLE.requirement}
+Plan for {EXAMPLE.path}: {EXAMPLE.why}
+{EXAMPLE.file_block()}
+Definitions: add
+JSON: {_EXAMPLE_DEFINITIONS}
+""") + """
+Your file:
+Requirement: {requirement}
+Plan for {path}: {why}
+{path}:
+```python
+{content}
+```
+Definitions: {definitions}
+{blamed}{failure}{previous}{refused}JSON:"""
+DEFINITION_HEAD = DEFINITION_PROMPT.split("Your file:\n", 1)[0].replace("{{", "{").replace("}}", "}") + "Your file:\n"
+
+
+class DefinitionChange(BaseModel):
+    """One definition written out whole: its name from the file's list, and its new code."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    code: str = Field(min_length=1)
+
+
+class DefinitionProposal(BaseModel):
+    """EDIT_FILE's contract under ``definition_edit``: whole definitions by name, ``skip`` or ``abort``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: Literal["ok", "skip", "abort"]
+    definitions: tuple[DefinitionChange, ...] = Field(default=(), max_length=3)
+    edits: tuple[SearchReplace, ...] = Field(default=(), max_length=3)  # lines outside any definition (imports)
+    reason: str = ""
+
+
+def closed_schema(model: type[BaseModel], field: str, choices: tuple[str, ...]) -> dict[str, Any]:
+    """``model``'s JSON schema with ``field`` (wherever it is declared) limited to ``choices``: a closed set
+    the grammar enforces, so a model cannot name a file or definition that does not exist."""
+    schema = model.model_json_schema()
+    for part in [schema, *schema.get("$defs", {}).values()]:
+        if field in part.get("properties", {}):
+            part["properties"][field] = {"type": "string", "enum": list(choices)}
+    return schema
+
+
+def _line_of(text: str, search: str) -> int:
+    """The 1-based line where ``search`` starts in ``text`` (0 if absent)."""
+    at = text.find(search)
+    return text.count("\n", 0, at) + 1 if at >= 0 else 0
+
+
+def as_definitions(content: str, edits: tuple[SearchReplace, ...]) -> list[dict[str, str]]:
+    """The definitions that ``edits`` change in ``content``, written out whole (the oracle's answer in the
+    definition contract). Definitions are paired by position when the count is unchanged (so a rename
+    is the old name with the new code), else by name."""
+    after = content
+    for edit in edits:
+        after = after.replace(edit.search, edit.replace, 1)
+    old_defs, new_defs = definitions(content), definitions(after)
+    old_lines, new_lines = content.splitlines(keepends=True), after.splitlines(keepends=True)
+    by_name = {d.name: d for d in old_defs}
+    pairs = (list(zip(old_defs, new_defs, strict=True)) if len(old_defs) == len(new_defs)
+             else [(by_name.get(n.name), n) for n in new_defs])
+    changed: list[dict[str, str]] = []
+    for prior, new in pairs:
+        code = "".join(new_lines[new.first - 1:new.last])
+        same = prior is not None and "".join(old_lines[prior.first - 1:prior.last]) == code
+        inside_changed_class = any(new.name.startswith(c["name"] + ".") for c in changed)
+        if not same and not inside_changed_class:
+            changed.append({"name": prior.name if prior is not None else new.name, "code": code})
+    return changed
+
+
 class ModelPlanner:
-    """Asks a :class:`~labkit.llm.backend.Backend` per state, greedy, under each contract's JSON schema.
+    """Asks a :class:`~labkit.llm.backend.Backend` per state, under each contract's JSON schema.
 
     Each prompt holds one state's context only: the plan prompt the requirement, the failing tests
     and the index summary (names, no code); the edit prompt the requirement, one plan line and one
-    file (plus the test output on a targeted fix, and the previous refusal on a retry).
+    file (plus the test output on a targeted fix, and the previous refusal on a retry). What the
+    view carries decides the contract: a ``menu`` closes the plan's file names, ``definitions`` asks
+    for whole definitions instead of search texts, a ``temperature`` samples with the view's seed.
     """
 
     name = "model"
 
-    def __init__(self, backend: Backend, *, plan_tokens: int = 160, edit_tokens: int = 320) -> None:
+    def __init__(self, backend: Backend, *, plan_tokens: int = 160, edit_tokens: int = 320,
+                 definition_tokens: int = 600) -> None:
         self.backend = backend
         self.plan_tokens = plan_tokens
         self.edit_tokens = edit_tokens
+        self.definition_tokens = definition_tokens
 
-    def _ask(self, prompt: str, schema: dict[str, Any], max_tokens: int) -> Proposal:
-        done = self.backend.complete(prompt, max_tokens=max_tokens, schema=schema, temperature=0.0)
+    def _ask(self, prompt: str, schema: dict[str, Any], max_tokens: int, temperature: float = 0.0,
+             seed: int = 0) -> Proposal:
+        done = self.backend.complete(prompt, max_tokens=max_tokens, schema=schema, temperature=temperature,
+                                     seed=seed)
         return Proposal(done.text, prompt, done.prompt_tokens, done.completion_tokens, done.seconds)
 
     def propose_plan(self, view: PlanView) -> Proposal:
         refused = f"Your previous answer was refused: {view.refused}\n" if view.refused else ""
         prompt = PLAN_PROMPT.format(requirement=view.requirement, files=view.files,
                                     failing="\n".join(view.failing) or "(none)", refused=refused)
-        return self._ask(prompt, PlanProposal.model_json_schema(), self.plan_tokens)
+        if view.example:
+            head, rest = prompt.split("Requirement: ", 1)
+            prompt = head + PLAN_EXAMPLE + "Requirement: " + rest
+        schema = (closed_schema(PlanProposal, "file", view.menu) if view.menu
+                  else PlanProposal.model_json_schema())
+        return self._ask(prompt, schema, self.plan_tokens)
 
     def propose_edit(self, view: EditView) -> Proposal:
         failure = f"The tests still fail:\n{view.failure}\n" if view.failure else ""
+        if view.failure and view.first:
+            failure = f"The failing tests' output:\n{view.failure}\n"
         refused = f"Your previous answer was refused: {view.refused}\n" if view.refused else ""
+        previous = f"Your previous answer for this file:\n{view.previous}\n" if view.previous else ""
+        if view.definitions:
+            blamed = f"The failure points at: {', '.join(view.blamed)}\n" if view.blamed else ""
+            prompt = DEFINITION_PROMPT.format(requirement=view.requirement, path=view.path, why=view.why,
+                                              content=view.content.rstrip("\n"),
+                                              definitions=", ".join(view.definitions), blamed=blamed,
+                                              failure=failure, previous=previous, refused=refused)
+            schema = closed_schema(DefinitionProposal, "name", view.definitions)
+            return self._ask(prompt, schema, self.definition_tokens, view.temperature, view.seed)
         prompt = EDIT_PROMPT.format(requirement=view.requirement, path=view.path, why=view.why,
-                                    content=view.content.rstrip("\n"), failure=failure, refused=refused)
-        return self._ask(prompt, EditProposal.model_json_schema(), self.edit_tokens)
+                                    content=view.content.rstrip("\n"), failure=failure + previous,
+                                    refused=refused)
+        return self._ask(prompt, EditProposal.model_json_schema(), self.edit_tokens, view.temperature, view.seed)

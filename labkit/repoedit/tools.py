@@ -75,6 +75,7 @@ class EditResult:
     diff: str
     changed_lines: int
     digest: str
+    normalised: tuple[str, ...] = ()  # what a tolerant match read alike (quotes, indentation), edit by edit
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ class ToolContext:
 
     ``guards``: the edit guards ``apply_edit`` checks (the machine: all of them; an arm without the
     machine: :data:`~labkit.repoedit.edits.PHYSICAL_GUARDS`, which only keep writes inside the copy).
+    ``tolerant``: search texts are matched up to quotes and indentation (the machine's ``tolerant_match``).
     """
 
     workspace: Workspace
@@ -102,6 +104,7 @@ class ToolContext:
     planned: frozenset[str] = frozenset()
     diff_limit: int = DEFAULT_DIFF_LIMIT
     guards: tuple[Guard, ...] = EDIT_GUARDS
+    tolerant: bool = False
 
     @property
     def root(self) -> Path:
@@ -135,16 +138,16 @@ def _read_file(ctx: ToolContext, args: ReadFileArgs) -> FileText | Refusal:
 
 def _apply_edit(ctx: ToolContext, args: ApplyEditArgs) -> EditResult | Refusal:
     guards = tuple(g for g in ctx.guards if not (args.approved and g.to_human))
-    case = EditCase(ctx.root, ctx.index, ctx.planned, args.path, args.edits, ctx.diff_limit)
+    case = EditCase(ctx.root, ctx.index, ctx.planned, args.path, args.edits, ctx.diff_limit, ctx.tolerant)
     refusal = check_edit(case, guards)
     if refusal is not None:
         return refusal
     before = case.before()
-    after, _ = case.after()
+    after, _, normalised = case.resolve()
     assert after is not None  # the does_not_apply guard passed
     (ctx.root / args.path).write_text(after, encoding="utf-8")
     return EditResult(args.path, unified_diff(args.path, before, after), changed_lines(before, after),
-                      ctx.workspace.digest())
+                      ctx.workspace.digest(), normalised)
 
 
 def _run_tests(ctx: ToolContext, args: RunTestsArgs) -> TestRun:

@@ -37,6 +37,7 @@ class Baseline:
     hashes: dict[str, str]
     source_digest: str
     details: dict[str, str]  # failing node id -> its short failure message
+    output: str = ""  # the failing run's output tail (what the machine's first edit and prompt_whole are shown)
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ def measure_baseline(source: Path, *, python: str = sys.executable, timeout: flo
     """Run the shipped project's tests once in a throw-away copy and hash its files."""
     with Workspace(source, python=python) as ws:
         run = ws.run_tests(timeout=timeout)
-        return Baseline(run.passed, run.failed, tree_hashes(ws.root), tree_digest(source), dict(run.details))
+        return Baseline(run.passed, run.failed, tree_hashes(ws.root), tree_digest(source), dict(run.details),
+                        run.output)
 
 
 def changed_tests(before: dict[str, str], after: dict[str, str]) -> tuple[str, ...]:

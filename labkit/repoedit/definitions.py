@@ -1,0 +1,131 @@
+"""Whole definitions as the unit of an edit: found by name through ``ast``, replaced, and blamed by a failure.
+
+A small model that must copy a search text character for character fails for reasons that have
+nothing to do with the fix (a quote style, an indentation). Naming a definition from a closed list
+(the file's own functions, classes and methods) and writing it out whole is a contract such a model
+can meet: code finds the lines, re-bases the indentation and checks that the new text defines what
+it claims to. The result is an ordinary search/replace edit (the old definition's exact text and the
+new one), so every edit guard of :mod:`~labkit.repoedit.edits` still judges it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from dataclasses import dataclass
+
+from labkit.repoedit.tasks import SearchReplace
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A function, class or method of a file: ``name`` (``Class.method`` for a method), its lines and indent."""
+
+    name: str
+    first: int  # 1-based, the first decorator's line if decorated
+    last: int
+    indent: int
+
+
+def _assigned(node: ast.stmt) -> str:
+    """The one name a top-level assignment binds (``FACTORS = {...}``, ``LIMIT: int = 3``), else ''."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
+    return ""
+
+
+def definitions(text: str) -> tuple[Definition, ...]:
+    """The file's top-level functions, classes (and their methods) and single-name assignments, in file order.
+
+    Empty if the file does not parse. An assignment counts because a table or a constant is as
+    often the thing to fix as a function is."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return ()
+    found: list[Definition] = []
+
+    def add(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, name: str) -> None:
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        found.append(Definition(name, first, node.end_lineno or node.lineno, node.col_offset))
+
+    for node in tree.body:
+        target = _assigned(node)
+        if target:
+            found.append(Definition(target, node.lineno, node.end_lineno or node.lineno, node.col_offset))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            add(node, node.name)
+        elif isinstance(node, ast.ClassDef):
+            add(node, node.name)
+            for member in node.body:
+                if isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef):
+                    add(member, f"{node.name}.{member.name}")
+    return tuple(found)
+
+
+def _defined_name(code: str) -> tuple[str | None, str]:
+    """The one function, class or assigned name ``code`` defines, or None and why not."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return None, f"the new definition does not parse: {exc.msg} (line {exc.lineno})"
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            or _assigned(n)]
+    others = [n for n in tree.body if n not in defs]
+    if len(defs) != 1 or others:
+        return None, (f"the code must hold exactly one definition; it holds {len(defs)}, "
+                      f"and {len(others)} other statement(s)")
+    node = defs[0]
+    return (_assigned(node) or node.name), ""  # type: ignore[union-attr]
+
+
+def definition_edit(text: str, name: str, code: str) -> tuple[SearchReplace | None, str, str]:
+    """The search/replace edit that puts ``code`` in place of definition ``name`` of ``text``, or None and why.
+
+    ``code`` may be indented any way (a method written at column 0 is re-based to its class); it
+    must define one thing and nothing else. It may define it under another name (a rename: the
+    requirement may ask for one); the third value says so, for the edit's event.
+    """
+    found = next((d for d in definitions(text) if d.name == name), None)
+    if found is None:
+        known = ", ".join(d.name for d in definitions(text)) or "(none)"
+        return None, f"{name!r} is not a definition of the file (it has: {known})", ""
+    flat = textwrap.dedent(code.expandtabs(4)).strip("\n")
+    defined, why = _defined_name(flat)
+    if defined is None:
+        return None, why, ""
+    renamed = f"{name} renamed to {defined}" if defined != name.rsplit(".", 1)[-1] else ""
+    lines = text.splitlines(keepends=True)
+    old = "".join(lines[found.first - 1:found.last])
+    new = textwrap.indent(flat, " " * found.indent) + ("\n" if old.endswith("\n") else "")
+    return SearchReplace(search=old, replace=new), "", renamed
+
+
+_SHORT_FRAME = re.compile(r"^([\w./-]+\.py):(\d+): in (\w+)", re.MULTILINE)
+_LONG_FRAME = re.compile(r'^\s*File "([\w./-]+\.py)", line (\d+), in (\w+)', re.MULTILINE)
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def blamed(path: str, text: str, output: str) -> tuple[str, ...]:
+    """The definitions of ``path`` that a failing test run points at, most specific first.
+
+    A traceback frame in ``path`` names its definition by line (the deepest frame first); an
+    assertion that fails inside a test blames no frame of the file, so the names the test's shown
+    lines use are matched against the file's definitions. Empty when nothing matches.
+    """
+    defs = definitions(text)
+    framed: list[str] = []
+    for pattern in (_SHORT_FRAME, _LONG_FRAME):
+        for match in pattern.finditer(output):
+            if match.group(1) == path:
+                line = int(match.group(2))
+                inner = [d for d in defs if d.first <= line <= d.last]
+                if inner:
+                    framed.append(max(inner, key=lambda d: d.first).name)
+    if framed:  # a traceback lists the deepest frame last
+        return tuple(dict.fromkeys(reversed(framed)))
+    used = set(_IDENT.findall(output))
+    return tuple(d.name for d in defs if d.name.rsplit(".", 1)[-1] in used)

@@ -1,0 +1,57 @@
+"""The machine's optional features, each one declaration that an arm switches on and the ablation switches off.
+
+The first recorded comparison showed where a small model failed under the machine, and each feature
+answers one of those failures. Because every feature is a name in :data:`FEATURES`, an arm is the
+machine plus a set of names, and the ablation arms are generated from this table (the full set
+minus one feature each), so the report can say how many tasks each feature buys.
+
+A run records its features in its params: ``labkit replay`` and a resumed run see which contract the
+model was held to. The machine with no feature is the machine as first recorded (its prompts are
+unchanged, so the old recordings still replay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from labkit.errors import LabkitError
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One switchable part of the machine: its name, and the failure it answers."""
+
+    name: str
+    about: str
+
+
+FEATURES: tuple[Feature, ...] = (
+    Feature("code_plan", "a project with one source file is planned by code: no model call, no wrong file"),
+    Feature("closed_plan", "the plan may name only the index's source files (an enum in the grammar)"),
+    Feature("plan_example", "the plan prompt shows one worked example (on a project that is no task's)"),
+    Feature("first_failure", "the first edit is shown the failing tests' output, not only their names"),
+    Feature("definition_edit", "an edit replaces whole definitions named from the file's own list (ast), "
+                               "the one the failure points at named first"),
+    Feature("tolerant_match", "a search text is found up to quote style and indentation; each normalisation "
+                              "is recorded with the edit"),
+    Feature("blamed_skip", "a 'skip' of the file the failure points at is refused, with the reason"),
+    Feature("repair_feedback", "a retry is shown its previous answer and what became of it (refusal or test output)"),
+    Feature("sampled_repair", "after a greedy answer failed, the next ones are sampled (temperature and seed "
+                              "recorded), so a retry is not the same answer again"),
+)
+ALL: frozenset[str] = frozenset(f.name for f in FEATURES)
+
+
+def checked(names: Iterable[str]) -> frozenset[str]:
+    """``names`` as a set, refused if one is not a declared feature."""
+    found = frozenset(names)
+    unknown = sorted(found - ALL)
+    if unknown:
+        raise LabkitError(f"unknown machine feature(s) {unknown}",
+                          f"use some of: {', '.join(f.name for f in FEATURES)}.")
+    return found
+
+
+def about(name: str) -> str:
+    return next(f.about for f in FEATURES if f.name == name)

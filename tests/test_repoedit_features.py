@@ -1,0 +1,198 @@
+"""The machine's features, each on its own: definitions by name, tolerant matching, code plans, closed sets,
+refused skips of a blamed file, retries that differ, and the whole-file baseline's parser.
+
+The pure parts are tested on strings; the machine's parts on real copies of real projects with a
+scripted planner (each test stages exactly the answer it is about), and the model planner's
+prompts and schemas with a scripted backend.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from labkit.errors import LabkitError
+from labkit.llm.fake import ScriptedBackend
+from labkit.repoedit.definitions import blamed, definition_edit, definitions
+from labkit.repoedit.edits import tolerant_replace
+from labkit.repoedit.events import EditApplied, EditSkipped, PlanAccepted, ProposalRefused, Proposed
+from labkit.repoedit.features import ALL, checked
+from labkit.repoedit.machine import RepoEditRun
+from labkit.repoedit.planners import EditView, ModelPlanner, PlanView, ScriptedPlanner, as_definitions
+from labkit.repoedit.prompt_whole import parse_files
+from labkit.repoedit.tasks import load_tasks, project_dir
+
+TASKS = load_tasks()
+SOURCE = '''"""A module."""
+
+LIMIT = 3
+
+
+class Box:
+    def __init__(self) -> None:
+        self.items = []
+
+    @property
+    def size(self) -> int:
+        return len(self.items)
+
+
+def count_words(text):
+    return len(text.split(" "))
+'''
+
+
+# ---------------------------------------------------------------- definitions
+def test_definitions_are_found_by_name_with_their_decorators_and_methods() -> None:
+    found = {d.name: (d.first, d.last, d.indent) for d in definitions(SOURCE)}
+    assert list(found) == ["LIMIT", "Box", "Box.__init__", "Box.size", "count_words"]
+    assert found["Box.size"] == (10, 12, 4)  # from the decorator's line
+    assert definitions("def broken(:\n") == ()
+
+
+def test_a_method_written_at_column_zero_is_re_based_into_its_class() -> None:
+    edit, why, renamed = definition_edit(SOURCE, "Box.size", "@property\ndef size(self) -> int:\n    return 7\n")
+    assert why == "" and renamed == "" and edit is not None
+    after = SOURCE.replace(edit.search, edit.replace)
+    assert "    @property\n    def size(self) -> int:\n        return 7\n" in after
+    compile(after, "m.py", "exec")
+
+
+def test_a_definition_edit_is_refused_when_it_names_nothing_real_or_holds_more_than_one_thing() -> None:
+    assert "not a definition" in definition_edit(SOURCE, "nope", "def nope(): pass")[1]
+    assert "exactly one definition" in definition_edit(SOURCE, "count_words", "def a(): pass\ndef b(): pass")[1]
+    assert "does not parse" in definition_edit(SOURCE, "count_words", "def count_words(:")[1]
+    assert definition_edit(SOURCE, "count_words", "def words(text):\n    return 1")[2] == "count_words renamed to words"
+
+
+def test_the_traceback_blames_the_deepest_frame_and_an_assertion_blames_the_called_name() -> None:
+    traceback = ("tests/test_m.py:4: in test_size\n    assert b.size == 0\n"
+                 "m.py:12: in size\n    return len(...)\nE   TypeError")
+    assert blamed("m.py", SOURCE, traceback)[0] == "Box.size"
+    assertion = "    def test_many():\n>       assert count_words('a  b') == 2\nE       assert 3 == 2"
+    assert blamed("m.py", SOURCE, assertion) == ("count_words",)
+    assert blamed("m.py", SOURCE, "E   ImportError: nothing of the file") == ()
+
+
+def test_the_oracle_s_fix_becomes_whole_definitions_paired_by_position() -> None:
+    task = TASKS["wordcount-whitespace"]
+    text = (project_dir(task) / "words.py").read_text(encoding="utf-8")
+    [changed] = as_definitions(text, task.oracle[0].edits)
+    assert changed["name"] == "count_words" and "text.split()" in changed["code"]
+
+
+# ---------------------------------------------------------------- tolerant matching
+def test_tolerant_matching_reads_quotes_alike_and_re_bases_indentation_saying_so() -> None:
+    text = 'class A:\n    def f(self):\n        return "x"\n'
+    new, notes = tolerant_replace(text, "def f(self):\n    return 'x'", "def f(self):\n    return 'y'") or ("", ())
+    assert new == "class A:\n    def f(self):\n        return 'y'\n"
+    assert any("quote" in n for n in notes) and any("+4" in n for n in notes)
+
+
+def test_tolerant_matching_refuses_an_ambiguous_or_absent_block() -> None:
+    text = "x = 'a'\ny = 1\nx = \"a\"\n"
+    assert tolerant_replace(text, 'x = "a"', "x = 'b'") is None  # two blocks match
+    assert tolerant_replace(text, "z = 2", "z = 3") is None
+    assert tolerant_replace(text, "\n\n", "x") is None  # a blank search matches nothing
+
+
+# ---------------------------------------------------------------- the features as declarations
+def test_an_unknown_feature_is_refused_with_the_known_ones_named() -> None:
+    assert checked(["code_plan"]) == {"code_plan"}
+    with pytest.raises(LabkitError, match="unknown machine feature"):
+        checked(["telepathy"])
+
+
+# ---------------------------------------------------------------- the model planner's contracts
+def test_a_closed_plan_and_definition_names_reach_the_model_as_enums_with_the_worked_examples() -> None:
+    backend = ScriptedBackend(['{"steps": [{"file": "a.py", "why": "x"}]}', '{"status": "skip"}'])
+    planner = ModelPlanner(backend)
+    planner.propose_plan(PlanView("req", "a.py: f()\nb.py: g()", (), menu=("a.py", "b.py"), example=True))
+    planner.propose_edit(EditView("req", "a.py", "why", "def f(): pass", definitions=("f",), blamed=("f",),
+                                  temperature=0.7, seed=4))
+    plan, edit = backend.requests
+    assert plan.schema["$defs"]["PlanStep"]["properties"]["file"] == {"type": "string", "enum": ["a.py", "b.py"]}
+    assert "Example, on another project" in plan.prompt and "cli.py: main()" in plan.prompt
+    assert edit.schema["$defs"]["DefinitionChange"]["properties"]["name"]["enum"] == ["f"]
+    assert "The failure points at: f" in edit.prompt and '"definitions"' in edit.prompt
+    assert (edit.temperature, edit.seed) == (0.7, 4)
+
+
+def test_without_features_the_prompts_are_the_first_recorded_ones() -> None:
+    backend = ScriptedBackend(['{"steps": []}', '{"status": "skip"}'])
+    planner = ModelPlanner(backend)
+    planner.propose_plan(PlanView("req", "a.py: f()", ()))
+    planner.propose_edit(EditView("req", "a.py", "why", "def f(): pass"))
+    plan, edit = backend.requests
+    assert "Example" not in plan.prompt and "enum" not in json.dumps(plan.schema)
+    assert '"search"' in edit.prompt and edit.temperature == 0.0
+
+
+# ---------------------------------------------------------------- the machine with features
+pytestmark_slow = pytest.mark.slow
+
+
+def _run(task_id: str, plans: list[str], edits: list[str], features: frozenset[str] = ALL) -> tuple[
+        RepoEditRun, ScriptedPlanner]:
+    task = TASKS[task_id]
+    planner = ScriptedPlanner(plans, edits)
+    run = RepoEditRun(project_dir(task), task.requirement, planner, task_id=task.id, features=features)
+    run.run()
+    return run, planner
+
+
+@pytestmark_slow
+def test_a_one_file_project_is_planned_by_code_and_its_first_edit_sees_the_failing_output() -> None:
+    fixed = json.dumps({"status": "ok", "definitions": [
+        {"name": "count_words", "code": "def count_words(text: str) -> int:\n    return len(text.split())"}]})
+    run, planner = _run("wordcount-whitespace", [], [fixed])
+    assert run.state.status == "DONE"
+    plan = next(e for e in run.events if isinstance(e, PlanAccepted))
+    assert plan.by == "code" and plan.steps == [{"file": "words.py", "why": "the only source file"}]
+    [view] = planner.views
+    assert isinstance(view, EditView) and "test_many_spaces" in view.failure and view.first
+    assert view.definitions[0] == "count_words" and view.blamed[0] == "count_words"
+    applied = next(e for e in run.events if isinstance(e, EditApplied))
+    assert applied.definitions == ["count_words"]
+
+
+@pytestmark_slow
+def test_a_skip_of_the_blamed_file_is_refused_and_the_retry_is_sampled_with_its_previous_answer() -> None:
+    skip = json.dumps({"status": "skip", "reason": "looks fine"})
+    run, planner = _run("wordcount-whitespace", [], [skip, skip, skip])
+    refused = [e for e in run.events if isinstance(e, ProposalRefused)]
+    assert [e.code for e in refused] == ["blamed_skip"] * 3 and run.state.status == "FAILED"
+    asked = [e for e in run.events if isinstance(e, Proposed)]
+    assert asked[0].temperature == 0.0 and all(e.temperature > 0 for e in asked[1:])
+    assert len({e.seed for e in asked[1:]}) == 2  # each retry its own recorded seed
+    second = planner.views[1]
+    assert isinstance(second, EditView) and "looks fine" in second.previous and "blamed_skip" in second.refused
+
+
+@pytestmark_slow
+def test_without_blamed_skip_the_same_skip_is_accepted() -> None:
+    skip = json.dumps({"status": "skip", "reason": "looks fine"})
+    run, _ = _run("wordcount-whitespace", [], [skip, skip, skip], ALL - {"blamed_skip"})
+    assert any(isinstance(e, EditSkipped) for e in run.events)
+    assert not [e for e in run.events if isinstance(e, ProposalRefused) and e.code == "blamed_skip"]
+
+
+@pytestmark_slow
+def test_a_tolerant_match_is_applied_and_recorded_as_such() -> None:
+    task = TASKS["slug-trim-dashes"]
+    [fix] = task.oracle
+    quoted = [{"search": e.search.replace('"', "'"), "replace": e.replace} for e in fix.edits]
+    assert any(q["search"] != e.search for q, e in zip(quoted, fix.edits, strict=True))
+    features = ALL - {"definition_edit"}
+    plan = json.dumps({"steps": [{"file": fix.path, "why": fix.why}]})
+    run, _ = _run(task.id, [plan], [json.dumps({"status": "ok", "edits": quoted})], features)
+    applied = next(e for e in run.events if isinstance(e, EditApplied))
+    assert any("quote" in n for n in applied.normalised)
+    assert run.state.status == "DONE"
+
+
+def test_the_whole_file_answer_is_read_block_by_block() -> None:
+    answer = "FILE: a.py\n```python\nx = 1\n```\nsome words\nFILE: `b/c.py`\n```\ny = 2\n```"
+    assert parse_files(answer) == {"a.py": "x = 1\n", "b/c.py": "y = 2\n"}
+    assert parse_files("no files here") == {}
