@@ -14,10 +14,12 @@ import pytest
 
 from labkit.errors import LabkitError
 from labkit.llm.fake import ScriptedBackend
+from labkit.repoedit.definition_contract import DefinitionAnswer, parse_definitions
 from labkit.repoedit.definitions import blamed, definition_edit, definitions
 from labkit.repoedit.edits import tolerant_replace
-from labkit.repoedit.events import EditApplied, EditSkipped, PlanAccepted, ProposalRefused, Proposed
+from labkit.repoedit.events import EditApplied, EditSkipped, PlanAccepted, PlanExtended, ProposalRefused, Proposed
 from labkit.repoedit.features import ALL, checked
+from labkit.repoedit.index import index_project, summary_with_uses
 from labkit.repoedit.machine import RepoEditRun
 from labkit.repoedit.planners import EditView, ModelPlanner, PlanView, ScriptedPlanner, as_definitions
 from labkit.repoedit.prompt_whole import parse_files
@@ -46,7 +48,7 @@ def count_words(text):
 # ---------------------------------------------------------------- definitions
 def test_definitions_are_found_by_name_with_their_decorators_and_methods() -> None:
     found = {d.name: (d.first, d.last, d.indent) for d in definitions(SOURCE)}
-    assert list(found) == ["LIMIT", "Box", "Box.__init__", "Box.size", "count_words"]
+    assert list(found) == ["LIMIT", "Box", "Box.__init__", "Box.size", "count_words"]  # no imports: none listed
     assert found["Box.size"] == (10, 12, 4)  # from the decorator's line
     assert definitions("def broken(:\n") == ()
 
@@ -114,8 +116,8 @@ def test_a_closed_plan_and_definition_names_reach_the_model_as_enums_with_the_wo
     plan, edit = backend.requests
     assert plan.schema["$defs"]["PlanStep"]["properties"]["file"] == {"type": "string", "enum": ["a.py", "b.py"]}
     assert "Example, on another project" in plan.prompt and "cli.py: main()" in plan.prompt
-    assert edit.schema["$defs"]["DefinitionChange"]["properties"]["name"]["enum"] == ["f"]
-    assert "The failure points at: f" in edit.prompt and '"definitions"' in edit.prompt
+    assert edit.schema is None  # fenced code; the name is checked against the list (definition_contract)
+    assert "The failure points at: f" in edit.prompt and "DEFINITION: add\n```python" in edit.prompt
     assert (edit.temperature, edit.seed) == (0.7, 4)
 
 
@@ -144,8 +146,7 @@ def _run(task_id: str, plans: list[str], edits: list[str], features: frozenset[s
 
 @pytestmark_slow
 def test_a_one_file_project_is_planned_by_code_and_its_first_edit_sees_the_failing_output() -> None:
-    fixed = json.dumps({"status": "ok", "definitions": [
-        {"name": "count_words", "code": "def count_words(text: str) -> int:\n    return len(text.split())"}]})
+    fixed = "DEFINITION: count_words\n```python\ndef count_words(text: str) -> int:\n    return len(text.split())\n```"
     run, planner = _run("wordcount-whitespace", [], [fixed])
     assert run.state.status == "DONE"
     plan = next(e for e in run.events if isinstance(e, PlanAccepted))
@@ -159,7 +160,7 @@ def test_a_one_file_project_is_planned_by_code_and_its_first_edit_sees_the_faili
 
 @pytestmark_slow
 def test_a_skip_of_the_blamed_file_is_refused_and_the_retry_is_sampled_with_its_previous_answer() -> None:
-    skip = json.dumps({"status": "skip", "reason": "looks fine"})
+    skip = "SKIP: looks fine"
     run, planner = _run("wordcount-whitespace", [], [skip, skip, skip])
     refused = [e for e in run.events if isinstance(e, ProposalRefused)]
     assert [e.code for e in refused] == ["blamed_skip"] * 3 and run.state.status == "FAILED"
@@ -168,11 +169,12 @@ def test_a_skip_of_the_blamed_file_is_refused_and_the_retry_is_sampled_with_its_
     assert len({e.seed for e in asked[1:]}) == 2  # each retry its own recorded seed
     second = planner.views[1]
     assert isinstance(second, EditView) and "looks fine" in second.previous and "blamed_skip" in second.refused
+    assert not second.offer_skip  # the blamed file is not offered a skip at all
 
 
 @pytestmark_slow
 def test_without_blamed_skip_the_same_skip_is_accepted() -> None:
-    skip = json.dumps({"status": "skip", "reason": "looks fine"})
+    skip = "SKIP: looks fine"
     run, _ = _run("wordcount-whitespace", [], [skip, skip, skip], ALL - {"blamed_skip"})
     assert any(isinstance(e, EditSkipped) for e in run.events)
     assert not [e for e in run.events if isinstance(e, ProposalRefused) and e.code == "blamed_skip"]
@@ -192,7 +194,65 @@ def test_a_tolerant_match_is_applied_and_recorded_as_such() -> None:
     assert run.state.status == "DONE"
 
 
+def test_the_definition_answer_names_only_the_file_s_definitions() -> None:
+    names = ("imports", "count_words")
+    answer, refusal = parse_definitions("DEFINITION: count_words\n```python\ndef count_words(t): return 1\n```", names)
+    assert refusal is None and answer is not None
+    assert answer.changes == (("count_words", "def count_words(t): return 1\n"),)
+    assert parse_definitions("DEFINITION: other\n```python\nx = 1\n```", names)[1].code == "unknown_definition"
+    assert parse_definitions("here is my fix: def f(): ...", names)[1].code == "no_definition"
+    assert parse_definitions("SKIP: nothing to do", names)[0] == DefinitionAnswer("skip", reason="nothing to do")
+
+
+def test_a_class_written_out_with_its_methods_again_counts_once() -> None:
+    block = "DEFINITION: {}\n```python\n{}\n```\n"
+    raw = (block.format("Box", "class Box:\n    pass") + block.format("Box.size", "def size(self): ...")
+           + block.format("Box", "class Box: ...") + "DEFINITION: Box.__init__\n```python\ndef __init__(self")
+    answer, _ = parse_definitions(raw, ("Box", "Box.size", "Box.__init__"))
+    assert answer is not None and answer.changes == (("Box", "class Box:\n    pass\n"),)
+
+
+def test_the_import_lines_are_one_definition_so_a_rename_can_change_them() -> None:
+    text = '"""Doc."""\n\nfrom greet import hello\nimport os\n\n\ndef f():\n    return hello()\n'
+    assert definitions(text)[0].name == "imports"
+    edit, why, _ = definition_edit(text, "imports", "from greet import greeting\nimport os")
+    assert why == "" and edit is not None and edit.search == "from greet import hello\nimport os\n"
+
+
 def test_the_whole_file_answer_is_read_block_by_block() -> None:
     answer = "FILE: a.py\n```python\nx = 1\n```\nsome words\nFILE: `b/c.py`\n```\ny = 2\n```"
     assert parse_files(answer) == {"a.py": "x = 1\n", "b/c.py": "y = 2\n"}
     assert parse_files("no files here") == {}
+
+
+def test_the_plan_summary_says_which_file_uses_which_definition() -> None:
+    root = project_dir(TASKS["inventory-rename"])
+    summary = summary_with_uses(root, index_project(root))
+    assert "report.py: report(); uses Inventory, Inventory.get_qty(), Inventory.names()" in summary.splitlines()
+    assert "uses" not in summary.splitlines()[0]  # inventory.py uses nothing of report.py
+
+
+def test_a_module_docstring_copied_along_with_the_definition_is_dropped() -> None:
+    code = '"""A module."""\n\n\ndef count_words(text):\n    return len(text.split())\n'
+    edit, why, _ = definition_edit(SOURCE, "count_words", code)
+    assert why == "" and edit is not None and edit.replace == "def count_words(text):\n    return len(text.split())\n"
+
+
+@pytestmark_slow
+def test_a_caller_the_plan_missed_is_added_from_the_traceback_and_fixed() -> None:
+    task = TASKS["inventory-rename"]
+    text = (project_dir(task) / "inventory.py").read_text(encoding="utf-8")
+    renamed = next(d for d in definitions(text) if d.name == "Inventory.get_qty")
+    method = "".join(text.splitlines(keepends=True)[renamed.first - 1:renamed.last]).replace("get_qty", "quantity_of")
+    report = (project_dir(task) / "report.py").read_text(encoding="utf-8").replace("get_qty", "quantity_of")
+    report_def = next(d for d in definitions(report) if d.name == "report")
+    plan = json.dumps({"steps": [{"file": "inventory.py", "why": "the method is defined here"}]})
+    answers = [f"DEFINITION: Inventory.get_qty\n```python\n{method}```",
+               "DEFINITION: report\n```python\n" + "".join(report.splitlines(keepends=True)[
+                   report_def.first - 1:report_def.last]) + "```"]
+    run, _ = _run(task.id, [plan], answers)
+    assert run.state.status == "DONE" and run.state.plan == ("inventory.py", "report.py")
+    extended = next(e for e in run.events if isinstance(e, PlanExtended))
+    assert extended.file == "report.py"
+    run, _ = _run(task.id, [plan], answers[:1], ALL - {"follow_traceback"})
+    assert run.state.status == "FAILED" and not any(isinstance(e, PlanExtended) for e in run.events)

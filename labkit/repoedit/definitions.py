@@ -28,6 +28,10 @@ class Definition:
     indent: int
 
 
+IMPORTS = "imports"
+"""The name of the file's import lines (from the first import to the last) in the list of definitions."""
+
+
 def _assigned(node: ast.stmt) -> str:
     """The one name a top-level assignment binds (``FACTORS = {...}``, ``LIMIT: int = 3``), else ''."""
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -38,7 +42,8 @@ def _assigned(node: ast.stmt) -> str:
 
 
 def definitions(text: str) -> tuple[Definition, ...]:
-    """The file's top-level functions, classes (and their methods) and single-name assignments, in file order.
+    """The file's imports (as one entry), top-level functions, classes (and their methods) and single-name
+    assignments, in file order.
 
     Empty if the file does not parse. An assignment counts because a table or a constant is as
     often the thing to fix as a function is."""
@@ -47,6 +52,9 @@ def definitions(text: str) -> tuple[Definition, ...]:
     except SyntaxError:
         return ()
     found: list[Definition] = []
+    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    if imports:  # the import lines, as one pseudo-definition: a rename must change them too
+        found.append(Definition(IMPORTS, imports[0].lineno, imports[-1].end_lineno or imports[-1].lineno, 0))
 
     def add(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, name: str) -> None:
         first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
@@ -66,20 +74,31 @@ def definitions(text: str) -> tuple[Definition, ...]:
     return tuple(found)
 
 
-def _defined_name(code: str) -> tuple[str | None, str]:
-    """The one function, class or assigned name ``code`` defines, or None and why not."""
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _defined(code: str) -> tuple[str | None, str, str]:
+    """The one function, class or assigned name ``code`` defines and that definition's own lines, or None and why.
+
+    A module docstring the model copied along with the definition is dropped (it is not part of the
+    definition, and the file keeps its own)."""
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
-        return None, f"the new definition does not parse: {exc.msg} (line {exc.lineno})"
+        return None, f"the new definition does not parse: {exc.msg} (line {exc.lineno})", ""
+    if tree.body and all(isinstance(n, ast.Import | ast.ImportFrom) for n in tree.body):
+        return IMPORTS, "", code
     defs = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
             or _assigned(n)]
-    others = [n for n in tree.body if n not in defs]
+    others = [n for n in tree.body if n not in defs and not _is_docstring(n)]
     if len(defs) != 1 or others:
         return None, (f"the code must hold exactly one definition; it holds {len(defs)}, "
-                      f"and {len(others)} other statement(s)")
+                      f"and {len(others)} other statement(s)"), ""
     node = defs[0]
-    return (_assigned(node) or node.name), ""  # type: ignore[union-attr]
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    own = "\n".join(code.splitlines()[first - 1:node.end_lineno])
+    return (_assigned(node) or node.name), "", own  # type: ignore[union-attr]
 
 
 def definition_edit(text: str, name: str, code: str) -> tuple[SearchReplace | None, str, str]:
@@ -94,7 +113,7 @@ def definition_edit(text: str, name: str, code: str) -> tuple[SearchReplace | No
         known = ", ".join(d.name for d in definitions(text)) or "(none)"
         return None, f"{name!r} is not a definition of the file (it has: {known})", ""
     flat = textwrap.dedent(code.expandtabs(4)).strip("\n")
-    defined, why = _defined_name(flat)
+    defined, why, flat = _defined(flat)
     if defined is None:
         return None, why, ""
     renamed = f"{name} renamed to {defined}" if defined != name.rsplit(".", 1)[-1] else ""

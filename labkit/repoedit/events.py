@@ -68,6 +68,18 @@ class PlanAccepted(Event):
 
 
 @register_event
+class PlanExtended(Event):
+    """A test run's traceback blamed a source file the plan left out; code added it (``follow_traceback``).
+
+    The evidence is the traceback, not a guess: the deepest frame in a source file of the project,
+    the file a caller lives in when a rename or a signature change missed it."""
+
+    type: Literal["repo_plan_extended"] = "repo_plan_extended"
+    file: str
+    why: str
+
+
+@register_event
 class EditApplied(Event):
     """An edit passed every guard (or a human approved it) and was written to the copy."""
 
@@ -223,6 +235,8 @@ def reduce_repoedit(state: RepoEditState, event: Event) -> RepoEditState:
     elif isinstance(event, PlanAccepted):
         files = tuple(s["file"] for s in event.steps)
         state = r(state, plan=files, queue=files)
+    elif isinstance(event, PlanExtended):
+        state = r(state, plan=(*state.plan, event.file))
     elif isinstance(event, EditApplied):
         state = r(state, queue=state.queue[1:], applied=(*state.applied, event.file), pending="",
                   edits_since_rollback=state.edits_since_rollback + 1)

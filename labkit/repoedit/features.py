@@ -29,6 +29,8 @@ class Feature:
 FEATURES: tuple[Feature, ...] = (
     Feature("code_plan", "a project with one source file is planned by code: no model call, no wrong file"),
     Feature("closed_plan", "the plan may name only the index's source files (an enum in the grammar)"),
+    Feature("plan_references", "the plan prompt says which other files' definitions each file uses (a caller "
+                               "of a renamed method must change too)"),
     Feature("plan_example", "the plan prompt shows one worked example (on a project that is no task's)"),
     Feature("first_failure", "the first edit is shown the failing tests' output, not only their names"),
     Feature("definition_edit", "an edit replaces whole definitions named from the file's own list (ast), "
@@ -36,6 +38,8 @@ FEATURES: tuple[Feature, ...] = (
     Feature("tolerant_match", "a search text is found up to quote style and indentation; each normalisation "
                               "is recorded with the edit"),
     Feature("blamed_skip", "a 'skip' of the file the failure points at is refused, with the reason"),
+    Feature("follow_traceback", "a red test run whose traceback blames a source file outside the plan adds that "
+                                "file to the plan (recorded) and fixes it, instead of rolling back"),
     Feature("repair_feedback", "a retry is shown its previous answer and what became of it (refusal or test output)"),
     Feature("sampled_repair", "after a greedy answer failed, the next ones are sampled (temperature and seed "
                               "recorded), so a retry is not the same answer again"),

@@ -106,3 +106,32 @@ def index_project(root: Path) -> RepoIndex:
                 symbols = ("(does not parse)",)
         entries.append(FileEntry(posix, is_test_path(posix), symbols, imports, text.count("\n")))
     return RepoIndex(tuple(entries))
+
+
+def _used_names(text: str) -> set[str]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    return ({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+            | {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+            | {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names})
+
+
+def summary_with_uses(root: Path, index: RepoIndex) -> str:
+    """:meth:`RepoIndex.summary` plus, per source file, the other files' definitions it uses by name.
+
+    A rename or a changed signature must also change every caller; the definitions alone do not
+    show a planner that ``report.py`` calls ``Inventory.get_qty``. Code reads that from the syntax
+    tree (names and attributes), so the planner need not guess it.
+    """
+    lines = []
+    for entry in index.files:
+        if entry.test or not entry.path.endswith(".py"):
+            continue
+        used = _used_names((root / entry.path).read_text(encoding="utf-8", errors="replace"))
+        foreign = [sym for other in index.files if other.path != entry.path and not other.test
+                   for sym in other.symbols if sym.rstrip("()").rsplit(".", 1)[-1] in used]
+        line = f"{entry.path}: {', '.join(entry.symbols) or '(no definitions)'}"
+        lines.append(line + (f"; uses {', '.join(foreign)}" if foreign else ""))
+    return "\n".join(lines)

@@ -14,7 +14,6 @@ found through :attr:`RepoEditRun.handlers` (one declaration per state, no if-cha
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -27,6 +26,7 @@ from labkit.events import Event, RunStarted, Transitioned
 from labkit.invariants import Invariant
 from labkit.machine import LabMachine
 from labkit.reducer import Guard, TableEntry
+from labkit.repoedit.definition_contract import parse_definitions
 from labkit.repoedit.definitions import blamed, definition_edit, definitions
 from labkit.repoedit.edits import (
     EditCase,
@@ -44,6 +44,7 @@ from labkit.repoedit.events import (
     EditApplied,
     EditSkipped,
     PlanAccepted,
+    PlanExtended,
     ProposalRefused,
     Proposed,
     RepoEditState,
@@ -54,9 +55,9 @@ from labkit.repoedit.events import (
     reduce_repoedit,
 )
 from labkit.repoedit.features import checked
-from labkit.repoedit.index import index_project, is_test_path
+from labkit.repoedit.index import index_project, is_test_path, summary_with_uses
 from labkit.repoedit.notes import Notes, notes_from
-from labkit.repoedit.planners import DefinitionProposal, EditView, Planner, PlanView, parse_proposal, strip_fence
+from labkit.repoedit.planners import EditView, Planner, PlanView, parse_proposal
 from labkit.repoedit.routing import locate_failure, route_after_tests
 from labkit.repoedit.tasks import SearchReplace
 from labkit.repoedit.tools import EditResult, FileText, RollbackResult, ToolContext, call_tool
@@ -415,7 +416,9 @@ class RepoEditRun:
         notes = self.notes
         failing = tuple(f"{node}: {notes.baseline.details.get(node, '')}".strip()[:200]
                         for node in notes.baseline.failed)
-        view = PlanView(self.requirement, self.ctx.index.summary(), failing, notes.refused,
+        summary = (summary_with_uses(self.workspace.root, self.ctx.index) if self.on("plan_references")
+                   else self.ctx.index.summary())
+        view = PlanView(self.requirement, summary, failing, notes.refused,
                         menu=sources if self.on("closed_plan") else (), example=self.on("plan_example"))
         raw = self._propose("PLAN_CHANGE", "", lambda: self.planner.propose_plan(view))
         if raw is None:
@@ -454,7 +457,8 @@ class RepoEditRun:
         view = EditView(self.requirement, path, notes.steps.get(path, ""), content, failure, notes.refused,
                         definitions=names, blamed=pointed, previous=previous,
                         temperature=0.7 if sampled else 0.0,
-                        seed=sum(isinstance(e, Proposed) for e in self.events) if sampled else 0, first=first)
+                        seed=sum(isinstance(e, Proposed) for e in self.events) if sampled else 0, first=first,
+                        offer_skip=not (self.on("blamed_skip") and path == suspect))
         return view, suspect
 
     def _previous_answer(self, path: str) -> str:
@@ -474,7 +478,7 @@ class RepoEditRun:
         if raw is None:
             return
         if view.definitions:
-            changes, refusal, status, reason = self._definition_changes(raw, content)
+            changes, refusal, status, reason = self._definition_changes(raw, content, view.definitions)
         else:
             proposal, refusal = parse_proposal(raw, EditProposal)
             changes = proposal.edits if proposal else ()
@@ -506,23 +510,23 @@ class RepoEditRun:
         elif isinstance(result, Refusal):
             self._refuse("EDIT_FILE", result, path)
         else:
-            named = [] if not view.definitions else [d["name"] for d in json.loads(strip_fence(raw))["definitions"]]
-            self._applied(result, "guards", named)
+            answer = parse_definitions(raw, view.definitions)[0] if view.definitions else None
+            self._applied(result, "guards", [name for name, _ in answer.changes] if answer else [])
 
-    def _definition_changes(self, raw: str, content: str) -> tuple[tuple[SearchReplace, ...], Refusal | None,
-                                                                   str, str]:
+    def _definition_changes(self, raw: str, content: str,
+                            names: tuple[str, ...]) -> tuple[tuple[SearchReplace, ...], Refusal | None, str, str]:
         """The definition contract's answer as search/replace edits (or the refusal), its status and reason."""
-        proposal, refusal = parse_proposal(raw, DefinitionProposal)
-        if proposal is None:
+        answer, refusal = parse_definitions(raw, names)
+        if answer is None:
             return (), refusal, "", ""
         changes = []
-        for change in proposal.definitions:
-            edit, why, _ = definition_edit(content, change.name, change.code)
+        for name, code in answer.changes:
+            edit, why, _ = definition_edit(content, name, code)
             if edit is None:
-                return (), Refusal("bad_definition", why, "name a definition from the list and write it out "
-                                                         "whole: its def or class line and its whole body."), "", ""
+                return (), Refusal("bad_definition", why, "write the named definition out whole: its def, class "
+                                                         "or assignment line and its whole body."), "", ""
             changes.append(edit)
-        return (*changes, *proposal.edits), None, proposal.status, proposal.reason
+        return tuple(changes), None, answer.status, answer.reason
 
     def _applied(self, result: EditResult, by: str, named: list[str] | None = None) -> None:
         event = self.machine.record(EditApplied(file=result.path, diff=result.diff,
@@ -549,7 +553,22 @@ class RepoEditRun:
         self._applied(result, decided.by)
 
     def _run_tests(self) -> None:
-        self._settle(self._test_run("check"))
+        ran = self._test_run("check")
+        if self.on("follow_traceback") and ran.outcome in ("failed", "error"):
+            self._follow_traceback(ran)
+        self._settle(ran)
+
+    def _follow_traceback(self, ran: TestsRan) -> None:
+        """Add the source file a failure is raised in to the plan when the plan left it out (a missed caller)."""
+        assert self.ctx is not None
+        planned = tuple(self.notes.steps)
+        if locate_failure(ran.output, tuple(ran.failed), planned, self.ctx.index) is not None:
+            return  # the failure points into the plan: an ordinary targeted fix
+        blamed_file = locate_failure(ran.output, (), self.ctx.index.source_files, self.ctx.index)
+        if blamed_file is None or blamed_file in planned or self.state.fixes >= self.limits.fix_budget:
+            return
+        self.ctx.planned = self.ctx.planned | {blamed_file}
+        self.machine.record(PlanExtended(file=blamed_file, why="the failing traceback is raised here"))
 
     def _rollback(self) -> None:
         assert self.ctx is not None

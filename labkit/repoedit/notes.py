@@ -19,6 +19,7 @@ from labkit.repoedit.events import (
     EditApplied,
     EditSkipped,
     PlanAccepted,
+    PlanExtended,
     ProposalRefused,
     TestsRan,
 )
@@ -67,6 +68,8 @@ def notes_from(events: Iterable[Event], failure_chars: int) -> Notes:
         elif isinstance(e, PlanAccepted):
             steps = {s["file"]: s["why"] for s in e.steps}
             refused = ""
+        elif isinstance(e, PlanExtended):
+            steps = {**steps, e.file: e.why}
         elif isinstance(e, EditApplied | EditSkipped):
             refused = failure = ""  # a targeted fix edits one file, so its round ends with this edit
     return Notes(steps, baseline, failure, refused)

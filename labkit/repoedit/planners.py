@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from labkit.llm.backend import Backend
 from labkit.llm.parse import parse_json_output
+from labkit.repoedit.definition_contract import render
 from labkit.repoedit.definitions import definitions
 from labkit.repoedit.edits import EditProposal, PlanProposal, Refusal
 from labkit.repoedit.tasks import RepoTask, SearchReplace
@@ -61,6 +62,7 @@ class EditView:
     temperature: float = 0.0  # sampled_repair: above 0 after a greedy answer failed
     seed: int = 0
     first: bool = True  # the file's first edit in the run (False on a targeted fix)
+    offer_skip: bool = True  # False for the file the failure blames (blamed_skip): prevent, not only refuse
 
 
 class Planner(Protocol):
@@ -119,14 +121,8 @@ class OraclePlanner:
             return Proposal(json.dumps({"status": "abort", "reason": "the known fix has nothing more to offer"}))
         self._done.add(view.path)
         if view.definitions:  # the definition contract: the known fix's changed definitions, written out whole
-            spans = [(d.first, d.last) for d in definitions(view.content)]
-            inside = [e for e in fix.edits if _line_of(view.content, e.search) in
-                      {n for a, b in spans for n in range(a, b + 1)}]
-            outside = [e.model_dump() for e in fix.edits if e not in inside]
-            answer: dict[str, Any] = {"status": "ok", "definitions": as_definitions(view.content, tuple(inside))}
-            if outside:
-                answer["edits"] = outside
-            return Proposal(json.dumps(answer))
+            changed = as_definitions(view.content, fix.edits)
+            return Proposal(render([(c["name"], c["code"]) for c in changed]))
         return Proposal(json.dumps({"status": "ok", "edits": [e.model_dump() for e in fix.edits]}))
 
 
@@ -235,21 +231,19 @@ Your project:
 """
 """The plan step's worked example (plan_example), on a project that is none of the tasks'."""
 
-_EXAMPLE_DEFINITIONS = json.dumps({"status": "ok", "definitions": [
-    {"name": "add", "code": EXAMPLE.before.replace(EXAMPLE.search, EXAMPLE.replace)}]})
 DEFINITION_PROMPT = """You fix one file of a small Python project by rewriting whole definitions.
-Reply with JSON only, shaped like
-{{"status": "ok", "definitions": [{{"name": "<a definition of the file>", "code": "<the whole new definition>"}}]}}
-or {{"status": "skip", "reason": "<why>"}} if this file needs no change.
-A line outside every definition (an import) is changed with "edits": [{{"search": "<the line>", "replace": "<new>"}}].
-Write each definition out completely (its def or class line and its whole body), changed where it must change.
-
+Answer with each definition you change written out in full (its def, class or assignment line and its
+whole body), each under a line `DEFINITION: <its name from the list>`, in a ```python block.
+{skip}
 Example, on another project:
 """ + format_safe(f"""Requirement: {EXAMPLE.requirement}
 Plan for {EXAMPLE.path}: {EXAMPLE.why}
 {EXAMPLE.file_block()}
 Definitions: add
-JSON: {_EXAMPLE_DEFINITIONS}
+The failing tests' output:
+{EXAMPLE.failing}
+Answer:
+{render([("add", EXAMPLE.before.replace(EXAMPLE.search, EXAMPLE.replace))])}
 """) + """
 Your file:
 Requirement: {requirement}
@@ -259,28 +253,11 @@ Plan for {path}: {why}
 {content}
 ```
 Definitions: {definitions}
-{blamed}{failure}{previous}{refused}JSON:"""
-DEFINITION_HEAD = DEFINITION_PROMPT.split("Your file:\n", 1)[0].replace("{{", "{").replace("}}", "}") + "Your file:\n"
-
-
-class DefinitionChange(BaseModel):
-    """One definition written out whole: its name from the file's list, and its new code."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str = Field(min_length=1)
-    code: str = Field(min_length=1)
-
-
-class DefinitionProposal(BaseModel):
-    """EDIT_FILE's contract under ``definition_edit``: whole definitions by name, ``skip`` or ``abort``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    status: Literal["ok", "skip", "abort"]
-    definitions: tuple[DefinitionChange, ...] = Field(default=(), max_length=3)
-    edits: tuple[SearchReplace, ...] = Field(default=(), max_length=3)  # lines outside any definition (imports)
-    reason: str = ""
+{blamed}{failure}{previous}{refused}Answer:
+"""
+SKIP_LINE = "If this file needs no change, answer `SKIP: <why>` instead.\n"
+DEFINITION_HEAD = DEFINITION_PROMPT.split("Your file:\n", 1)[0].format(skip="") + "Your file:\n"
+"""The definition prompt's fixed part for a file the failure blames (no skip offered)."""
 
 
 def closed_schema(model: type[BaseModel], field: str, choices: tuple[str, ...]) -> dict[str, Any]:
@@ -291,12 +268,6 @@ def closed_schema(model: type[BaseModel], field: str, choices: tuple[str, ...]) 
         if field in part.get("properties", {}):
             part["properties"][field] = {"type": "string", "enum": list(choices)}
     return schema
-
-
-def _line_of(text: str, search: str) -> int:
-    """The 1-based line where ``search`` starts in ``text`` (0 if absent)."""
-    at = text.find(search)
-    return text.count("\n", 0, at) + 1 if at >= 0 else 0
 
 
 def as_definitions(content: str, edits: tuple[SearchReplace, ...]) -> list[dict[str, str]]:
@@ -340,7 +311,7 @@ class ModelPlanner:
         self.edit_tokens = edit_tokens
         self.definition_tokens = definition_tokens
 
-    def _ask(self, prompt: str, schema: dict[str, Any], max_tokens: int, temperature: float = 0.0,
+    def _ask(self, prompt: str, schema: dict[str, Any] | None, max_tokens: int, temperature: float = 0.0,
              seed: int = 0) -> Proposal:
         done = self.backend.complete(prompt, max_tokens=max_tokens, schema=schema, temperature=temperature,
                                      seed=seed)
@@ -363,14 +334,14 @@ class ModelPlanner:
             failure = f"The failing tests' output:\n{view.failure}\n"
         refused = f"Your previous answer was refused: {view.refused}\n" if view.refused else ""
         previous = f"Your previous answer for this file:\n{view.previous}\n" if view.previous else ""
-        if view.definitions:
+        if view.definitions:  # fenced code, no grammar: see labkit.repoedit.definition_contract
             blamed = f"The failure points at: {', '.join(view.blamed)}\n" if view.blamed else ""
             prompt = DEFINITION_PROMPT.format(requirement=view.requirement, path=view.path, why=view.why,
                                               content=view.content.rstrip("\n"),
                                               definitions=", ".join(view.definitions), blamed=blamed,
-                                              failure=failure, previous=previous, refused=refused)
-            schema = closed_schema(DefinitionProposal, "name", view.definitions)
-            return self._ask(prompt, schema, self.definition_tokens, view.temperature, view.seed)
+                                              failure=failure, previous=previous, refused=refused,
+                                              skip="" if view.offer_skip is False else SKIP_LINE)
+            return self._ask(prompt, None, self.definition_tokens, view.temperature, view.seed)
         prompt = EDIT_PROMPT.format(requirement=view.requirement, path=view.path, why=view.why,
                                     content=view.content.rstrip("\n"), failure=failure + previous,
                                     refused=refused)
