@@ -256,3 +256,9 @@ def test_a_caller_the_plan_missed_is_added_from_the_traceback_and_fixed() -> Non
     assert extended.file == "report.py"
     run, _ = _run(task.id, [plan], answers[:1], ALL - {"follow_traceback"})
     assert run.state.status == "FAILED" and not any(isinstance(e, PlanExtended) for e in run.events)
+
+
+def test_a_whole_file_written_under_one_definition_keeps_only_that_definition() -> None:
+    code = '"""A module."""\n\nimport re\n\n\ndef count_words(text):\n    return len(re.split(r"\\s+", text))\n'
+    edit, why, _ = definition_edit(SOURCE, "count_words", code)
+    assert why == "" and edit is not None and edit.replace.startswith("def count_words(text):")

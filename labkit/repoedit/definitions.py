@@ -81,8 +81,8 @@ def _is_docstring(node: ast.stmt) -> bool:
 def _defined(code: str) -> tuple[str | None, str, str]:
     """The one function, class or assigned name ``code`` defines and that definition's own lines, or None and why.
 
-    A module docstring the model copied along with the definition is dropped (it is not part of the
-    definition, and the file keeps its own)."""
+    A module docstring or import lines the model copied along with the definition are dropped (they
+    are not part of the definition, and the file keeps its own; imports change as ``imports``)."""
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
@@ -91,7 +91,8 @@ def _defined(code: str) -> tuple[str | None, str, str]:
         return IMPORTS, "", code
     defs = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
             or _assigned(n)]
-    others = [n for n in tree.body if n not in defs and not _is_docstring(n)]
+    others = [n for n in tree.body if n not in defs and not _is_docstring(n)
+              and not isinstance(n, ast.Import | ast.ImportFrom)]
     if len(defs) != 1 or others:
         return None, (f"the code must hold exactly one definition; it holds {len(defs)}, "
                       f"and {len(others)} other statement(s)"), ""
