@@ -18,10 +18,16 @@ from typing import Any
 from labkit.experiment.v2.report import solved_cell
 from labkit.repoedit.arms import ARMS
 from labkit.repoedit.compare import RunRow, load_rows, read_config
+from labkit.repoedit.features import FEATURES
 from labkit.stats import paired_test, wilson_interval
 
-# (a, b): what the machine adds over one prompt, and over a free loop with the same tools
-COMPARISONS = (("machine_model", "prompt_only"), ("machine_model", "prompt_tools"))
+# (a, b): what the machine adds over one prompt, and over a free loop with the same tools; what the features add
+# over the machine as first recorded. A pair is reported where a recording holds both arms.
+COMPARISONS = (("machine_model", "prompt_only"), ("machine_model", "prompt_tools"), ("machine_plus", "prompt_whole"),
+               ("machine_plus", "prompt_only"), ("machine_plus", "machine_model"))
+HEADLINES = (("prompt_whole", "machine_plus"), ("prompt_only", "machine_plus"), ("prompt_only", "machine_model"))
+"""(one prompt, machine) pairs for the seed's "x/n → y/n" form, the first that a recording holds both of."""
+ORACLES = ("machine_oracle", "machine_plus_oracle")
 # What a paired test compares per task: the fix, and the tree left no worse (no test broken that passed before).
 MEASURES: dict[str, Callable[[RunRow], bool]] = {
     "fixed": lambda r: r.fixed,
@@ -72,21 +78,45 @@ def paired_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
     return out
 
 
-def headline(rows: Sequence[RunRow], lower: str = "prompt_only", upper: str = "machine_model") -> str | None:
-    """The seed's form, "prompt-only x/n → machine y/n", over the tasks both arms ran (None if none)."""
-    ca, cb = _by_task(rows, lower), _by_task(rows, upper)
-    common = set(ca) & set(cb)
-    if not common:
-        return None
-    x, y = sum(ca[t][0] for t in common), sum(cb[t][0] for t in common)
-    return f"prompt-only {x}/{len(common)} → machine {y}/{len(common)}"
+def headline(rows: Sequence[RunRow]) -> str | None:
+    """The seed's form, "prompt-only x/n → machine y/n", for the first pair of :data:`HEADLINES` the rows
+    hold, over the tasks both arms ran (None if none)."""
+    for lower, upper in HEADLINES:
+        ca, cb = _by_task(rows, lower), _by_task(rows, upper)
+        common = set(ca) & set(cb)
+        if common:
+            x, y = sum(ca[t][0] for t in common), sum(cb[t][0] for t in common)
+            if (lower, upper) == ("prompt_only", "machine_model"):  # the first recording's words, unchanged
+                return f"prompt-only {x}/{len(common)} → machine {y}/{len(common)}"
+            return f"{ARMS[lower].label} {x}/{len(common)} → {ARMS[upper].label} {y}/{len(common)}"
+    return None
+
+
+def ablation_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
+    """Per feature: tasks fixed by ``machine_plus`` and by the arm without that feature, over the tasks both
+    ran, with the exact sign test — how many tasks the feature buys (negative: it costs)."""
+    full = _by_task(rows, "machine_plus")
+    out = []
+    for feature in FEATURES:
+        arm = f"machine_plus_no_{feature.name}"
+        without = _by_task(rows, arm)
+        common = sorted(set(full) & set(without))
+        if not common:
+            continue
+        test = paired_test({t: full[t] for t in common}, {t: without[t] for t in common},
+                           names=("machine_plus", arm))
+        with_n, without_n = sum(full[t][0] for t in common), sum(without[t][0] for t in common)
+        out.append({"feature": feature.name, "tasks": len(common), "with": with_n, "without": without_n,
+                    "buys": with_n - without_n, "only_with": test.a_better, "only_without": test.b_better,
+                    "p_value": round(test.p_value, 6)})
+    return out
 
 
 def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any]]) -> str:
     """What the numbers mean, in sentences built from them (so the text is right whichever way they came out)."""
     by = {r["arm"]: r for r in arms}
     said = []
-    one = next((p for p in paired if p["b"] == "prompt_only" and p["measure"] == "fixed"), None)
+    one = next((p for p in paired if p["b"] in ("prompt_only", "prompt_whole") and p["measure"] == "fixed"), None)
     if one is not None:
         a, b, n = one["a_better"], one["b_better"], one["tasks"]
         if a == b == 0:
@@ -104,12 +134,12 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
                         ("a split this uneven is unlikely if neither way were better." if one["p_value"] < 0.05
                          else "a split like this happens by chance often enough that it is a direction, not a "
                               "proof; more tasks would decide it."))
-    broken = [f"{r['label']} {r['broken_trees']}" for r in arms if r["arm"] != "machine_oracle"]
+    broken = [f"{r['label']} {r['broken_trees']}" for r in arms if r["arm"] not in ORACLES]
     said.append("Trees left with a test broken that passed before: " + ", ".join(broken) + ".")
     kept = [p for p in paired if p["measure"] == "no test left broken" and p["a_better"] + p["b_better"]]
     said += [f"Leaving the tree no worse, the machine beat {ARMS[p['b']].label} on {p['a_better']} task(s) and "
              f"lost on {p['b_better']} (exact sign test p = {p['p_value']:.3g})." for p in kept]
-    machine = by.get("machine_model")
+    machine = by.get("machine_model") or by.get("machine_plus")
     if machine is not None:
         said.append("The machine left none, as it must: it ends green or rolls back to the tree it started from."
                     if machine["broken_trees"] == 0 else
@@ -119,10 +149,12 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
         said.append(f"The free loop changed test files in {tools['tests_changed']} run(s); "
                     f"{tools['green_but_not_fixed']} of them ended green without counting as fixed — "
                     "the guard the machine has and the loop lacks.")
-    oracle = by.get("machine_oracle")
+    oracle = by.get("machine_plus_oracle") or by.get("machine_oracle")
     if oracle is not None:
         said.append(f"The known fix through the same machine fixed {oracle['tasks_solved']}/{oracle['tasks']}: "
-                    + ("the harness is not what holds the model back." if oracle["tasks_solved"] == oracle["tasks"]
+                    + ("the machine can carry a right fix to green; that does not say its prompts and contracts "
+                       "suit a small model — only the ablations can say what holds the model back."
+                       if oracle["tasks_solved"] == oracle["tasks"]
                        else "the harness itself fails some tasks; fix that before reading the model's numbers."))
     return " ".join(said)
 
@@ -137,8 +169,8 @@ def summarize(folder: Path) -> dict[str, Any]:
                 if line.strip()] if (folder / "provenance.jsonl").exists() else []
     planned = len(config.jobs())
     return {"model": config.model, "split": config.split, "call_budget": config.call_budget, "arms": arms,
-            "paired": paired, "headline": headline(rows), "meaning": meaning(arms, paired), "runs": len(rows),
-            "planned": planned, "sessions": sessions}
+            "paired": paired, "ablation": ablation_rows(rows), "headline": headline(rows),
+            "meaning": meaning(arms, paired), "runs": len(rows), "planned": planned, "sessions": sessions}
 
 
 def markdown(summary: Mapping[str, Any]) -> str:
@@ -155,6 +187,11 @@ def markdown(summary: Mapping[str, Any]) -> str:
                   "|---|---|---|---|---|---|---|"]
         lines += [f"| {p['measure']} | {ARMS[p['a']].label} vs {ARMS[p['b']].label} | {p['tasks']} | "
                   f"{p['a_better']} | {p['b_better']} | {p['ties']} | {p['p_value']:.3g} |" for p in summary["paired"]]
+    if summary.get("ablation"):
+        lines += ["", "| feature switched off | tasks | fixed with | fixed without | buys | only with | "
+                      "only without | exact sign test p |", "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {a['feature']} | {a['tasks']} | {a['with']} | {a['without']} | {a['buys']:+d} | "
+                  f"{a['only_with']} | {a['only_without']} | {a['p_value']:.3g} |" for a in summary["ablation"]]
     if summary["headline"]:
         lines += ["", f"Headline: {summary['headline']}"]
     missing = summary["planned"] - summary["runs"]

@@ -85,7 +85,8 @@ def _run(inputs: ArmInputs, ws: Workspace) -> ArmEnd:
         return ArmEnd(f"backend error: {exc.message[:200]}", ws, transcript=prompt)
     transcript.append(f"--- answer\n{done.text}")
     written, refused = 0, 0
-    for path, body in parse_files(done.text).items():
+    answered = parse_files(done.text)
+    for path, body in answered.items():
         outside = outside_repo(ws.root, path)
         if outside or not (ws.root / path).is_file():
             refused += 1
@@ -95,7 +96,8 @@ def _run(inputs: ArmInputs, ws: Workspace) -> ArmEnd:
             (ws.root / path).write_text(body, encoding="utf-8")
             written += 1
     transcript.append(f"--- wrote {written} file(s), refused {refused}")
-    status = f"wrote {written} file(s)" if written or refused else "no file in the answer"
+    status = (f"wrote {written} file(s)" if written or refused
+              else "every file left as it was" if answered else "no file in the answer")
     return ArmEnd(status, ws, edits=written, refused=refused, transcript="\n".join(transcript))
 
 
