@@ -201,6 +201,10 @@ def test_judge_counts_a_write_beside_the_copy_and_a_removed_test(project):
 def _script(request) -> str:
     """Every model arm fixes the task: prompt-only at once, the loop in two steps, the machine plan + edit."""
     prompt = request.prompt
+    if "each as a line `FILE: <path>`" in prompt:  # prompt_whole: the fixed file written out
+        return "FILE: calc.py\n```python\n" + CALC.replace(FIX["search"], FIX["replace"]) + "```"
+    if "by rewriting whole definitions" in prompt:  # machine_plus and its ablations: the fixed definition
+        return "DEFINITION: add\n```python\ndef add(a, b):\n    return a + b\n```"
     if "one action per turn" in prompt:
         step = prompt.split("Your project", 1)[1].count("\n> ")
         return json.dumps([{"action": "apply_edit", "args": {"path": "calc.py", "edits": [FIX]}},
@@ -217,9 +221,7 @@ def test_the_runner_writes_a_row_per_run_resumes_and_reports(project, tmp_path):
     backend = ScriptedBackend(_script)
     out = tmp_path / "out"
     rows = run_compare(config, lambda arm: backend, out)
-    assert [(r.arm, r.fixed) for r in rows] == [("prompt_only", True), ("prompt_tools", True),
-                                                 ("machine_model", True), ("machine_oracle", True),
-                                                 ("machine_noop", False)]
+    assert [(r.arm, r.fixed) for r in rows] == [(arm, arm != "machine_noop") for arm in ARMS]
     assert all(r.broken_left == [] for r in rows)
     assert (out / "logs" / "machine_model" / "calc-add.jsonl").exists()
     assert "Your project" in (out / "transcripts" / "prompt_tools" / "calc-add.txt").read_text()
@@ -227,12 +229,14 @@ def test_the_runner_writes_a_row_per_run_resumes_and_reports(project, tmp_path):
     lines = (out / "runs.jsonl").read_text().splitlines()
     (out / "runs.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20])  # a run killed mid-line
     again = run_compare(config, lambda arm: backend, out)
-    assert len(backend.requests) == calls  # the four model rows were not run again
-    assert [r.arm for r in again] == list(ARMS) and len(load_rows(out / "runs.jsonl")) == 5
+    assert len(backend.requests) == calls  # the model rows were not run again (the torn one needs no model)
+    assert [r.arm for r in again] == list(ARMS) and len(load_rows(out / "runs.jsonl")) == len(ARMS)
     assert replay_differences(rows, again) == []
     assert replay_differences(rows, [again[0]])[0] == "prompt_tools calc-add: not replayed"
     report = render_report([out])
-    assert "| machine + noop | 0/1 (0.00–0.79) | 0 |" in report and "Headline: prompt-only 1/1 → machine 1/1" in report
+    assert "| machine + noop | 0/1 (0.00–0.79) | 0 |" in report
+    assert "Headline: prompt-only, whole files 1/1 → machine+ (every feature) 1/1" in report
+    assert "| code_plan | 1 | 1 | 1 | +0 | 0 | 0 | 1 |" in report  # the ablation table, one row per feature
     provenance = [json.loads(line) for line in (out / "provenance.jsonl").read_text().splitlines()]
     assert len(provenance) == 2 and provenance[1]["jobs_left"] == 1 and provenance[0]["tasks_sha256"]
 

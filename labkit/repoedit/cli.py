@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from labkit.errors import LabkitError
+from labkit.repoedit.features import FEATURES
 from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir
 
 PLANNERS = ("oracle", "model")
-ARM_NAMES = ("prompt_only", "prompt_tools", "machine_model", "machine_oracle", "machine_noop")
+ARM_NAMES = ("prompt_only", "prompt_tools", "machine_model", "machine_oracle", "machine_noop", "prompt_whole",
+             "machine_plus", *(f"machine_plus_no_{f.name}" for f in FEATURES), "machine_plus_oracle")
 """The comparison's arms as the help text names them (labkit.repoedit.arms.ARMS is imported only when used;
 a test keeps the two equal)."""
 
@@ -249,8 +251,9 @@ def register(commands: Any, bench: Any) -> None:
 
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help=f"a registered model or a GGUF path (default {DEFAULT_MODEL})")
-    p.add_argument("--arms", help=f"comma-separated, of: {', '.join(ARM_NAMES)} (default: the model arms and "
-                   "machine_oracle)")
+    p.add_argument("--arms", help=f"comma-separated, of: {', '.join(ARM_NAMES[:7])}, machine_plus_no_<feature> "
+                   "(one ablation per feature of labkit.repoedit.features), machine_plus_oracle (default: the model "
+                   "arms but the ablations, and both oracles)")
     p.add_argument("--split", choices=("test", "dev", "all"), default="test", help="which tasks (default test, "
                    "the 10 headline tasks)")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core)")
