@@ -20,7 +20,7 @@ from labkit.repoedit import cli as repoedit_cli
 from labkit.repoedit.arm_io import ArmInputs
 from labkit.repoedit.arms import ARMS
 from labkit.repoedit.budget import BudgetedBackend, BudgetSpent
-from labkit.repoedit.compare import CompareConfig, load_rows, replay_differences, run_compare
+from labkit.repoedit.compare import CompareConfig, load_rows, read_config, replay_differences, run_compare
 from labkit.repoedit.compare_report import arm_rows, meaning, paired_rows, render_report
 from labkit.repoedit.free_loop import loop_head, run_free_loop
 from labkit.repoedit.planners import EXAMPLE
@@ -253,6 +253,11 @@ def test_bad_input_is_refused_with_a_clear_error(project, tmp_path, capsys):
     other = CompareConfig(model="scripted", arms=["machine_noop"], tasks_file=good.tasks_file)
     with pytest.raises(LabkitError, match=r"another configuration .*arms"):
         run_compare(other, lambda arm: None, tmp_path / "done")  # type: ignore[arg-type, return-value]
+    grown = CompareConfig(model="scripted", arms=["machine_oracle", "machine_plus_oracle"],
+                          tasks_file=good.tasks_file)
+    rows = run_compare(grown, lambda arm: None, tmp_path / "done")  # type: ignore[arg-type, return-value]
+    assert [r.arm for r in rows] == ["machine_oracle", "machine_plus_oracle"]  # an arm added to the recording
+    assert read_config(tmp_path / "done").arms == grown.arms
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     with pytest.raises(LabkitError, match="not empty"):

@@ -157,14 +157,20 @@ def drop_torn_tail(path: Path) -> None:
 
 
 def _open_folder(out: Path, config: CompareConfig) -> None:
-    """Create ``out`` or check it holds this very configuration (resume), else refuse."""
+    """Create ``out`` or check it holds this very configuration (resume), else refuse.
+
+    One change is allowed: more arms (the stored arms all kept). The runs already recorded are the
+    same experiment, and the new arms' runs are added beside them — an ablation recorded after the
+    headline arms lands in the same table, paired on the same tasks."""
     stored = out / "compare.json"
     if stored.exists():
         try:
             before = json.loads(stored.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise LabkitError(f"{stored} is damaged ({exc})", "restore it, or record into a new folder.") from None
-        if before != config.to_dict():
+        grown = ({**before, "arms": config.arms} == config.to_dict()
+                 and set(before.get("arms", [])) <= set(config.arms))
+        if before != config.to_dict() and not grown:
             changed = sorted(k for k in config.to_dict().keys() | before.keys() if before.get(k) != config.to_dict()
                              .get(k))
             raise LabkitError(f"{out} holds a comparison with another configuration (differs in: "
