@@ -12,11 +12,13 @@
 #    between a proposal and the tests;
 # 4. show that a failed run leaves the project exactly as it was (a [rollback](../docs/glossary.md) checked by
 #    file hashes);
-# 5. [replay](../docs/glossary.md) a recorded run without the model, the project or pytest.
+# 5. [replay](../docs/glossary.md) a recorded run without the model, the project or pytest;
+# 6. read an ablation table: what each of the machine's features buys on the same tasks, and what the oracle
+#    row does and does not show.
 #
 # **Prerequisites:** notebook 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)),
 # notebook 03 ([event log](../docs/glossary.md), [hash chain](../docs/glossary.md), [invariant](../docs/glossary.md)).
-# **Time:** about 40 minutes, the quiz included. The runs below use real git copies and real pytest
+# **Time:** about 55 minutes, the quiz included. The runs below use real git copies and real pytest
 # subprocesses (a second or two each); the planner is the known fix or a short script, so no model is loaded.
 # The **Predict** boxes hide their answer until you choose and press *check*.
 #
@@ -24,7 +26,8 @@
 # one big prompt, a small model forgets the requirement, edits the wrong file, or declares victory. Here the
 # machine owns the order of the work, the permissions, the retries and the way back; the model proposes one
 # small, checked thing at a time. This notebook shows the machine with the known fix or a script; section 7
-# reads the recorded comparison of both models against one prompt and a free loop.
+# reads the recorded comparison of both models against one prompt and a free loop, and section 8 the machine with
+# the features that answer section 7's failures, each feature's worth measured by switching it off.
 
 # %%
 import json
@@ -331,6 +334,58 @@ print(render_report([DATA / "repoedit" / "compare" / model for model in ("gemma3
 # actions as its own turns, each tool's result as the reply (`Request.messages`), not as one long user message.
 
 # %% [markdown]
+# ## 8. A machine that helps: what each feature buys
+#
+# The seed this course draws on reports one model going from 2/10 to 10/10 on code changes once a machine split
+# the work. Its setting was not this one: a ~13.8 GB local model (7–13B parameters, Q4/Q5) on a 12 GB GPU, and
+# code edits on projects of its own. Here: Qwen2.5-Coder-1.5B (Q4_K_M, about 1.1 GB) on two CPU cores, and the
+# kit's ten held-out projects. Section 7's machine did not make the model succeed, and its logs said why: a plan
+# field the model could fill with anything, no example at the plan step, search texts refused for a quote style,
+# retries that repeated the same greedy answer. Each answer to one of those failures is now a **feature**, one
+# declaration in `labkit.repoedit.features`, and the machine with every feature is the arm `machine_plus`:
+
+# %%
+from labkit.repoedit.features import FEATURES
+
+for feature in FEATURES:
+    print(f"{feature.name:17} {feature.about}")
+
+# %% [markdown]
+# Because each feature is a name, the comparison also runs the machine **without** each one (the arms
+# `machine_plus_no_<feature>`), on the same tasks: the difference is what that feature buys here. The baseline is
+# the strongest single prompt the kit knows, `prompt_whole`: the requirement, every source file and the failing
+# tests' output in one chat prompt, answered with whole files — what a new user would try first. The features were
+# designed on the four *dev* tasks only; the table is the ten *test* tasks.
+
+# %%
+from labkit.repoedit.compare_report import summarize
+
+_plus = DATA / "repoedit" / "compare-plus" / "qwen2.5-coder-1.5b"
+_fixed = {r["arm"]: r["tasks_solved"] for r in summarize(_plus)["arms"]}
+_order = sorted(_fixed, key=_fixed.get)
+predict("On the ten test tasks, which fixes more: one whole-file prompt, or the machine with every feature?",
+        ["the whole-file prompt", "the machine with every feature", "they fix the same number"],
+        "they fix the same number" if _fixed["prompt_whole"] == _fixed["machine_plus"]
+        else ("the machine with every feature" if _order[-1] == "machine_plus" else "the whole-file prompt"),
+        f"Counted from the recording: whole-file prompt {_fixed['prompt_whole']}/10, machine with every feature "
+        f"{_fixed['machine_plus']}/10. Which tasks, and whether the difference is more than chance, is in the "
+        "table below: with ten tasks only the discordant ones carry information.")
+
+# %%
+print(render_report([_plus]))
+
+# %% [markdown]
+# **How to read it.** The first table is the result; the paired test under it counts only the tasks that one arm
+# fixed and the other did not. The failure table says how the runs that did not fix their task ended: with no edit,
+# with every answer refused, or with an edit that left the tests red. The ablation table, where it is recorded,
+# is the machine with one feature switched off: *buys* is the tasks fixed with the feature minus those fixed
+# without it, on the same tasks; a feature with +0 changed nothing these ten tasks could show (on one-file
+# projects `code_plan` makes the plan features idle, for instance). The oracle row shows that the machine, with
+# every feature, carries a known fix to green; it says nothing about whether its prompts suit a small model.
+# The model's numbers are live on one CPU: another CPU may give other answers, which the recording's cassettes
+# make exact here.
+
+# %% [markdown]
 # ## Wrap-up quiz
 #
 # Five questions to choose from and two to answer with one line of code; `table`, `check_edit` and `edit_case`
@@ -366,6 +421,13 @@ quiz = Quiz([
             "a copy of the project and pytest, to run the tests again"],
            "its log: the reducer, table, guards and invariants are code",
            "The test results and diffs are events in the log; replay re-checks every move against the table."),
+    Choice("The machine without feature X fixes as many tasks as the machine with every feature. What follows?",
+           ["X is useless and can be deleted",
+            "on these tasks X changed no outcome; other tasks, or other models, may still need it",
+            "X makes the model worse"],
+           "on these tasks X changed no outcome; other tasks, or other models, may still need it",
+           "An ablation measures a feature on the tasks it ran; +0 on ten one-file projects says little about "
+           "a rename across files, where the plan features matter."),
     CodeLine("Write a line that gives the rows of `table` that lead into DONE.",
              lambda rows: [(r.source, r.event, r.dest) for r in rows] == [("RUN_TESTS", "green", "DONE")],
              hint="each row of table.rows has a source, an event and a dest; keep the rows whose dest is DONE",
@@ -390,5 +452,8 @@ quiz
 #   planner's to change. A search text must occur exactly once, so a misread file fails loudly.
 # - A failed run costs nothing but time: the temporary copy is rolled back and checked by file hashes, and the
 #   shipped project is never written.
+# - What a small model needs from the machine is measured, not assumed: each feature (closed sets, whole-definition
+#   edits, the failing output up front, retries that differ) is one declaration, and the ablation arms switch
+#   each off on the same tasks. The strongest one-prompt baseline is whole files with the failing output.
 # - `labkit repoedit run TASK --planner model` puts a local model in the planner's seat; exercise 09 writes
 #   the routing after RUN_TESTS.

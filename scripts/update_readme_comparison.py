@@ -1,7 +1,8 @@
 """Write README.md's comparison tables from the committed recordings.
 
-Two blocks: the comparison v2 (data/experiment-v2/<model>/summary.json) and the code comparison
-(data/repoedit/compare/<model>/).
+Three blocks: the comparison v2 (data/experiment-v2/<model>/summary.json), the code comparison
+(data/repoedit/compare/<model>/) and the code comparison with the machine's features and their ablation
+(data/repoedit/compare-plus/<model>/).
 
 Run it after a new recording; tests/test_readme_comparison.py fails while the README shows another table.
 """
@@ -17,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("gemma3-270m", "qwen2.5-coder-1.5b")
 BEGIN, END = "<!-- comparison-table: begin -->", "<!-- comparison-table: end -->"
 CODE_BEGIN, CODE_END = "<!-- code-comparison-table: begin -->", "<!-- code-comparison-table: end -->"
+PLUS_BEGIN, PLUS_END = "<!-- code-plus-table: begin -->", "<!-- code-plus-table: end -->"
 
 
 def recorded_summaries(root: Path = ROOT) -> dict[str, dict]:
@@ -40,6 +42,27 @@ def code_table_block(root: Path = ROOT) -> str:
     return code_models_table(code_folders(root)).strip()
 
 
+def plus_folders(root: Path = ROOT) -> list[Path]:
+    folder = root / "data" / "repoedit" / "compare-plus"
+    return [folder / m for m in MODELS if (folder / m / "runs.jsonl").exists()]
+
+
+def plus_table_block(root: Path = ROOT) -> str:
+    """The arms table over models, then each model's ablation table (what each feature buys)."""
+    from labkit.repoedit.compare_report import markdown, summarize
+    from labkit.repoedit.compare_report import models_table as code_models_table
+
+    parts = [code_models_table(plus_folders(root)).strip()]
+    for folder in plus_folders(root):
+        summary = summarize(folder)
+        if summary["ablation"]:
+            table = markdown(summary)
+            start = table.index("| feature switched off")
+            parts.append(f"Ablation, {summary['model']} ({summary['runs']}/{summary['planned']} runs recorded):\n\n"
+                         + table[start:].split("\n\n", 1)[0])
+    return "\n\n".join(parts)
+
+
 def replaced(text: str, begin: str, end: str, block: str) -> str:
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
@@ -49,7 +72,8 @@ def replaced(text: str, begin: str, end: str, block: str) -> str:
 def main() -> None:
     path = ROOT / "README.md"
     readme = replaced(path.read_text(encoding="utf-8"), BEGIN, END, table_block())
-    path.write_text(replaced(readme, CODE_BEGIN, CODE_END, code_table_block()), encoding="utf-8")
+    readme = replaced(readme, CODE_BEGIN, CODE_END, code_table_block())
+    path.write_text(replaced(readme, PLUS_BEGIN, PLUS_END, plus_table_block()), encoding="utf-8")
     print(f"wrote the comparison tables of {', '.join(recorded_summaries())} into {path}")
 
 

@@ -28,6 +28,14 @@ def test_the_readme_code_table_is_the_recordings_table() -> None:
     assert shown == script.code_table_block(), "stale: run python scripts/update_readme_comparison.py"
 
 
+def test_the_readme_plus_table_is_the_recordings_table() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert script.PLUS_BEGIN in readme and script.PLUS_END in readme, "README.md lost its code-plus markers"
+    shown = readme.split(script.PLUS_BEGIN, 1)[1].split(script.PLUS_END, 1)[0].strip()
+    assert script.plus_folders(), "no recording under data/repoedit/compare-plus"
+    assert shown == script.plus_table_block(), "stale: run python scripts/update_readme_comparison.py"
+
+
 def test_the_models_table_has_a_column_per_model_and_split_and_a_dash_where_an_arm_did_not_run() -> None:
     from labkit.experiment.v2.report import models_table
 

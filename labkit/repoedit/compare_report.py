@@ -92,6 +92,31 @@ def headline(rows: Sequence[RunRow]) -> str | None:
     return None
 
 
+FAILURES = ("fixed", "no edit", "every answer refused", "edited, still red", "edited, test files changed")
+"""How a run ended, from its row alone: the failure table's columns, in order."""
+
+
+def failure_kind(row: RunRow) -> str:
+    """Which of :data:`FAILURES` a run is: fixed; nothing written (the model skipped or said nothing usable);
+    every answer refused by the contract or a guard; edits written but the tests still red (or a test file
+    changed, which never counts as a fix)."""
+    if row.fixed:
+        return "fixed"
+    if row.edits == 0:
+        return "every answer refused" if row.refused else "no edit"
+    return "edited, test files changed" if row.tests_changed else "edited, still red"
+
+
+def failure_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
+    """Per arm, how many runs ended each way (:func:`failure_kind`)."""
+    out = []
+    for arm in ARMS:
+        mine = [failure_kind(r) for r in rows if r.arm == arm]
+        if mine:
+            out.append({"arm": arm, "label": ARMS[arm].label, **{kind: mine.count(kind) for kind in FAILURES}})
+    return out
+
+
 def ablation_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
     """Per feature: tasks fixed by ``machine_plus`` and by the arm without that feature, over the tasks both
     ran, with the exact sign test — how many tasks the feature buys (negative: it costs)."""
@@ -169,7 +194,8 @@ def summarize(folder: Path) -> dict[str, Any]:
                 if line.strip()] if (folder / "provenance.jsonl").exists() else []
     planned = len(config.jobs())
     return {"model": config.model, "split": config.split, "call_budget": config.call_budget, "arms": arms,
-            "paired": paired, "ablation": ablation_rows(rows), "headline": headline(rows),
+            "paired": paired, "ablation": ablation_rows(rows), "failures": failure_rows(rows),
+            "headline": headline(rows),
             "meaning": meaning(arms, paired), "runs": len(rows), "planned": planned, "sessions": sessions}
 
 
@@ -187,6 +213,9 @@ def markdown(summary: Mapping[str, Any]) -> str:
                   "|---|---|---|---|---|---|---|"]
         lines += [f"| {p['measure']} | {ARMS[p['a']].label} vs {ARMS[p['b']].label} | {p['tasks']} | "
                   f"{p['a_better']} | {p['b_better']} | {p['ties']} | {p['p_value']:.3g} |" for p in summary["paired"]]
+    if summary.get("failures") and len(summary["arms"]) > 1:
+        lines += ["", "| arm | " + " | ".join(FAILURES) + " |", "|---|" + "---|" * len(FAILURES)]
+        lines += [f"| {f['label']} | " + " | ".join(str(f[k]) for k in FAILURES) + " |" for f in summary["failures"]]
     if summary.get("ablation"):
         lines += ["", "| feature switched off | tasks | fixed with | fixed without | buys | only with | "
                       "only without | exact sign test p |", "|---|---|---|---|---|---|---|---|"]
