@@ -357,7 +357,7 @@ for feature in FEATURES:
 # tests' output in one chat prompt, answered with whole files — what a new user would try first. The features were
 # designed on the four *dev* tasks only; the table is the ten *test* tasks.
 
-# %%
+# %% jupyter={"source_hidden": true}
 from labkit.repoedit.compare_report import summarize
 
 _plus = DATA / "repoedit" / "compare-plus" / "qwen2.5-coder-1.5b"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from labkit.errors import LabkitError
-from labkit.repoedit.tasks import DEFAULT_TASK_FILE, KINDS, load_tasks, project_dir, split_ids
+from labkit.repoedit.tasks import DEFAULT_TASK_FILE, KIT_KINDS, load_tasks, project_dir, split_ids
 from labkit.repoedit.workspace import Workspace, tree_digest
 
 TASKS = load_tasks()
@@ -20,7 +20,7 @@ TASKS = load_tasks()
 
 def test_the_task_file_has_enough_tasks_of_every_kind_in_both_splits():
     assert len(TASKS) >= 12
-    assert {t.kind for t in TASKS.values()} == set(KINDS)
+    assert {t.kind for t in TASKS.values()} == set(KIT_KINDS)
     assert len(split_ids(TASKS, "dev")) >= 3 and len(split_ids(TASKS, "test")) >= 10
     for task in TASKS.values():
         files = [p for p in project_dir(task).rglob("*.py")]

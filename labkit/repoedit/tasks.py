@@ -19,7 +19,9 @@ from labkit.errors import LabkitError
 
 FORMAT = 1
 DEFAULT_TASK_FILE = Path(__file__).resolve().parents[2] / "data" / "repos" / "tasks.yaml"
-KINDS = ("bug", "feature", "rename", "off-by-one", "wrong-default", "edge-case")
+KIT_KINDS = ("bug", "feature", "rename", "off-by-one", "wrong-default", "edge-case")  # the hand-made projects
+GENERATED_KINDS = ("mutation", "implement")  # tasks built from a public benchmark (labkit.repoedit.humaneval)
+KINDS = KIT_KINDS + GENERATED_KINDS
 
 
 class SearchReplace(BaseModel):
@@ -53,6 +55,8 @@ class RepoTask(BaseModel):
     requirement: str = Field(min_length=10)
     failing: tuple[str, ...] = Field(min_length=1)
     oracle: tuple[FileFix, ...] = Field(min_length=1)
+    hidden: str | None = None  # a test file beside the projects that only the verifier runs (a benchmark's grader)
+    origin: str = ""  # where a generated task comes from (a benchmark problem, its mutation)
 
     @field_validator("failing")
     @classmethod
@@ -77,7 +81,7 @@ def load_tasks(path: str | Path = DEFAULT_TASK_FILE) -> dict[str, RepoTask]:
     that does not exist, a folder without test files, an oracle path that is not in the project,
     or an id used twice.
     """
-    path = Path(path)
+    path = resolve_task_file(path)
     if not path.is_file():
         raise LabkitError(f"task file {path} does not exist",
                           "pass the path of a tasks.yaml (the kit's own is data/repos/tasks.yaml).")
@@ -112,6 +116,18 @@ def load_tasks(path: str | Path = DEFAULT_TASK_FILE) -> dict[str, RepoTask]:
     return tasks
 
 
+def resolve_task_file(spec: str | Path) -> Path:
+    """A task file's path, or a benchmark source (``humaneval:fix``, ``humaneval:implement``) built into the cache.
+
+    Every command that takes ``--tasks`` reads it through here, so a teacher's own file and the public
+    benchmark are named the same way."""
+    from labkit.repoedit import humaneval
+
+    if str(spec).startswith(humaneval.SOURCE):
+        return humaneval.tasks_file(str(spec))
+    return Path(spec)
+
+
 def project_dir(task: RepoTask, root: str | Path = DEFAULT_TASK_FILE.parent) -> Path:
     return Path(root) / task.project
 
@@ -127,6 +143,9 @@ def check_task(task: RepoTask, root: Path) -> None:
         if not (folder / test_file).is_file():
             raise LabkitError(f"task {task.id!r}: failing test {node!r} names a file that is not in {folder}",
                               "list node ids relative to the project folder (tests/test_x.py::test_name).")
+    if task.hidden is not None and not (root / task.hidden).is_file():
+        raise LabkitError(f"task {task.id!r}: hidden grader {task.hidden!r} is not in {root}",
+                          "hidden paths are relative to the task file's folder.")
     for fix in task.oracle:
         target = folder / fix.path
         if not target.is_file():

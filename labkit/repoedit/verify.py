@@ -26,6 +26,7 @@ from labkit.repoedit.workspace import TestRun, Workspace, tree_digest, tree_hash
 
 REPORT_NAME = "junit.xml"  # the one file the workspace itself writes beside the copy
 VERIFY_TIMEOUT = 60.0
+HIDDEN_NAME = "test_hidden_grader.py"  # where a benchmark's own tests go in the verifier's copy
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class Verdict:
     tests_changed: tuple[str, ...]
     outside_written: tuple[str, ...]
     digest: str
+    hidden_passed: bool | None = None  # the benchmark's own tests on the final tree (None: the task has none)
 
 
 def measure_baseline(source: Path, *, python: str = sys.executable, timeout: float = VERIFY_TIMEOUT) -> Baseline:
@@ -80,17 +82,35 @@ def outside_changes(workspace: Workspace, baseline: Baseline) -> tuple[str, ...]
 
 
 def judge(run: TestRun, hashes: dict[str, str], outside: tuple[str, ...], baseline: Baseline,
-          digest: str) -> Verdict:
-    """The verdict from a final test run and the final tree's hashes (pure; :func:`verify` gathers the facts)."""
+          digest: str, hidden_passed: bool | None = None) -> Verdict:
+    """The verdict from a final test run and the final tree's hashes (pure; :func:`verify` gathers the facts).
+
+    With a hidden grader, a fix also needs the grader green: visible tests alone can be passed by a
+    function that special-cases the examples."""
     tests_changed = changed_tests(baseline.hashes, hashes)
     passing = set(run.passed)
     broken = tuple(node for node in baseline.passed if node not in passing)
-    fixed = run.green and not tests_changed and not outside
-    return Verdict(fixed, run.outcome, len(run.passed), tuple(run.failed), broken, tests_changed, outside, digest)
+    fixed = run.green and not tests_changed and not outside and hidden_passed is not False
+    return Verdict(fixed, run.outcome, len(run.passed), tuple(run.failed), broken, tests_changed, outside, digest,
+                   hidden_passed)
 
 
-def verify(workspace: Workspace, baseline: Baseline, *, timeout: float = VERIFY_TIMEOUT) -> Verdict:
-    """Judge the tree an arm left in ``workspace`` (which must still exist): full pytest run, hashes, outside."""
+def hidden_grade(workspace: Workspace, grader: Path, *, timeout: float = VERIFY_TIMEOUT) -> bool:
+    """Run a benchmark's hidden tests on the final tree, in a copy of its own (the arm's copy never sees them)."""
+    with Workspace(workspace.root, python=workspace.python) as copy:
+        target = copy.root / "tests" / HIDDEN_NAME
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(grader.read_text(encoding="utf-8"), encoding="utf-8")
+        run = copy.run_tests(timeout=timeout)
+    mine = f"tests/{HIDDEN_NAME}::"
+    return any(n.startswith(mine) for n in run.passed) and not any(n.startswith(mine) for n in run.failed)
+
+
+def verify(workspace: Workspace, baseline: Baseline, *, timeout: float = VERIFY_TIMEOUT,
+           hidden: Path | None = None) -> Verdict:
+    """Judge the tree an arm left in ``workspace`` (which must still exist): full pytest run, hashes, outside,
+    and the hidden grader where the task has one."""
     run = workspace.run_tests(timeout=timeout)
+    graded = hidden_grade(workspace, hidden, timeout=timeout) if hidden is not None else None
     return judge(run, tree_hashes(workspace.root), outside_changes(workspace, baseline), baseline,
-                 workspace.digest())
+                 workspace.digest(), graded)
