@@ -95,7 +95,7 @@ def _probe() -> tuple[Mode, str]:
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
         return "limits-only", f"bwrap cannot make its namespaces here: {last}"
-    return "bwrap", f"bwrap ({bwrap}) runs: namespaces, read-only system, no network, home hidden"
+    return "bwrap", f"bwrap ({bwrap}) runs: own namespaces, read-only system, no network, home hidden"
 
 
 def sandbox_mode() -> Mode:
@@ -143,8 +143,8 @@ print(json.dumps(out))
 def interpreter_paths(python: str) -> tuple[Path, ...]:
     """The folders ``python`` reads to start and import: its prefixes, ``sys.path``, editable installs.
 
-    Why: the home is hidden, but a venv or pyenv often lives under it (and an editable install's
-    source too); these are bound back read-only so the interpreter still starts.
+    Why: the home and ``/tmp`` are hidden, but a venv or pyenv often lives under one of them (and an
+    editable install's source too); these are bound back read-only so the interpreter still starts.
     """
     found = [Path(python).resolve().parent]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -166,8 +166,9 @@ def bwrap_args(cwd: Path, writable: Sequence[Path], env: Mapping[str, str], pyth
     homes = _homes(env)
     for home in homes:
         args += ["--tmpfs", str(home)]
+    covered = [*homes, Path("/tmp").resolve()]  # an interpreter may live in either (a venv in /tmp)
     hidden = sorted({path for python in pythons for path in interpreter_paths(python)
-                     if any(_under(path, home) for home in homes)}, key=lambda p: len(p.parts))
+                     if any(_under(path, folder) for folder in covered)}, key=lambda p: len(p.parts))
     bound: list[Path] = []
     for path in hidden:
         if not any(_under(path, outer) for outer in bound):  # a folder inside a bound one comes along
@@ -211,6 +212,19 @@ def _pids_cgroup(limit: int) -> Iterator[Path | None]:
     finally:
         if group is not None:
             _kill_cgroup(group)
+
+
+@functools.lru_cache(maxsize=1)
+def process_cap() -> Literal["cgroup", "rlimit"] | None:
+    """What bounds the number of processes here: a pids cgroup, RLIMIT_NPROC, or nothing (root, no cgroup).
+
+    Why it is asked: RLIMIT_NPROC does not bind root, so a fork bomb run as root is bounded only by
+    a cgroup (and, under bwrap, by the timeout that ends its pid namespace).
+    """
+    with _pids_cgroup(8) as group:
+        if group is not None:
+            return "cgroup"
+    return None if os.geteuid() == 0 else "rlimit"
 
 
 def _read(path: Path) -> str:
