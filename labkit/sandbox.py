@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -44,7 +44,8 @@ Mode = Literal["bwrap", "limits-only"]
 MODE_ENV = "LABKIT_SANDBOX"  # "limits-only" forces the fallback; anything else: probe
 MIB = 1024**2
 GIB = 1024**3
-INSTALL_FIX = "apt-get install bubblewrap   # or: enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)"
+INSTALL_FIX = ("apt-get install bubblewrap   # or enable unprivileged user namespaces: "
+               "sysctl kernel.unprivileged_userns_clone=1")
 _CUT = "\n[... {n} bytes of output cut (the limit is {limit} bytes) ...]\n"
 _PIDS_CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))  # cgroup v1 pids, or v2 unified
 # Run inside the sandbox, after bwrap made its user namespace: RLIMIT_NPROC set here counts only the
@@ -258,7 +259,7 @@ def _user_processes() -> int:
     return count
 
 
-def _preexec(limits: SandboxLimits, nproc: int | None, group: Path | None):  # noqa: ANN202 (a closure)
+def _preexec(limits: SandboxLimits, nproc: int | None, group: Path | None) -> Callable[[], None]:
     import resource
 
     def apply() -> None:  # runs in the child, between fork and exec
