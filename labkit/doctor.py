@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from labkit.llm.native import CRASH_ISSUE, OVERRIDE_ENV
-from labkit.sandbox import INSTALL_FIX
+from labkit.sandbox import INSTALL_FIX, MODE_ENV
 
 GIB = 1024**3
 MIN_FREE_DISK_GIB = 1.0  # the embedded model (0.25 GiB), its cache copy, results and notebook outputs
@@ -227,8 +227,9 @@ def judge_sandbox(r: ProbeResult, _: Mapping[str, ProbeResult]) -> Finding:
     if f["mode"] == "bwrap":
         return Finding("sandbox", True, f"bwrap: model-written tests run with no network, a read-only system and "
                        f"the home hidden; {processes}", "", needed)
+    fix = f"unset {MODE_ENV}" if f["reason"].startswith(MODE_ENV) else INSTALL_FIX
     return Finding("sandbox", True, f"limits-only ({f['reason']}): model-written tests run with resource limits "
-                   f"only, the files, network and home are yours; {processes}", INSTALL_FIX, needed)
+                   f"only, the files, network and home are yours; {processes}", fix, needed)
 
 
 # ----------------------------------------------------------------------------------- the probes
