@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -48,10 +48,19 @@ INSTALL_FIX = ("apt-get install bubblewrap   # or enable unprivileged user names
                "sysctl kernel.unprivileged_userns_clone=1")
 _CUT = "\n[... {n} bytes of output cut (the limit is {limit} bytes) ...]\n"
 _PIDS_CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))  # cgroup v1 pids, or v2 unified
-# Run inside the sandbox, after bwrap made its user namespace: RLIMIT_NPROC set here counts only the
-# processes of that namespace, not every process the user already has on the machine.
-_LAUNCH = ("import os, resource, sys; n = int(sys.argv[1]); "
-           "resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); os.execvp(sys.argv[2], sys.argv[2:])")
+# The launcher: joins the run's cgroup, sets the rlimits, then becomes the command (same pid). It is a
+# program rather than a preexec_fn because preexec_fn may deadlock in a process with threads. Inside
+# bwrap it runs a second time, after bwrap made its user namespace, to set RLIMIT_NPROC there: that
+# counts only the processes of the namespace, not every process the user already has.
+_LAUNCH = ("import json, os, resource, sys; cfg = json.loads(sys.argv[1])\n"
+           "if cfg['cgroup']:\n"
+           "    try:\n"
+           "        open(cfg['cgroup'], 'w').write(str(os.getpid()))\n"
+           "    except OSError:\n"
+           "        pass\n"
+           "for name, value in cfg['limits'].items():\n"
+           "    resource.setrlimit(getattr(resource, name), tuple(value))\n"
+           "os.execvp(sys.argv[2], sys.argv[2:])\n")
 _BWRAP_BASE = ("--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/", "/",
                "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm")
 
@@ -259,19 +268,10 @@ def _user_processes() -> int:
     return count
 
 
-def _preexec(limits: SandboxLimits, nproc: int | None, group: Path | None) -> Callable[[], None]:
-    import resource
-
-    def apply() -> None:  # runs in the child, between fork and exec
-        if group is not None:
-            (group / "cgroup.procs").write_text(str(os.getpid()))
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes))
-        if nproc is not None:
-            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-
-    return apply
+def _launcher(limits: dict[str, tuple[int, int]], cgroup: Path | None = None) -> list[str]:
+    """The command prefix that applies ``limits`` (rlimit name -> soft, hard) and joins ``cgroup``."""
+    cfg = {"cgroup": str(cgroup / "cgroup.procs") if cgroup else None, "limits": limits}
+    return [sys.executable, "-I", "-S", "-c", _LAUNCH, json.dumps(cfg)]  # -I: no module of the cwd (the copy)
 
 
 # ------------------------------------------------------------------------------------------- the run
@@ -320,17 +320,18 @@ def run_sandboxed(cmd: Sequence[str], *, cwd: str | Path, writable: Sequence[str
     env = dict(os.environ if env is None else env)
     cwd = Path(cwd)
     argv = list(cmd)
-    nproc: int | None = None
+    rlimits = {"RLIMIT_CPU": (limits.cpu_seconds, limits.cpu_seconds + 5),
+               "RLIMIT_AS": (limits.memory_bytes, limits.memory_bytes),
+               "RLIMIT_FSIZE": (limits.file_size_bytes, limits.file_size_bytes)}
     if mode == "bwrap":
         pythons = [sys.executable] + ([argv[0]] if Path(argv[0]).name.startswith("python") else [])
-        argv = [*bwrap_args(cwd, [Path(w) for w in writable], env, pythons),
-                sys.executable, "-S", "-c", _LAUNCH, str(limits.processes), *argv]
+        nproc = {"RLIMIT_NPROC": (limits.processes, limits.processes)}
+        argv = [*bwrap_args(cwd, [Path(w) for w in writable], env, pythons), *_launcher(nproc), *argv]
     else:
-        nproc = _user_processes() + limits.processes
+        rlimits["RLIMIT_NPROC"] = (_user_processes() + limits.processes,) * 2
     with _pids_cgroup(limits.processes) as group:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_preexec(limits, nproc, group))
+        proc = subprocess.Popen([*_launcher(rlimits, group), *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             out, timed_out = _collect(proc, timeout, limits.output_bytes)
         finally:

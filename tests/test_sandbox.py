@@ -272,3 +272,16 @@ def test_a_normal_command_runs_and_its_exit_code_comes_back(tmp_path: Path) -> N
     result = _run("import sys; print('hello'); sys.exit(3)", tmp_path)
     assert result.returncode == 3 and result.output == "hello\n" and not result.timed_out
     assert result.mode == sandbox_mode()
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "limits-only"])
+def test_the_launcher_imports_nothing_from_the_copy(mode: str, tmp_path: Path) -> None:
+    """The launcher runs before the limits (under bwrap, outside the sandbox): no json.py of the copy may run."""
+    if mode == "bwrap" and not BWRAP:
+        pytest.skip(NEEDS_BWRAP)
+    copy, marker = tmp_path / "copy", tmp_path / "launcher-ran-copy-code"
+    copy.mkdir()
+    for name in ("json", "resource", "os"):
+        (copy / f"{name}.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    result = _run("print('ok')", tmp_path, mode=mode)
+    assert result.returncode == 0 and result.output == "ok\n" and not marker.exists(), result.output
