@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from labkit.llm.native import CRASH_ISSUE, OVERRIDE_ENV
+from labkit.sandbox import INSTALL_FIX, MODE_ENV
 
 GIB = 1024**3
 MIN_FREE_DISK_GIB = 1.0  # the embedded model (0.25 GiB), its cache copy, results and notebook outputs
@@ -210,6 +211,27 @@ def judge_memory(r: ProbeResult, _: Mapping[str, ProbeResult]) -> Finding:
     return Finding("memory", True, shown, "", needed)
 
 
+def judge_sandbox(r: ProbeResult, _: Mapping[str, ProbeResult]) -> Finding:
+    """bwrap or limits-only: both run the kit, but only bwrap keeps model-written code off the machine.
+
+    So limits-only is not a failure (``make experiment`` still runs, on macOS too); the finding
+    says what is missing, why, and the fix.
+    """
+    needed = ("experiment", "test")
+    if r.facts is None:
+        return _failed("sandbox", r, INSTALL_FIX, needed, "probing bubblewrap")
+    f = r.facts
+    caps = {"cgroup": "a pids cgroup", "rlimit": "RLIMIT_NPROC"}
+    processes = (f"processes capped by {caps[f['process_cap']]}" if f.get("process_cap") in caps else
+                 "processes not capped (root without a pids cgroup: a fork bomb ends only at the timeout)")
+    if f["mode"] == "bwrap":
+        return Finding("sandbox", True, f"bwrap: model-written tests run with no network, a read-only system and "
+                       f"the home hidden; {processes}", "", needed)
+    fix = f"unset {MODE_ENV}" if f["reason"].startswith(MODE_ENV) else INSTALL_FIX
+    return Finding("sandbox", True, f"limits-only ({f['reason']}): model-written tests run with resource limits "
+                   f"only, the files, network and home are yours; {processes}", fix, needed)
+
+
 # ----------------------------------------------------------------------------------- the probes
 _PROBE_PYTHON = ("import json, sys; "
                  "print(json.dumps({'version': list(sys.version_info[:3]), 'executable': sys.executable}))")
@@ -279,6 +301,12 @@ _PROBE_MEMORY = textwrap.dedent("""
     print(json.dumps({"available_bytes": info.get("MemAvailable"), "total_bytes": info.get("MemTotal", 0)}))
 """)
 
+_PROBE_SANDBOX = textwrap.dedent("""
+    import json
+    from labkit.sandbox import process_cap, sandbox_mode, sandbox_reason
+    print(json.dumps({"mode": sandbox_mode(), "reason": sandbox_reason(), "process_cap": process_cap()}))
+""")
+
 CHECKS: tuple[Check, ...] = (
     Check("python", ("experiment", "lab", "test"), _PROBE_PYTHON, judge_python, 30),
     Check("disk", ("experiment", "lab", "test"), _PROBE_DISK, judge_disk, 30),
@@ -287,6 +315,7 @@ CHECKS: tuple[Check, ...] = (
     Check("model file", ("experiment", "test"), _PROBE_MODEL, judge_model_file, 180),
     Check("completion", ("experiment", "test"), _PROBE_COMPLETION, judge_completion, 180),
     Check("jupyterlab", ("lab", "test"), _PROBE_JUPYTER, judge_jupyter, 60),
+    Check("sandbox", ("experiment", "test"), _PROBE_SANDBOX, judge_sandbox, 60),
 )
 """Every check the doctor knows, in the order it runs them (the build before the completion it explains)."""
 
@@ -306,7 +335,7 @@ class Report:
         lines = [f"labkit doctor — what {self.purpose} needs on this machine"]
         for f in self.findings:
             lines.append(f"  {'ok  ' if f.ok else 'FAIL'}  {f.check:<16} {f.detail}")
-            if not f.ok and f.fix:
+            if f.fix:  # an ok finding may still have one (the sandbox in limits-only mode)
                 lines.append(f"        {'':<16} fix: {f.fix}")
         bad = [f.check for f in self.findings if not f.ok]
         lines.append("all checks passed" if not bad else f"{len(bad)} problem(s): {', '.join(bad)}")
@@ -342,7 +371,7 @@ def _cmd_doctor(args: Any) -> int:
 def register(commands: Any, bench: Any) -> None:
     """Add ``labkit doctor`` to the command line."""
     p = commands.add_parser("doctor", help="check this machine (Python, llama.cpp build, model, JupyterLab, "
-                            "disk, memory), each in a child process, and print what fixes a problem")
+                            "disk, memory, sandbox), each in a child process, and print what fixes a problem")
     p.add_argument("--for", dest="purpose", default="all", choices=[*PURPOSES, "all"],
                    help="check only what this needs (default: all)")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")

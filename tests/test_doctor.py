@@ -20,6 +20,7 @@ from labkit.doctor import (
     judge_memory,
     judge_model_file,
     judge_python,
+    judge_sandbox,
     run_probe,
 )
 
@@ -124,6 +125,29 @@ def test_python_jupyter_disk_memory_verdicts() -> None:
     assert judge_memory(ProbeResult({"available_bytes": 8 * GIB, "total_bytes": 16 * GIB}, 0), {}).ok
 
 
+def test_the_sandbox_check_says_the_mode_and_for_limits_only_why_and_the_fix() -> None:
+    bwrap = judge_sandbox(ProbeResult({"mode": "bwrap", "reason": "runs", "process_cap": "cgroup"}, 0), {})
+    assert bwrap.ok and bwrap.detail.startswith("bwrap:") and "pids cgroup" in bwrap.detail and not bwrap.fix
+    facts = {"mode": "limits-only", "reason": "bwrap (bubblewrap) is not installed", "process_cap": None}
+    fallback = judge_sandbox(ProbeResult(facts, 0), {})
+    assert fallback.ok  # the kit still runs: a learner on macOS can do the experiment
+    assert "limits-only (bwrap (bubblewrap) is not installed)" in fallback.detail and "not capped" in fallback.detail
+    assert "apt-get install bubblewrap" in fallback.fix and "user namespaces" in fallback.fix
+    from labkit.doctor import Report
+
+    shown = Report("test", [fallback]).render()
+    assert "fix: apt-get install bubblewrap" in shown and "all checks passed" in shown
+    assert not judge_sandbox(ProbeResult(None, 1, "Traceback\nImportError: x"), {}).ok
+
+
+def test_the_sandbox_probe_reports_this_machine() -> None:
+    from labkit.doctor import _PROBE_SANDBOX
+    from labkit.sandbox import sandbox_mode
+
+    result = run_probe(_PROBE_SANDBOX, 60)
+    assert result.facts is not None and result.facts["mode"] == sandbox_mode(), result.stderr_tail
+
+
 def test_every_check_is_declared_for_a_known_purpose() -> None:
     from labkit.doctor import PURPOSES
 
@@ -141,4 +165,4 @@ def test_labkit_doctor_passes_on_this_machine() -> None:
     report = json.loads(proc.stdout)
     assert proc.returncode == 0 and report["ok"], proc.stdout + proc.stderr
     assert [f["check"] for f in report["findings"]] == ["python", "disk", "memory", "llama.cpp build",
-                                                        "model file", "completion"]
+                                                        "model file", "completion", "sandbox"]

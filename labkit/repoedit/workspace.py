@@ -3,19 +3,18 @@
 Why a copy under git: the run may break the project, so it never touches the shipped folder, and
 rolling back is ``git reset --hard`` plus ``git clean`` to a commit made before the first edit —
 a real restore, checked by comparing file hashes, not a promise. Why a subprocess with a time
-limit: the code under test is untrusted (a model wrote part of it); a hanging test must end as a
-typed outcome (``timeout``), never as a hanging run.
+limit, inside a sandbox: the code under test is untrusted (a model wrote part of it); a hanging test
+must end as a typed outcome (``timeout``), never as a hanging run, and a hostile one must not reach
+the machine (:mod:`labkit.sandbox`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from labkit.errors import LabkitError
+from labkit.sandbox import SandboxLimits, run_sandboxed
 
 TestOutcome = Literal["passed", "failed", "timeout", "no_tests", "error"]
 OUTPUT_TAIL = 1500  # characters of pytest output kept per run: enough for a traceback, small for a prompt
@@ -185,11 +185,15 @@ class Workspace:
 
     # ------------------------------------------------------------------ tests
     def run_tests(self, *, timeout: float = 60.0) -> TestRun:
-        """Run the project's tests with pytest in a subprocess; a run past ``timeout`` s is killed.
+        """Run the project's tests with pytest, confined by :func:`labkit.sandbox.run_sandboxed`.
 
-        The child gets its own process group, so a hang is killed with every process it started.
-        Plugin autoloading is off: the projects need plain pytest, and the kit's own plugins
-        (nbval, ...) made each run about five times slower to start.
+        The code under test was partly written by a model, so it runs in the sandbox: under bwrap it
+        may write only this run's folder (the copy and the junit report beside it), sees no network
+        and no home; everywhere it has resource limits (:func:`limits_for_tests`), and a run past
+        ``timeout`` s is killed with every process it started. Which mode ran is
+        :func:`labkit.sandbox.sandbox_mode`; the outputs do not depend on it. Plugin autoloading is
+        off: the projects need plain pytest, and the kit's own plugins (nbval, ...) made each run
+        about five times slower to start.
         """
         report = self._tmp / "junit.xml"
         report.unlink(missing_ok=True)
@@ -197,25 +201,28 @@ class Workspace:
                "--rootdir", str(self.root), f"--junitxml={report}"]
         env = {k: v for k, v in os.environ.items() if k not in CALLER_ONLY_ENV}
         env.update({"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "COLUMNS": "80"})
-        proc = subprocess.Popen(cmd, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=env, start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            out, _ = proc.communicate()
-            tail = portable(out or "", self.root)[-OUTPUT_TAIL:]
+        result = run_sandboxed(cmd, cwd=self.root, writable=[self._tmp], timeout=timeout, env=env,
+                               limits=limits_for_tests(timeout))
+        out = result.output
+        if result.timed_out:
+            tail = portable(out, self.root)[-OUTPUT_TAIL:]
             return TestRun("timeout", output=f"{tail}\n[killed after {timeout:g} s]", exit_code=None)
-        if proc.returncode == 1 and "No module named pytest" in (out or ""):
+        assert result.returncode is not None
+        if result.returncode == 1 and "No module named pytest" in out:
             raise LabkitError(f"{self.python} has no pytest, so the project's tests cannot run",
                               "install it into that interpreter (pip install pytest), or pass python= one that has it.")
-        run = _read_run(proc.returncode, portable(out or "", self.root), report)
+        run = _read_run(result.returncode, portable(out, self.root), report)
         return dataclasses.replace(run, details={k: portable(v, self.root) for k, v in run.details.items()})
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
+def limits_for_tests(timeout: float) -> SandboxLimits:
+    """The limits of one pytest run: generous for the kit's small projects, fatal to a runaway.
+
+    CPU seconds follow the wall-clock timeout (plus room, so the timeout, not SIGXCPU, ends a hang
+    and says so); 2 GiB of address space, 64 MiB files, 256 processes, 4 MiB of output.
+    """
+    return SandboxLimits(cpu_seconds=int(timeout) + 30, memory_bytes=2 * 1024**3, file_size_bytes=64 * 1024**2,
+                         processes=256, output_bytes=4 * 1024**2)
 
 
 def _read_run(code: int, output: str, report: Path) -> TestRun:
