@@ -28,6 +28,7 @@ COMPARISONS = (("machine_model", "prompt_only"), ("machine_model", "prompt_tools
 HEADLINES = (("prompt_whole", "machine_plus"), ("prompt_only", "machine_plus"), ("prompt_only", "machine_model"))
 """(one prompt, machine) pairs for the seed's "x/n → y/n" form, the first that a recording holds both of."""
 ORACLES = ("machine_oracle", "machine_plus_oracle")
+DEFAULT_TASKS = "data/repos/tasks.yaml"
 # What a paired test compares per task: the fix, and the tree left no worse (no test broken that passed before).
 MEASURES: dict[str, Callable[[RunRow], bool]] = {
     "fixed": lambda r: r.fixed,
@@ -51,6 +52,8 @@ def arm_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
             "tests_changed": sum(bool(r.tests_changed) for r in mine),
             "outside_written": sum(bool(r.outside_written) for r in mine),
             "green_but_not_fixed": sum(r.outcome == "passed" and not r.fixed for r in mine),
+            "hidden_graded": sum(r.hidden_passed is not None for r in mine),
+            "visible_green_hidden_red": sum(r.outcome == "passed" and r.hidden_passed is False for r in mine),
             "test_runs": sum(r.test_runs for r in mine), "llm_calls": sum(r.llm_calls for r in mine),
             "prompt_tokens": sum(r.prompt_tokens for r in mine),
             "completion_tokens": sum(r.completion_tokens for r in mine),
@@ -92,8 +95,10 @@ def headline(rows: Sequence[RunRow]) -> str | None:
     return None
 
 
-FAILURES = ("fixed", "no edit", "every answer refused", "edited, still red", "edited, test files changed")
-"""How a run ended, from its row alone: the failure table's columns, in order."""
+HIDDEN_RED = "visible green, hidden red"
+FAILURES = ("fixed", "no edit", "every answer refused", "edited, still red", "edited, test files changed", HIDDEN_RED)
+"""How a run ended, from its row alone: the failure table's columns, in order (the last only where a benchmark's
+hidden grader judged the runs)."""
 
 
 def failure_kind(row: RunRow) -> str:
@@ -104,7 +109,9 @@ def failure_kind(row: RunRow) -> str:
         return "fixed"
     if row.edits == 0:
         return "every answer refused" if row.refused else "no edit"
-    return "edited, test files changed" if row.tests_changed else "edited, still red"
+    if row.tests_changed:
+        return "edited, test files changed"
+    return HIDDEN_RED if row.outcome == "passed" and row.hidden_passed is False else "edited, still red"
 
 
 def failure_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
@@ -193,7 +200,8 @@ def summarize(folder: Path) -> dict[str, Any]:
     sessions = [json.loads(line) for line in (folder / "provenance.jsonl").read_text(encoding="utf-8").splitlines()
                 if line.strip()] if (folder / "provenance.jsonl").exists() else []
     planned = len(config.jobs())
-    return {"model": config.model, "split": config.split, "call_budget": config.call_budget, "arms": arms,
+    return {"model": config.model, "tasks_file": config.tasks_file,
+            "split": config.split, "call_budget": config.call_budget, "arms": arms,
             "paired": paired, "ablation": ablation_rows(rows), "failures": failure_rows(rows),
             "headline": headline(rows),
             "meaning": meaning(arms, paired), "runs": len(rows), "planned": planned, "sessions": sessions}
@@ -201,7 +209,8 @@ def summarize(folder: Path) -> dict[str, Any]:
 
 def markdown(summary: Mapping[str, Any]) -> str:
     """One model's table, its paired tests, the headline and the meaning, as Markdown."""
-    lines = [f"**{summary['model']}** ({summary['split']} split, {summary['runs']}/{summary['planned']} runs "
+    tasks = "" if summary.get("tasks_file", DEFAULT_TASKS) == DEFAULT_TASKS else f"tasks {summary['tasks_file']}, "
+    lines = [f"**{summary['model']}** ({tasks}{summary['split']} split, {summary['runs']}/{summary['planned']} runs "
              f"recorded, {summary['call_budget']} model calls per run at most)", "",
              "| arm | fixed (95% CI) | broken trees left | test files changed | test runs | LLM calls | "
              "tokens (prompt + completion) |", "|---|---|---|---|---|---|---|"]
@@ -213,9 +222,16 @@ def markdown(summary: Mapping[str, Any]) -> str:
                   "|---|---|---|---|---|---|---|"]
         lines += [f"| {p['measure']} | {ARMS[p['a']].label} vs {ARMS[p['b']].label} | {p['tasks']} | "
                   f"{p['a_better']} | {p['b_better']} | {p['ties']} | {p['p_value']:.3g} |" for p in summary["paired"]]
+    graded = any(r.get("hidden_graded") for r in summary["arms"])
     if summary.get("failures") and len(summary["arms"]) > 1:
-        lines += ["", "| arm | " + " | ".join(FAILURES) + " |", "|---|" + "---|" * len(FAILURES)]
-        lines += [f"| {f['label']} | " + " | ".join(str(f[k]) for k in FAILURES) + " |" for f in summary["failures"]]
+        kinds = [k for k in FAILURES if k != HIDDEN_RED or graded]
+        lines += ["", "| arm | " + " | ".join(kinds) + " |", "|---|" + "---|" * len(kinds)]
+        lines += [f"| {f['label']} | " + " | ".join(str(f[k]) for k in kinds) + " |" for f in summary["failures"]]
+    if graded:
+        lines += ["", "Fixed means the benchmark's own tests (the hidden grader, never shown to an arm) pass too. "
+                      "Visible tests green but hidden grader red: " +
+                      ", ".join(f"{r['label']} {r['visible_green_hidden_red']}/{r['tasks']}" for r in summary["arms"])
+                  + "."]
     if summary.get("ablation"):
         lines += ["", "| feature switched off | tasks | fixed with | fixed without | buys | only with | "
                       "only without | exact sign test p |", "|---|---|---|---|---|---|---|---|"]
