@@ -360,11 +360,13 @@ def recording_backends(live: Callable[[], Backend], out: Path) -> BackendFor:
 
 
 def replay_compare(folder: Path, out: Path, *, arms: Iterable[str] | None = None,
-                   progress: Callable[[str], None] | None = None) -> list[str]:
-    """Re-run every recorded row of ``folder`` (of ``arms`` only, if given) from its cassettes into ``out``;
-    return the differences."""
+                   tasks: Iterable[str] | None = None, progress: Callable[[str], None] | None = None) -> list[str]:
+    """Re-run every recorded row of ``folder`` (of ``arms`` and ``tasks`` only, if given) from its cassettes
+    into ``out``; return the differences."""
     config = read_config(folder)
-    recorded = [r for r in load_rows(folder / "runs.jsonl") if arms is None or r.arm in set(arms)]
+    arms, tasks = (set(arms) if arms is not None else None), (set(tasks) if tasks is not None else None)
+    recorded = [r for r in load_rows(folder / "runs.jsonl")
+                if (arms is None or r.arm in arms) and (tasks is None or r.task in tasks)]
     if not recorded:
         raise LabkitError(f"{folder / 'runs.jsonl'} holds no runs", "replay a folder with recorded runs.")
     replayed = run_compare(config, replay_backends(folder), out, only=[r.key() for r in recorded],
