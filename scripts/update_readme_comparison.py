@@ -1,8 +1,8 @@
 """Write README.md's comparison tables from the committed recordings.
 
-Three blocks: the comparison v2 (data/experiment-v2/<model>/summary.json), the code comparison
-(data/repoedit/compare/<model>/) and the code comparison with the machine's features and their ablation
-(data/repoedit/compare-plus/<model>/).
+Four blocks: the comparison v2 (data/experiment-v2/<model>/summary.json), the code comparison
+(data/repoedit/compare/<model>/), the code comparison with the machine's features and their ablation
+(data/repoedit/compare-plus/<model>/), and the HumanEval recordings (data/repoedit/humaneval-<kind>/<model>/).
 
 Run it after a new recording; tests/test_readme_comparison.py fails while the README shows another table.
 """
@@ -19,6 +19,7 @@ MODELS = ("gemma3-270m", "qwen2.5-coder-1.5b")
 BEGIN, END = "<!-- comparison-table: begin -->", "<!-- comparison-table: end -->"
 CODE_BEGIN, CODE_END = "<!-- code-comparison-table: begin -->", "<!-- code-comparison-table: end -->"
 PLUS_BEGIN, PLUS_END = "<!-- code-plus-table: begin -->", "<!-- code-plus-table: end -->"
+BENCH_BEGIN, BENCH_END = "<!-- humaneval-table: begin -->", "<!-- humaneval-table: end -->"
 
 
 def recorded_summaries(root: Path = ROOT) -> dict[str, dict]:
@@ -63,6 +64,30 @@ def plus_table_block(root: Path = ROOT) -> str:
     return "\n\n".join(parts)
 
 
+def bench_folders(root: Path = ROOT) -> list[Path]:
+    """The recorded HumanEval comparisons, fix before implement."""
+    return [folder / m for kind in ("fix", "implement") for m in MODELS
+            if ((folder := root / "data" / "repoedit" / f"humaneval-{kind}") / m / "runs.jsonl").exists()]
+
+
+def bench_table_block(root: Path = ROOT) -> str:
+    """Per HumanEval recording: its arms table and paired tests, the hidden grader's line; pass@1 for implement."""
+    from labkit.repoedit.compare_report import markdown, pass_at_1_text, summarize
+
+    parts = []
+    for folder in bench_folders(root):
+        if folder.parent.name == "humaneval-implement":
+            parts.append(f"Implement tasks: {pass_at_1_text(folder)}")
+            continue
+        table = markdown(summarize(folder))
+        head, rest = table.split("\n\n", 1)
+        blocks = rest.split("\n\n")
+        keep = [b for b in blocks if b.startswith("| arm | fixed") or b.startswith("| measure")
+                or b.startswith("Fixed means") or b.startswith("Headline")]
+        parts.append("\n\n".join([head.replace("**", "", 2) + ":", *keep]))
+    return "\n\n".join(parts)
+
+
 def replaced(text: str, begin: str, end: str, block: str) -> str:
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
@@ -73,7 +98,8 @@ def main() -> None:
     path = ROOT / "README.md"
     readme = replaced(path.read_text(encoding="utf-8"), BEGIN, END, table_block())
     readme = replaced(readme, CODE_BEGIN, CODE_END, code_table_block())
-    path.write_text(replaced(readme, PLUS_BEGIN, PLUS_END, plus_table_block()), encoding="utf-8")
+    readme = replaced(readme, PLUS_BEGIN, PLUS_END, plus_table_block())
+    path.write_text(replaced(readme, BENCH_BEGIN, BENCH_END, bench_table_block()), encoding="utf-8")
     print(f"wrote the comparison tables of {', '.join(recorded_summaries())} into {path}")
 
 

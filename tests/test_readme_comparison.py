@@ -36,6 +36,14 @@ def test_the_readme_plus_table_is_the_recordings_table() -> None:
     assert shown == script.plus_table_block(), "stale: run python scripts/update_readme_comparison.py"
 
 
+def test_the_readme_humaneval_block_is_the_recordings_block() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert script.BENCH_BEGIN in readme and script.BENCH_END in readme, "README.md lost its humaneval markers"
+    shown = readme.split(script.BENCH_BEGIN, 1)[1].split(script.BENCH_END, 1)[0].strip()
+    assert script.bench_folders(), "no recording under data/repoedit/humaneval-*"
+    assert shown == script.bench_table_block(), "stale: run python scripts/update_readme_comparison.py"
+
+
 def test_the_models_table_has_a_column_per_model_and_split_and_a_dash_where_an_arm_did_not_run() -> None:
     from labkit.experiment.v2.report import models_table
 

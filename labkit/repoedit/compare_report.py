@@ -247,6 +247,49 @@ def markdown(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def pass_at_1(folder: Path, arm: str = "prompt_whole") -> dict[str, Any]:
+    """An implement recording's pass@1 (one greedy answer per problem, judged by the hidden grader) beside the
+    model's published figure, with the runs that failed sorted by how they failed."""
+    from labkit.repoedit.humaneval import PUBLISHED_PASS_AT_1
+
+    config = read_config(folder)
+    rows = [r for r in load_rows(folder / "runs.jsonl") if r.arm == arm]
+    passed = sum(r.fixed for r in rows)
+    kinds = [failure_kind(r) for r in rows]
+    return {"model": config.model, "arm": arm, "tasks": len(rows), "planned": len(config.tasks()),
+            "passed": passed, "ci95": list(wilson_interval(passed, len(rows))) if rows else [0.0, 1.0],
+            "published": PUBLISHED_PASS_AT_1.get(config.model),
+            "failures": {k: kinds.count(k) for k in FAILURES if k != "fixed" and kinds.count(k)},
+            "completion_tokens": sum(r.completion_tokens for r in rows)}
+
+
+def pass_at_1_text(folder: Path, arm: str = "prompt_whole") -> str:
+    """:func:`pass_at_1` in words, the gap to the published figure included (explained by what the runs show)."""
+    p = pass_at_1(folder, arm)
+    if not p["tasks"]:
+        return f"{folder}: no {arm} runs recorded."
+    rate, (low, high) = p["passed"] / p["tasks"], p["ci95"]
+    text = (f"{p['model']}, {ARMS[arm].label}, one greedy answer per problem: {p['passed']}/{p['tasks']} HumanEval "
+            f"problems pass their own tests, pass@1 {rate:.1%} (95% CI {low:.1%}–{high:.1%})")
+    if p["tasks"] < p["planned"]:
+        text += f"; {p['planned'] - p['tasks']} of {p['planned']} problems not recorded yet"
+    failures = ", ".join(f"{k} {n}" for k, n in p["failures"].items())
+    text += f". The runs that failed: {failures or 'none'}."
+    if p["published"] is not None:
+        gap = (p["published"] - rate) * 100
+        text += (f" Published for the full-precision model: {p['published']:.1%}, {abs(gap):.1f} points "
+                 f"{'above' if gap > 0 else 'below'} this.")
+        if gap > 10:
+            text += (" The gap is more than ten points, and these runs differ from the published setting in "
+                     "four ways, any of which may cost points: the weights are quantized to 4 bits (Q4_K_M); the "
+                     "answer must be the whole file in one fenced block, docstring included, not a completion of "
+                     "the function; the answer is capped in tokens; and the prompt is the kit's repair prompt with "
+                     "a failing NotImplementedError traceback, not the benchmark's own. The failure counts above "
+                     "show how the answers failed; which of the four differences costs how much is not measured "
+                     "here.")
+    return text
+
+
 def render_report(folders: Sequence[Path]) -> str:
     """The report of one or more recorded folders (one per model), as Markdown (notebook, README, CLI)."""
     return "\n".join(markdown(summarize(Path(f))) for f in folders)

@@ -7,7 +7,8 @@ its package and a replay rebuilds the very same projects:
 
 - ``solution.py`` — the problem's prompt with a body: for a *fix* task the canonical solution with
   one seeded mutation (a comparison flipped, a bound off by one, an operator swapped, a negation
-  dropped, ``and``/``or`` swapped), kept only if it fails a visible test and the problem's own tests;
+  dropped, ``and``/``or`` swapped), kept only if it fails a visible test and the problem's own tests, and
+  hangs on neither (a mutant that loops would cost every arm a time-out, not a fix);
   for an *implement* task a body that raises ``NotImplementedError``.
 - ``tests/test_visible.py`` — the **visible tests**, from the docstring's examples (doctest lines,
   ``f(x) ➞ y``, ``f(x) == y`` and the like), each kept only if the canonical solution passes it. A
@@ -45,10 +46,13 @@ BENCH_KINDS: tuple[str, ...] = ("fix", "implement")
 SOURCE = "humaneval:"  # a tasks_file naming a benchmark kind: ``humaneval:fix`` or ``humaneval:implement``
 SEED = 20261202
 DEV_SIZE = 40
-BUILDER_VERSION = 1  # bump when the projects built from a problem change; the cache is keyed by it
+BUILDER_VERSION = 2  # bump when the projects built from a problem change; the cache is keyed by it
 MUTANTS_TRIED = 16  # candidate mutations tried per problem, in seeded order, before it is left out
 SOLUTION = "solution.py"
 VISIBLE = "tests/test_visible.py"
+PUBLISHED_PASS_AT_1 = {"qwen2.5-coder-1.5b": 0.707}
+"""HumanEval pass@1 as the model's makers published it (full precision, their own prompt): the figure an implement
+recording is set beside."""
 STUB = '    raise NotImplementedError("implement this function as its docstring describes")\n'
 
 # Token swaps that keep the code valid Python and change its meaning (mutation testing's usual operators).
@@ -207,7 +211,7 @@ def alarm(*_):
     raise TimeoutError
 signal.signal(signal.SIGALRM, alarm)
 def holds(code, lines):
-    """Which of ``lines`` (asserts) hold against ``code``; a hang or crash counts as not holding."""
+    """Per assert line: True, False, or "hang" (past its alarm: a hang is no clean failure, and it is refused)."""
     out = []
     for line in lines:
         space = {}
@@ -216,6 +220,8 @@ def holds(code, lines):
             exec(code, space)
             exec(line, space)
             out.append(True)
+        except TimeoutError:
+            out.append("hang")
         except BaseException:
             out.append(False)
         finally:
@@ -229,15 +235,20 @@ def grades(code, test, entry):
         exec(test, space)
         space["check"](space[entry])
         return True
+    except TimeoutError:
+        return "hang"
     except BaseException:
         return False
     finally:
         signal.alarm(0)
 canonical = job["prompt"] + job["canonical"]
-result = {"examples": holds(canonical, job["examples"]), "fallback": holds(canonical, job["fallback"]), "first": None}
+result = {"examples": [v is True for v in holds(canonical, job["examples"])],
+          "fallback": [v is True for v in holds(canonical, job["fallback"])], "first": None}
 for n, body in enumerate(job["mutants"]):  # the first mutant that fails a visible test and the problem's own
     visible = holds(job["prompt"] + body, job["visible"])
-    if not all(visible) and not grades(job["prompt"] + body, job["test"], job["entry"]):
+    if "hang" in visible or all(v is True for v in visible):
+        continue
+    if grades(job["prompt"] + body, job["test"], job["entry"]) is False:
         result["first"], result["visible"] = n, visible
         break
 print(json.dumps(result))
