@@ -14,11 +14,13 @@
 #    file hashes);
 # 5. [replay](../docs/glossary.md) a recorded run without the model, the project or pytest;
 # 6. read an ablation table: what each of the machine's features buys on the same tasks, and what the oracle
-#    row does and does not show.
+#    row does and does not show;
+# 7. say what visible tests and a hidden grader each measure on a public benchmark, and set a recorded pass@1
+#    beside a published one.
 #
 # **Prerequisites:** notebook 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)),
 # notebook 03 ([event log](../docs/glossary.md), [hash chain](../docs/glossary.md), [invariant](../docs/glossary.md)).
-# **Time:** about 55 minutes, the quiz included. The runs below use real git copies and real pytest
+# **Time:** about 65 minutes, the quiz included. The runs below use real git copies and real pytest
 # subprocesses (a second or two each); the planner is the known fix or a short script, so no model is loaded.
 # The **Predict** boxes hide their answer until you choose and press *check*.
 #
@@ -26,8 +28,9 @@
 # one big prompt, a small model forgets the requirement, edits the wrong file, or declares victory. Here the
 # machine owns the order of the work, the permissions, the retries and the way back; the model proposes one
 # small, checked thing at a time. This notebook shows the machine with the known fix or a script; section 7
-# reads the recorded comparison of both models against one prompt and a free loop, and section 8 the machine with
-# the features that answer section 7's failures, each feature's worth measured by switching it off.
+# reads the recorded comparison of both models against one prompt and a free loop, section 8 the machine with
+# the features that answer section 7's failures, each feature's worth measured by switching it off, and section 9
+# the same arms on HumanEval, a benchmark nobody here wrote.
 
 # %%
 import json
@@ -453,7 +456,7 @@ print(pass_at_1_text(DATA / "repoedit" / "humaneval-implement" / "qwen2.5-coder-
 # %% [markdown]
 # ## Wrap-up quiz
 #
-# Five questions to choose from and two to answer with one line of code; `table`, `check_edit` and `edit_case`
+# Seven questions to choose from and two to answer with one line of code; `table`, `check_edit` and `edit_case`
 # are there to use. Press *check answers*: a wrong answer gets a hint, not the answer.
 
 # %% jupyter={"source_hidden": true}
@@ -493,6 +496,13 @@ quiz = Quiz([
            "on these tasks X changed no outcome; other tasks, or other models, may still need it",
            "An ablation measures a feature on the tasks it ran; +0 on ten one-file projects says little about "
            "a rename across files, where the plan features matter."),
+    Choice("On a HumanEval task an arm's edit turns every visible test green, and the hidden grader stays red. "
+           "What does that show?",
+           ["the function now gives the docstring's examples right, not the problem as its own tests specify it",
+            "the hidden grader is wrong", "the arm edited the tests"],
+           "the function now gives the docstring's examples right, not the problem as its own tests specify it",
+           "The visible tests are a few examples; the problem's own tests are many more, and no arm sees them. A test "
+           "file edit would show as a changed test file, and the verifier checks that separately."),
     CodeLine("Write a line that gives the rows of `table` that lead into DONE.",
              lambda rows: [(r.source, r.event, r.dest) for r in rows] == [("RUN_TESTS", "green", "DONE")],
              hint="each row of table.rows has a source, an event and a dest; keep the rows whose dest is DONE",
