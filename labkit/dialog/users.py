@@ -62,6 +62,7 @@ class UserScript:
     split: str | None = None
     expect_values: dict[str, ExpectedValue] | None = None  # None: the file declares no ``values``
     path: str = ""
+    scenario_where: str = ""
 
 
 def _fail(where: Where, message: str, hint: str) -> ScenarioError:
@@ -142,7 +143,8 @@ def parse_user_script(text: str, file: str = "<user>", name: str | None = None) 
         values = {str(k): _expected_value(str(k), v, raw_values.key_where[str(k)]) for k, v in raw_values.items()}
     return UserScript(name=name or Path(file).stem, scenario=str(data.get("scenario", "")), turns=tuple(turns),
                       expect_step=step, expect_variables=variables, persona=str(data.get("persona", "")),
-                      split=split, expect_values=values, path=file)
+                      split=split, expect_values=values, path=file,
+                      scenario_where=str(data.key_where.get("scenario", data.where)))
 
 
 def _mapping(parent: _Located, key: str) -> _Located:
@@ -198,3 +200,12 @@ def check_user(user: UserScript, scenario: Any) -> None:
             if bad:
                 raise ScenarioError(f"{expected.where}: {bad} not among the values of '{name}'",
                                     f"use one of: {', '.join(f.values)}.")
+
+
+def check_users(users: list[UserScript], scenarios: dict[str, Any]) -> None:
+    """:func:`check_user` for each user, after checking that its scenario exists."""
+    for user in users:
+        if user.scenario not in scenarios:
+            raise ScenarioError(f"{user.scenario_where or user.path}: unknown scenario {user.scenario!r}",
+                                f"write scenario: one of {', '.join(scenarios)}.")
+        check_user(user, scenarios[user.scenario])
