@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.dialog import DialogBot, PromptOnlyBot, load_scenario
+from labkit.dialog import DialogBot, PromptOnlyBot
 from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_bot
 from labkit.dialog.measure import (
     PARTS,
