@@ -3,7 +3,10 @@
 - :func:`load_scenario` — a YAML scenario (instructions in Markdown files) compiled into a checked table;
 - :class:`DialogBot` — the engine (four-field contract, one corrective re-ask, variables with history);
 - :class:`PromptOnlyBot` — the comparison: the whole script in one prompt;
-- :func:`run_user` / :func:`summarize` — scripted users and the adherence check;
+- :func:`run_user` / :func:`summarize` — scripted users and the legacy adherence check the recordings replay with;
+- :func:`score` / :func:`summarize_scores` / :func:`compare_arms` — the five-part measure a do-nothing bot cannot
+  pass (:mod:`labkit.dialog.measure`); :func:`score_runs` re-scores recordings from their logs;
+  :mod:`labkit.dialog.floors` holds the floor bots;
 - :func:`conversation_view` / :class:`ChatViewer` — the chat-style viewer with expandable system logs.
 """
 
@@ -18,14 +21,17 @@ from labkit.dialog.events import (
            VariableChanged,
            reduce_dialog,
 )
+from labkit.dialog.measure import Score, compare_arms, false_completions, score, summarize_scores
+from labkit.dialog.rescore import score_recording, score_runs
 from labkit.dialog.scenario import Scenario, ScenarioError, Step, load_scenario, parse_scenario
 from labkit.dialog.simulate import UserScript, adherence, load_user_script, load_user_scripts, run_user, summarize
 from labkit.dialog.viewer import ChatViewer, TurnView, conversation_view, render_html, render_text
 from labkit.stats import wilson_interval
 
 __all__ = ["Answer", "BotSaid", "ChatViewer", "Checked", "ContractFailed", "DialogBot", "DialogState", "ModelCalled",
-           "PromptOnlyBot", "Scenario", "ScenarioError", "Step", "TurnOutcome", "TurnView", "UserSaid", "UserScript",
-           "VariableChanged", "Violation", "adherence", "answer_schema", "check_answer", "conversation_view",
-           "current_step", "load_scenario", "load_user_script", "load_user_scripts", "parse_scenario",
-           "reask_prompt", "reduce_dialog", "render_html", "render_text", "run_user", "summarize",
+           "PromptOnlyBot", "Scenario", "ScenarioError", "Score", "Step", "TurnOutcome", "TurnView", "UserSaid",
+           "UserScript", "VariableChanged", "Violation", "adherence", "answer_schema", "check_answer",
+           "compare_arms", "conversation_view", "current_step", "false_completions", "load_scenario",
+           "load_user_script", "load_user_scripts", "parse_scenario", "reask_prompt", "reduce_dialog", "render_html",
+           "render_text", "run_user", "score", "score_recording", "score_runs", "summarize", "summarize_scores",
            "wilson_interval"]

@@ -8,7 +8,7 @@ engine then runs an analyst bot or a ticket intake without a code change.
 Why compile into :class:`~labkit.table.TransitionTable`: the table's build checks (unknown
 targets, unreachable steps, dead ends) then apply to every scenario before a model is called.
 A mistake in the file itself (bad YAML, an unknown field type, a signal without a target) is a
-:class:`ScenarioError` naming the file, line and column.
+:class:`ScenarioError` naming the place as ``file:line:column`` and saying what to do.
 
 Format (see ``data/dialog/analyst/scenario.yaml``)::
 
@@ -25,6 +25,9 @@ Format (see ``data/dialog/analyst/scenario.yaml``)::
           stay: {to: goal, when: the goal is still unclear}
       done:
         final: true
+
+``ask_keywords`` (optional, non-final steps): words one of which a reply contains when it asks for
+what the step still needs; :mod:`labkit.dialog.measure` judges the bot's questions by them.
 
 Result field types: ``string``, ``integer``, ``number``, ``boolean``, ``list`` (of strings), or
 ``enum`` with ``values``. Every result is optional in a single answer; a signal's ``needs`` lists
@@ -57,7 +60,7 @@ class Where:
     column: int
 
     def __str__(self) -> str:
-        return f"{self.file}, line {self.line}, column {self.column}"
+        return f"{self.file}:{self.line}:{self.column}"  # the form editors and terminals jump to
 
 
 class _Located(dict):  # type: ignore[type-arg]
@@ -135,6 +138,7 @@ class Step:
     signals: tuple[Signal, ...] = ()
     final: bool = False
     message: str = ""  # what a final step says (no model call there)
+    ask_keywords: tuple[str, ...] = ()  # words a reply that asks for this step's value contains (the measure's)
 
     def signal(self, name: str) -> Signal | None:
         return next((s for s in self.signals if s.name == name), None)
@@ -260,6 +264,21 @@ def _signal(name: str, spec: Any, where: Where, results: set[str]) -> Signal:
     return Signal(name, to, tuple(needs), str(spec.get("when", "")))
 
 
+def _ask_keywords(raw: _Located, step_name: str, final: bool) -> tuple[str, ...]:
+    """A step's ``ask_keywords``: how the measure tells that a reply asks for what the step still needs."""
+    if "ask_keywords" not in raw:
+        return ()
+    where = raw.key_where["ask_keywords"]
+    value = raw["ask_keywords"]
+    if final:
+        raise _fail(where, f"final step '{step_name}' has ask_keywords",
+                    "a final step asks nothing; remove its ask_keywords.")
+    if not isinstance(value, list) or not value or not all(isinstance(k, str) and k.strip() for k in value):
+        raise _fail(where, f"step '{step_name}': 'ask_keywords' must be a non-empty list of words",
+                    "e.g. ask_keywords: [deadline, when, date].")
+    return tuple(k.strip() for k in value)
+
+
 def load_scenario(path: str | Path) -> Scenario:
     """Read, check and compile a scenario file; every problem is a :class:`ScenarioError`."""
     p = Path(path)
@@ -280,7 +299,7 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
         raise ScenarioError(f"{where}: not valid YAML: {exc.problem or exc.context}",
                             "fix the indentation or quoting there (YAML is indentation-sensitive).") from None
     if not isinstance(data, _Located):
-        raise ScenarioError(f"{file}: a scenario is a YAML mapping with name, initial and steps",
+        raise ScenarioError(f"{Where(file, 1, 1)}: a scenario is a YAML mapping with name, initial and steps",
                             "see the format in labkit/dialog/scenario.py.")
     _check_keys(data, {"name", "title", "initial", "steps", "description"}, "the scenario")
     name = _require(data, "name", str, "the scenario")
@@ -295,7 +314,8 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
         where = raw_steps.key_where[str(step_name)]
         if not isinstance(raw, _Located):
             raise _fail(where, f"step '{step_name}' must be a mapping", "give it instructions/signals, or final: true.")
-        _check_keys(raw, {"instructions", "results", "signals", "final", "message"}, f"step '{step_name}'")
+        _check_keys(raw, {"instructions", "results", "signals", "final", "message", "ask_keywords"},
+                    f"step '{step_name}'")
         final = bool(raw.get("final", False))
         instructions, instructions_file = "", ""
         if "instructions" in raw:
@@ -328,15 +348,16 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
             if sig.to not in raw_steps:
                 raise _fail(raw_signals.key_where[sig.name], f"signal '{sig.name}' of step '{step_name}' leads to "
                             f"unknown step '{sig.to}'", f"use one of: {', '.join(map(str, raw_steps))}.")
+        keywords = _ask_keywords(raw, str(step_name), final)
         steps[str(step_name)] = Step(str(step_name), instructions, instructions_file, results, signals, final,
-                                     str(raw.get("message", "")))
+                                     str(raw.get("message", "")), keywords)
     if initial not in steps:
         raise _fail(data.key_where["initial"], f"initial step '{initial}' is not a step",
                     f"use one of: {', '.join(steps)}.")
     try:
         return Scenario(name, str(data.get("title", name)), initial, steps, file, str(data.get("description", "")))
     except TableError as exc:
-        raise ScenarioError(f"{file}: the scenario's steps do not form a valid machine:\n"
+        raise ScenarioError(f"{data.key_where['steps']}: the scenario's steps do not form a valid machine:\n"
                             + "\n".join(f"  - {p}" for p in exc.problems),
                             "fix the steps or signals named above (targets must be steps; every step reachable; "
                             "every non-final step needs a signal).") from None

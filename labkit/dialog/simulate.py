@@ -1,61 +1,26 @@
 """Scripted users and the adherence check: the measurement behind notebook 04.
 
-A user script is a YAML file with the scenario it talks to, the user's messages in order, and the
-expected end state: the step the conversation should stand in after the last message, and for
-each variable the words its value must contain (case-insensitive; a list's items are joined).
-The same scripts and the same check serve the machine-run bot and the prompt-only bot.
+A user script (:mod:`labkit.dialog.users`) is a YAML file with the scenario it talks to, the user's
+messages in order, and the expected end state. :func:`adherence` here is the legacy check the
+recorded runs were made with: the end step, and for each variable the words its value must contain
+(case-insensitive substrings; a list's items are joined). It is kept so that replaying a recording
+gives its recorded verdicts; :mod:`labkit.dialog.measure` is the measure a do-nothing bot cannot pass.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from labkit.dialog.engine import DialogBot, PromptOnlyBot, current_step
 from labkit.dialog.events import ModelCalled
 from labkit.dialog.scenario import ScenarioError
+from labkit.dialog.users import UserScript, load_user_script, load_user_scripts
 
-
-@dataclass(frozen=True)
-class UserScript:
-    """One simulated user."""
-
-    name: str
-    scenario: str
-    turns: tuple[str, ...]
-    expect_step: str | None = None
-    expect_variables: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    persona: str = ""
-
-
-def load_user_script(path: str | Path) -> UserScript:
-    """Read a user script; ``turns`` is required, ``expect`` optional (chat --script needs none)."""
-    p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ScenarioError(f"cannot read user script {p}: {exc.strerror or exc}", "check the path.") from exc
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
-        raise ScenarioError(f"{p}, {where}: not valid YAML: {exc.problem}", "fix the file there.") from None
-    if not isinstance(data, dict) or not isinstance(data.get("turns"), list) or not data["turns"] \
-            or not all(isinstance(t, str) for t in data["turns"]):
-        raise ScenarioError(f"{p}: a user script needs 'turns', a non-empty list of messages",
-                            "write turns: [first message, second message, ...].")
-    expect = data.get("expect") or {}
-    variables = {str(k): tuple(str(w) for w in (v if isinstance(v, list) else [v]))
-                 for k, v in (expect.get("variables") or {}).items()}
-    return UserScript(name=p.stem, scenario=str(data.get("scenario", "")), turns=tuple(data["turns"]),
-                      expect_step=expect.get("step"), expect_variables=variables, persona=str(data.get("persona", "")))
-
-
-def load_user_scripts(folder: str | Path) -> list[UserScript]:
-    return [load_user_script(p) for p in sorted(Path(folder).glob("*.yaml"))]
+__all__ = ["ConversationResult", "UserScript", "adherence", "load_scenarios", "load_user_script",
+           "load_user_scripts", "measure", "result_from_dict", "run_user", "summarize", "write_json"]
 
 
 def _text(value: Any) -> str:

@@ -1,0 +1,60 @@
+"""Re-score recorded conversations on the new measure, from their event logs alone (no model).
+
+Why from the logs: ``data/dialog/runs/<model>/logs/<arm>/<user>.jsonl`` holds every message,
+variable change and move of each recorded conversation, so a new measure applies to an old
+recording without loading a model or replaying a cassette. Users a recording does not cover are
+left out (never scored as failures); :func:`score_runs` says which users each recording covers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from labkit.dialog.measure import Score, compare_arms, score, summarize_scores, table
+from labkit.dialog.scenario import Scenario
+from labkit.dialog.users import UserScript, check_user
+from labkit.errors import LabkitError
+from labkit.store import read_jsonl
+
+
+def score_recording(run_dir: str | Path, scenarios: dict[str, Scenario], users: list[UserScript],
+                    split: str | None = None) -> dict[str, list[Score]]:
+    """One recording (``runs/<model>``) scored per arm; ``split`` keeps only dev or test users."""
+    run = Path(run_dir)
+    provenance = json.loads((run / "provenance.json").read_text(encoding="utf-8"))
+    by_name = {u.name: u for u in users}
+    missing = sorted(set(provenance["users"]) - set(by_name))
+    if missing:
+        raise LabkitError(f"{run}: the recording covers users with no script: {', '.join(missing)}",
+                          "restore their files in data/dialog/users, or record again.")
+    out: dict[str, list[Score]] = {}
+    for arm in provenance["arms"]:
+        scores = []
+        for name in provenance["users"]:
+            user = by_name[name]
+            if split is not None and user.split != split:
+                continue
+            scenario = scenarios[user.scenario]
+            check_user(user, scenario)
+            events = read_jsonl(run / "logs" / arm / f"{name}.jsonl").events
+            scores.append(score(events, scenario, user, arm))
+        out[arm] = scores
+    return out
+
+
+def score_runs(runs_dir: str | Path, scenarios: dict[str, Scenario], users: list[UserScript],
+               split: str | None = None) -> dict[str, dict[str, list[Score]]]:
+    """Every recording under ``runs_dir`` (one folder per model), scored per arm."""
+    return {p.name: score_recording(p, scenarios, users, split)
+            for p in sorted(Path(runs_dir).iterdir()) if (p / "provenance.json").is_file()}
+
+
+def report(scored: dict[str, dict[str, list[Score]]]) -> dict[str, Any]:
+    """The summaries per (model, arm), the paired tests machine vs prompt-only, and a Markdown table."""
+    summaries = {(model, arm): summarize_scores(scores) for model, arms in scored.items()
+                 for arm, scores in arms.items()}
+    tests = {model: {part: t.describe() for part, t in compare_arms(arms["machine"], arms["prompt_only"]).items()}
+             for model, arms in scored.items() if {"machine", "prompt_only"} <= set(arms)}
+    return {"summaries": summaries, "paired": tests, "table": table(summaries)}

@@ -1,0 +1,211 @@
+"""Scripted users: a YAML file per simulated user, read with every mistake placed at ``file:line:column``.
+
+A user script names the scenario it talks to, its split (``dev`` users are for designing a machine,
+``test`` users for reporting it), the user's messages in order, and what a bot that follows the
+script ends with::
+
+    scenario: support
+    split: test
+    persona: corrects the email address
+    turns:
+      - The invoice PDF I downloaded is empty.
+      - ...
+    expect:
+      step: filed                      # the step the conversation stands in after the last message
+      variables: {email: [lena@]}      # legacy: words each value contains (the recorded runs' check)
+      values:                          # the measure's: the accepted phrasings of each value
+        issue: [the invoice PDF I downloaded is empty, downloaded invoice PDF is empty]
+        product: [billing]
+        must_haves: [[import PDF invoices, PDF import], [export a CSV file, CSV export]]   # a list: one entry per item
+
+Why both ``variables`` and ``values``: the recorded runs in ``data/dialog/runs`` were checked with
+the legacy substring words, and replaying them must give the recorded verdicts; the measure in
+:mod:`labkit.dialog.measure` reads ``values`` only. A string value is a list of phrasings (any one
+matches, after normalising); a list value is a list of items, each a phrasing or a list of them.
+
+Why positions: a teacher editing twenty-five files needs "a03.yaml:7:5: 'turns' must be a list",
+not a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from labkit.dialog.scenario import ScenarioError, Where, _loader, _Located
+
+SPLITS = ("dev", "test")
+
+
+@dataclass(frozen=True)
+class ExpectedValue:
+    """The accepted phrasings of one variable: one tuple for a string, one tuple per item for a list."""
+
+    items: tuple[tuple[str, ...], ...]
+    is_list: bool
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class UserScript:
+    """One simulated user."""
+
+    name: str
+    scenario: str
+    turns: tuple[str, ...]
+    expect_step: str | None = None
+    expect_variables: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    persona: str = ""
+    split: str | None = None
+    expect_values: dict[str, ExpectedValue] | None = None  # None: the file declares no ``values``
+    path: str = ""
+    scenario_where: str = ""
+
+
+def _fail(where: Where, message: str, hint: str) -> ScenarioError:
+    return ScenarioError(f"{where}: {message}", hint)
+
+
+def _check_keys(data: _Located, allowed: set[str], what: str) -> None:
+    for key in data:
+        if key not in allowed:
+            raise _fail(data.key_where[str(key)], f"unknown key '{key}' in {what}",
+                        f"allowed keys: {', '.join(sorted(allowed))}.")
+
+
+def _string_list(value: Any, where: Where, what: str, example: str) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(v, str | int | float) and not isinstance(v, bool) and str(v).strip()
+                            for v in items):
+        raise _fail(where, f"{what} must be a non-empty list of words or phrases", f"e.g. {example}.")
+    return tuple(str(v) for v in items)
+
+
+def _expected_value(name: str, value: Any, where: Where) -> ExpectedValue:
+    example = f"{name}: [a phrasing, another phrasing] or, for a list, {name}: [[item one], [item two, synonym]]"
+    if not isinstance(value, list) or not value:
+        raise _fail(where, f"value '{name}' must be a non-empty list of phrasings", f"write {example}.")
+    if all(isinstance(v, list) for v in value):
+        items = tuple(_string_list(v, where, f"each item of '{name}'", example) for v in value)
+        return ExpectedValue(items, True, str(where))
+    if any(isinstance(v, list) for v in value):
+        raise _fail(where, f"value '{name}' mixes phrasings and item lists",
+                    "a string value is [phrasing, ...]; a list value is [[item phrasing, ...], ...].")
+    return ExpectedValue((_string_list(value, where, f"value '{name}'", example),), False, str(where))
+
+
+def parse_user_script(text: str, file: str = "<user>", name: str | None = None) -> UserScript:
+    """Parse a user script's text; every problem is a :class:`ScenarioError` at ``file:line:column``."""
+    try:
+        data = yaml.load(text, Loader=_loader(file))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = Where(file, mark.line + 1, mark.column + 1) if mark else Where(file, 1, 1)
+        raise _fail(where, f"not valid YAML: {exc.problem or exc.context}",
+                    "fix the indentation or quoting there (YAML is indentation-sensitive).") from None
+    if not isinstance(data, _Located):
+        raise _fail(Where(file, 1, 1), "a user script is a YAML mapping with 'turns' (and scenario, split, expect)",
+                    "see the format in labkit/dialog/users.py.")
+    _check_keys(data, {"scenario", "persona", "split", "turns", "expect"}, "the user script")
+    turns = data.get("turns")
+    turns_where = data.key_where.get("turns", data.where)
+    if not isinstance(turns, list) or not turns or not all(isinstance(t, str) and t.strip() for t in turns):
+        raise _fail(turns_where, "a user script needs 'turns', a non-empty list of messages",
+                    "write turns: followed by one '- message' line per user message.")
+    for key in ("scenario", "persona"):
+        if key in data and not isinstance(data[key], str):
+            raise _fail(data.key_where[key], f"'{key}' must be a string, got {type(data[key]).__name__}",
+                        f"write {key}: followed by one line of text.")
+    split = data.get("split")
+    if split is not None and split not in SPLITS:
+        raise _fail(data.key_where["split"], f"'split' must be dev or test, got {split!r}",
+                    "dev users are for designing the machine, test users for reporting it; pick one.")
+    expect = data.get("expect", _Located())
+    if expect is None:
+        expect = _Located()
+    if not isinstance(expect, _Located):
+        raise _fail(data.key_where["expect"], "'expect' must be a mapping", "e.g. expect: {step: brief, values: {}}.")
+    if not hasattr(expect, "where"):
+        expect.where, expect.key_where = data.where, {}
+    _check_keys(expect, {"step", "variables", "values"}, "'expect'")
+    step = expect.get("step")
+    if step is not None and not isinstance(step, str):
+        raise _fail(expect.key_where["step"], "'expect.step' must be a step name", "e.g. step: brief.")
+    words = _mapping(expect, "variables")
+    variables = {str(k): _string_list(v, words.key_where[str(k)], f"variable '{k}'", f"{k}: [word]")
+                 for k, v in words.items()}
+    values: dict[str, ExpectedValue] | None = None
+    if "values" in expect:
+        raw_values = _mapping(expect, "values")
+        values = {str(k): _expected_value(str(k), v, raw_values.key_where[str(k)]) for k, v in raw_values.items()}
+    return UserScript(name=name or Path(file).stem, scenario=str(data.get("scenario", "")), turns=tuple(turns),
+                      expect_step=step, expect_variables=variables, persona=str(data.get("persona", "")),
+                      split=split, expect_values=values, path=file,
+                      scenario_where=str(data.key_where.get("scenario", data.where)))
+
+
+def _mapping(parent: _Located, key: str) -> _Located:
+    value = parent.get(key)
+    if value is None:
+        empty = _Located()
+        empty.where, empty.key_where = parent.where, {}
+        return empty
+    if not isinstance(value, _Located):
+        raise _fail(parent.key_where[key], f"'{key}' must be a mapping of variable names",
+                    f"e.g. {key}: {{goal: [...]}}.")
+    return value
+
+
+def load_user_script(path: str | Path) -> UserScript:
+    """Read a user script; ``turns`` is required, the rest optional (``chat --script`` needs only turns)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"cannot read user script {p}: {exc.strerror or exc}", "check the path.") from exc
+    return parse_user_script(text, str(p), p.stem)
+
+
+def load_user_scripts(folder: str | Path, split: str | None = None) -> list[UserScript]:
+    """Every ``*.yaml`` user script in ``folder`` by name; ``split`` keeps only dev or test users."""
+    users = [load_user_script(p) for p in sorted(Path(folder).glob("*.yaml"))]
+    return users if split is None else [u for u in users if u.split == split]
+
+
+def check_user(user: UserScript, scenario: Any) -> None:
+    """Check ``user`` against its scenario: the step, the variable names, list or not, enum values.
+
+    Why separately from parsing: ``chat --script`` reads a file of turns without a scenario at hand;
+    the measure needs every expectation to be one the scenario can produce.
+    """
+    where = user.path or user.name
+    if user.expect_step is not None and user.expect_step not in scenario.steps:
+        raise ScenarioError(f"{where}: expect.step '{user.expect_step}' is not a step of '{scenario.name}'",
+                            f"use one of: {', '.join(scenario.steps)}.")
+    fields = {f.name: f for f in scenario.variables}
+    for name, expected in (user.expect_values or {}).items():
+        f = fields.get(name)
+        if f is None:
+            raise ScenarioError(f"{expected.where}: '{name}' is no variable of '{scenario.name}'",
+                                f"use one of: {', '.join(fields)}.")
+        if expected.is_list != (f.type == "list"):
+            shape = "[[item phrasing, ...], ...]" if f.type == "list" else "[phrasing, ...]"
+            raise ScenarioError(f"{expected.where}: '{name}' is a {f.type} in the scenario",
+                                f"write its accepted values as {shape}.")
+        if f.type == "enum":
+            bad = [v for v in expected.items[0] if v not in f.values]
+            if bad:
+                raise ScenarioError(f"{expected.where}: {bad} not among the values of '{name}'",
+                                    f"use one of: {', '.join(f.values)}.")
+
+
+def check_users(users: list[UserScript], scenarios: dict[str, Any]) -> None:
+    """:func:`check_user` for each user, after checking that its scenario exists."""
+    for user in users:
+        if user.scenario not in scenarios:
+            raise ScenarioError(f"{user.scenario_where or user.path}: unknown scenario {user.scenario!r}",
+                                f"write scenario: one of {', '.join(scenarios)}.")
+        check_user(user, scenarios[user.scenario])
