@@ -3,7 +3,8 @@
 A replay runs every arm again with real pytest in fresh copies, the model's answers served from the
 cassettes; every field of every row (fixed, broken tests, test runs, calls, tokens, the final tree's
 digest, ...) but the times (wall and model seconds) must come out the same. The recordings must also
-name a clean commit, the registered model's sha256 and today's task file.
+name a clean commit, the registered model's sha256 and the task file as it was at that commit, and every
+task of the recorded split must be unchanged since then (the task file may grow by tasks of another split).
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ import pytest
 from labkit.cli import main
 from labkit.llm.models import get_model
 from labkit.repoedit.arms import ARMS
-from labkit.repoedit.compare import cassette_path, load_rows, read_config, replay_compare, sha256_file
+from labkit.repoedit.compare import (
+    cassette_path,
+    load_rows,
+    read_config,
+    recording_tasks_differences,
+    replay_compare,
+)
 from labkit.repoedit.compare_report import render_report, summarize
 
 COMPARE = Path(__file__).resolve().parents[1] / "data" / "repoedit" / "compare"
@@ -38,7 +45,7 @@ def test_a_recording_is_complete_where_it_says_so_and_names_its_sources(folder):
     assert sessions and all(s["mode"] == "live" for s in sessions)
     assert all("dirty" not in s["git_commit"] for s in sessions)
     assert {s["model_sha256"] for s in sessions} == {get_model(folder.name).sha256}
-    assert {s["tasks_sha256"] for s in sessions} == {sha256_file(config.tasks_path())}
+    assert recording_tasks_differences(folder) == []
     for arm in config.arms:
         if ARMS[arm].uses_model and any(r.arm == arm for r in rows):
             assert cassette_path(folder, arm).stat().st_size > 0

@@ -177,6 +177,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from labkit.repoedit.compare import (
         CompareConfig,
         recording_backends,
+        recording_tasks_differences,
         replay_compare,
         run_compare,
     )
@@ -196,8 +197,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 shutil.rmtree(out, ignore_errors=True)
         for line in problems:
             print(f"DIFFERS: {line}")
+        changed = recording_tasks_differences(folder)  # the tasks it ran, then and today
+        for line in changed:
+            print(f"TASKS CHANGED: {line}")
         print("every row reproduced (times aside)" if not problems else f"{len(problems)} difference(s)")
-        return 0 if not problems else 1
+        if changed:
+            print(f"{len(changed)} change(s) to the recorded tasks since the recording: it no longer measures them")
+        return 0 if not problems and not changed else 1
     if not args.out:
         raise LabkitError("--out is missing", "give a folder to record into (or --replay a recorded one).")
     from labkit.repoedit.arms import ARMS, DEFAULT_ARMS

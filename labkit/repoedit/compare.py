@@ -21,12 +21,15 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
@@ -192,6 +195,111 @@ def _open_folder(out: Path, config: CompareConfig) -> None:
 
 def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False)
+
+
+def _blob_sha(data: bytes) -> str:
+    """The git blob id of ``data`` (what ``git hash-object`` prints), to compare a file with a commit's."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+_NOT_PROJECT = ("__pycache__", ".pytest_cache")
+
+
+def _folder_at(repo: Path, commit: str, folder: str) -> dict[str, str]:
+    """Blob ids of the files under ``folder`` (relative to the repository) at ``commit``, by relative path."""
+    listed = _git(repo, "ls-tree", "-r", "--full-tree", commit, "--", folder + "/")
+    found: dict[str, str] = {}
+    for line in listed.stdout.decode("utf-8").splitlines():
+        meta, path = line.split("\t", 1)
+        found[path[len(folder) + 1:]] = meta.split()[2]
+    return found
+
+
+def _folder_now(root: Path) -> dict[str, str]:
+    if not root.is_dir():
+        return {}
+    return {p.relative_to(root).as_posix(): _blob_sha(p.read_bytes()) for p in sorted(root.rglob("*"))
+            if p.is_file() and not any(part in _NOT_PROJECT for part in p.relative_to(root).parts)
+            and p.suffix != ".pyc"}
+
+
+def tasks_unchanged_since(commit: str, split: str, *, repo: Path = REPO,
+                          tasks_file: str = "data/repos/tasks.yaml") -> list[str]:
+    """How the tasks of ``split`` (``all``: every task) differ between ``commit`` and today's tree; [] if not at all.
+
+    A task is the same when its entry (every field, parsed) and every file of its project folder (and its
+    hidden grader, if any) are the same; a task of the split that is new or gone is a difference too. So a
+    recording made at ``commit`` stays valid exactly as long as this is empty, whatever else the task file
+    gained (tasks of another split, comments)."""
+    from labkit.repoedit.tasks import TaskFile
+
+    shown = _git(repo, "show", f"{commit}:{tasks_file}")
+    if shown.returncode != 0:
+        return [f"{tasks_file} cannot be read at {commit}: {shown.stderr.decode('utf-8', 'replace').strip()}"]
+    try:
+        then = {t.id: t for t in TaskFile.model_validate(yaml.safe_load(shown.stdout)).tasks}
+    except (yaml.YAMLError, ValueError) as exc:
+        return [f"{tasks_file} at {commit} does not parse: {type(exc).__name__}"]
+    now = load_tasks(repo / tasks_file)
+    wanted = (lambda t: True) if split == "all" else (lambda t: t.split == split)
+    then = {i: t for i, t in then.items() if wanted(t)}
+    now_split = {i: t for i, t in now.items() if wanted(t)}
+    problems = [f"task {i!r}: gone from split {split!r} since {commit[:12]}" for i in then if i not in now_split]
+    problems += [f"task {i!r}: new in split {split!r} since {commit[:12]}" for i in now_split if i not in then]
+    base = Path(tasks_file).parent.as_posix()
+    for task_id in (i for i in then if i in now_split):
+        old, new = then[task_id].model_dump(), now_split[task_id].model_dump()
+        problems += [f"task {task_id!r}: {name} changed since {commit[:12]}" for name in old if old[name] != new[name]]
+        folder = f"{base}/{then[task_id].project}"
+        before, after = _folder_at(repo, commit, folder), _folder_now(repo / folder)
+        problems += [f"task {task_id!r}: {folder}/{path} changed since {commit[:12]}"
+                     for path in sorted(before.keys() | after.keys()) if before.get(path) != after.get(path)]
+        if then[task_id].hidden:
+            hidden = f"{base}/{then[task_id].hidden}"
+            at = _git(repo, "rev-parse", f"{commit}:{hidden}").stdout.decode().strip()
+            current = repo / hidden
+            if not current.is_file() or at != _blob_sha(current.read_bytes()):
+                problems.append(f"task {task_id!r}: hidden grader {hidden} changed since {commit[:12]}")
+    return problems
+
+
+def recording_tasks_differences(folder: Path, *, repo: Path = REPO) -> list[str]:
+    """Why the task file a recording in ``folder`` names no longer holds the tasks it ran; [] if it does.
+
+    Every session of ``provenance.jsonl`` must name the sha256 of the task file as it was at its own
+    ``git_commit``, and every task of the recorded split must be unchanged since then
+    (:func:`tasks_unchanged_since`). A task file outside the repository (a benchmark built into the cache)
+    has no history: its sha256 must then equal today's file."""
+    config = read_config(folder)
+    path = config.tasks_path()
+    try:
+        relative = path.resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:
+        relative = None
+    problems: list[str] = []
+    seen: set[str] = set()
+    for line in (folder / "provenance.jsonl").read_text(encoding="utf-8").splitlines():
+        session = json.loads(line)
+        commit, recorded = str(session.get("git_commit", "")), session.get("tasks_sha256")
+        if relative is None:
+            if recorded != sha256_file(path):
+                problems.append(f"session at {session.get('at')}: tasks_sha256 is not today's {path}")
+            continue
+        if commit in seen:
+            continue
+        seen.add(commit)
+        shown = _git(repo, "show", f"{commit}:{relative}")
+        if shown.returncode != 0:
+            problems.append(f"session at {session.get('at')}: {relative} cannot be read at commit {commit!r}")
+            continue
+        if recorded != hashlib.sha256(shown.stdout).hexdigest():
+            problems.append(f"session at {session.get('at')}: tasks_sha256 is not that of {relative} at {commit[:12]}")
+        problems += tasks_unchanged_since(commit, config.split, repo=repo, tasks_file=relative)
+    return problems
 
 
 def provenance(config: CompareConfig, out: Path, describe: dict[str, Any] | None, mode: str) -> dict[str, Any]:
@@ -375,5 +483,6 @@ def replay_compare(folder: Path, out: Path, *, arms: Iterable[str] | None = None
     return replay_differences(recorded, replayed)
 
 
-__all__ = ["CompareConfig", "RunRow", "load_rows", "read_config", "recording_backends", "replay_backends",
-           "replay_compare", "replay_differences", "run_compare", "run_one"]
+__all__ = ["CompareConfig", "RunRow", "load_rows", "read_config", "recording_backends",
+           "recording_tasks_differences", "replay_backends", "replay_compare", "replay_differences", "run_compare",
+           "run_one", "tasks_unchanged_since"]
