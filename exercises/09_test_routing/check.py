@@ -104,7 +104,7 @@ def judge(results: dict[str, Any], cases: dict[str, Any], source: str) -> list[s
         elif expected == "EDIT_FILE" and got["file"] != args[3]:
             feedback.append(f"route_after_tests, {what}: a targeted fix must name the blamed file, got {got['file']!r}")
     for index, (got, (output, planned)) in enumerate(zip(results["blames"], cases["blames"], strict=True)):
-        what = BLAMES[index][0] if index < len(BLAMES) else f"a hidden traceback (planned: {', '.join(planned)})"
+        what = BLAMES[index][0] if index < len(BLAMES) else f"a hidden traceback (planned {', '.join(planned)})"
         if "raised" in got:
             feedback.append(f"blame, {what}: raised {got['raised']}")
         elif got["ok"] != reference_blame(output, planned):
