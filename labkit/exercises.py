@@ -220,10 +220,11 @@ def check_file(folder: Path, target: Path, *, timeout: float = PROBE_TIMEOUT, hi
     if outcome.error is not None:
         return [outcome.error]
     try:
-        return list(checker.judge(outcome.results, cases, source))
+        feedback = list(checker.judge(outcome.results, cases, source))
     except Exception as exc:  # data the probes never return (a forged or truncated result): not a pass
         return [f"the result of the checks could not be judged ({type(exc).__name__}); run the check again, and "
                 "keep your file to the exercise's functions"]
+    return [f for f in feedback if "hidden" not in f] + [f for f in feedback if "hidden" in f]  # visible cases first
 
 
 def run_check(number: str, file: str | Path | None = None, *, solution: bool = False,

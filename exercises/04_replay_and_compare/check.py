@@ -110,7 +110,7 @@ def cases(rng: random.Random) -> dict[str, Any]:
         runs[f"hidden {k + 1}"] = {"steps": [list(s) for s in _hidden_steps(rng)], "run_id": f"h-{rng.randint(1, 999)}"}
     first, hidden = RUNS[0][0], "hidden 1"
     n_hidden = len(PROBE.record_events(runs[hidden]["steps"], JobState(), runs[hidden]["run_id"]))
-    cut = rng.randint(1, n_hidden - 1)
+    cut = rng.randint(1, n_hidden - 2)  # not the last: a log cut short is whole
     links = [
         ("the untouched log", first, [], None),
         ("event 3 deleted", first, [["delete", 3]], 3),

@@ -155,7 +155,8 @@ def _lifecycle_feedback(results: dict[str, Any], cases: dict[str, Any]) -> list[
         expected = reference_lifecycle([["move_phase", phase], ["move_flow", flow]])
         if got.get("ok") != expected:
             shown = f"raised {got['raised']}" if "raised" in got else f"{got['ok']!r}"
-            feedback.append(f"lifecycle after BookStatus.restore({phase!r}, {flow!r}): {shown} (it must be "
+            feedback.append(f"lifecycle after BookStatus.restore({phase!r}, {flow!r}): {shown}, which the layers do "
+                            "not give (it must be "
                             "recomputed from the restored layers)")
     return list(dict.fromkeys(feedback))
 

@@ -109,5 +109,5 @@ def judge(results: dict[str, Any], cases: dict[str, Any], source: str) -> list[s
             feedback.append(f"blame, {what}: raised {got['raised']}")
         elif got["ok"] != reference_blame(output, planned):
             feedback.append(f"blame, {what}: returned {got['ok']!r}, which is not the planned file of the deepest "
-                            "frame" + (" (there is none here)" if got["ok"] is not None else ""))
+                            "frame" + (" (there is none here)" if reference_blame(output, planned) is None else ""))
     return feedback
