@@ -319,7 +319,8 @@ def run_sandboxed(cmd: Sequence[str], *, cwd: str | Path, writable: Sequence[str
     """Run ``cmd`` confined (see the module's text); stdout and stderr come back together, capped.
 
     ``writable`` are the only folders it may change under bwrap (``cwd`` is not writable unless
-    listed), and ``hidden`` folders look empty. Past ``timeout`` seconds the whole process group is killed and the result says
+    listed), and ``hidden`` folders look empty. Past ``timeout`` seconds the whole process group is
+    killed and the result says
     ``timed_out``. When this returns, no process of the run is left under bwrap (its pid namespace
     died) or where a cgroup was made; in ``limits-only`` mode without one, a child that left the
     process group with ``setsid`` may live on.

@@ -94,9 +94,11 @@ def _cheats() -> list[tuple[str, str, str]]:
             '"approved": ["EXECUTING", "OBSERVING", "COMMITTING", "PLANNING", "PLANNING", "PLANNING"]')),
         # 04
         ("04", "a chain check that always says whole", _replaced("04", ("    previous = GENESIS_HASH\n",
-                                                                        "    return None\n    previous = GENESIS_HASH\n"))),
+                                                                        "    return None\n    "
+                                                                        "previous = GENESIS_HASH\n"))),
         ("04", "a divergence that is always none", _replaced("04", ("    state = empty\n    for position",
-                                                                    "    return None\n    state = empty\n    for position"))),
+                                                                    "    return None\n    state = "
+                                                                    "empty\n    for position"))),
         ("04", "a reducer special-cased to the visible records", _replaced("04", (
             '        record = event.payload["record_id"]\n',
             '        record = event.payload["record_id"] if event.payload["record_id"].startswith("r") else "r1"\n'))),
@@ -105,9 +107,9 @@ def _cheats() -> list[tuple[str, str, str]]:
                                                                "    return 0"))),
         ("05", "the reference count imported from labkit", "from labkit.runtime.free_loop import "
                                                            "machine_unknown_writes_committed\n" + _solution("05")),
-        ("05", "the visible seeds special-cased", _replaced("05", ('    if run.arm == "machine":\n        count = 0\n',
-                                                                   '    if run.seed > 11:\n        return 0\n'
-                                                                   '    if run.arm == "machine":\n        count = 0\n'))),
+        ("05", "the visible seeds special-cased", _replaced("05", (
+            '    if run.arm == "machine":\n        count = 0\n',
+            '    if run.seed > 11:\n        return 0\n    if run.arm == "machine":\n        count = 0\n'))),
         # 06: an extra signal straight to the end without needs
         ("06", "an extra signal straight to the end step", _replaced("06", (
             "      back: {to: name, when: the guest wants to change the name}\n",
@@ -118,10 +120,12 @@ def _cheats() -> list[tuple[str, str, str]]:
         ("06", "the step left as handed out", (_folder("06") / "student.py").read_text(encoding="utf-8")),
         # 07: a validator that ignores its needs argument
         ("07", "a validator that ignores needs", _replaced("07", ('needs.get(data["signal"], [])', '["goal"]'))),
-        ("07", "a validator that ignores signals", _replaced("07", ('if data["signal"] not in signals:',
-                                                                    'if data["signal"] not in ("next", "stay", "back"):'))),
-        ("07", "a validator that passes everything", _replaced("07", ("    try:\n        data = json.loads(raw)",
-                                                                      "    return Verdict(json.loads(raw) if raw.startswith('{') else None, None)\n    try:\n        data = json.loads(raw)"))),
+        ("07", "a validator that ignores signals", _replaced("07", (
+            'if data["signal"] not in signals:', 'if data["signal"] not in ("next", "stay", "back"):'))),
+        ("07", "a validator that passes everything", _replaced("07", (
+            "    try:\n        data = json.loads(raw)",
+            "    return Verdict(json.loads(raw) if raw.startswith('{') else None, None)\n"
+            "    try:\n        data = json.loads(raw)"))),
         ("07", "a re-ask message with the visible signals written in", _replaced("07", (
             "(one of: {', '.join(signals)})", "(one of: next, stay, back)"))),
         # 08: the whitelist imported, the lifecycle asks completed before the abort
@@ -130,13 +134,15 @@ def _cheats() -> list[tuple[str, str, str]]:
             "from __future__ import annotations\n\nfrom labkit.layers.writing import FLOW_WHITELIST as _W\n")).replace(
             "FLOW_WHITELIST: dict[str, set[str]] = {", "FLOW_WHITELIST: dict[str, set[str]] = dict(_W) or {")),
         ("08", "the whitelist taken from the library module", _replaced("08", (
-            "from __future__ import annotations\n", "from __future__ import annotations\n\nimport labkit.layers.writing\n"))),
+            "from __future__ import annotations\n", "from __future__ import annotations\n\nimport "
+            "labkit.layers.writing\n"))),
         ("08", "a lifecycle that asks completed before the abort", _replaced("08", (
             '        if self._aborted or (self._phase == "COMPLETE" and self._flow != "IDLE"):',
             '        if self._phase == "COMPLETE" and self._flow == "IDLE":\n            return "completed"\n'
             '        if self._aborted or (self._phase == "COMPLETE" and self._flow != "IDLE"):'))),
         ("08", "a lifecycle that is a constant", _replaced("08", ("    @property\n    def lifecycle(self) -> str:",
-                                                                  "    lifecycle = 'idle'\n\n    @property\n    def _lc(self) -> str:"))),
+                                                                  "    lifecycle = 'idle'\n\n    "
+                                                                  "@property\n    def _lc(self) -> str:"))),
         # 09: a blame that goes by the plan's order
         ("09", "a blame that ignores which frame is deepest", _replaced("09", (
             "    in_plan = [path for path in named if path in planned]\n    return in_plan[-1] if in_plan else None",
@@ -147,7 +153,8 @@ def _cheats() -> list[tuple[str, str, str]]:
             "    named = [m.group(1) for m in FRAME.finditer(output)]",
             "    named = ['words.py', 'textutil.py'] if 'textutil' in output else [m.group(1) for m in "
             "FRAME.finditer(output)]\n    named = [n for n in named if n in ('words.py', 'textutil.py', 'cli.py')]"))),
-        ("09", "a route that is a constant", _replaced("09", ('    if outcome == "passed" and failed == 0 and passed > 0:',
+        ("09", "a route that is a constant", _replaced("09", (
+            '    if outcome == "passed" and failed == 0 and passed > 0:',
                                                               '    return Route("ROLLBACK_OR_FIX")\n    if outcome == '
                                                               '"passed" and failed == 0 and passed > 0:'))),
     ]

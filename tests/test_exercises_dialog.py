@@ -47,7 +47,8 @@ def test_06_wrong_steps_are_named(tmp_path: Path, old: str, new: str, expected: 
 @pytest.mark.parametrize("old,new,expected", [
     # needs checked against this answer's results only, forgetting what was known before
     ("if _empty(data[\"results\"].get(n)) and _empty(known.get(n))]", "if _empty(data[\"results\"].get(n))]",
-     "check_answer, a next whose goal was given earlier: got missing_results, which is not the contract's verdict (this answer keeps the contract)"),
+     "check_answer, a next whose goal was given earlier: got missing_results, which is not the "
+     "contract's verdict (this answer keeps the contract)"),
     # no unknown-signal check
     ("    if data[\"signal\"] not in signals:\n", "    if False:\n",
      "check_answer, a signal the step does not have: got a pass, which is not the contract's verdict"),
@@ -56,7 +57,8 @@ def test_06_wrong_steps_are_named(tmp_path: Path, old: str, new: str, expected: 
      "check_answer, an extra field: got a pass, which is not the contract's verdict"),
     # a truthiness test for "missing" lets an empty goal through? no: it refuses an empty summary instead
     ("    if not data[\"message\"].strip():\n", "    if not data[\"message\"].strip() or not data[\"summary\"]:\n",
-     "check_answer, a back with an empty summary: got wrong_shape, which is not the contract's verdict (this answer keeps the contract)"),
+     "check_answer, a back with an empty summary: got wrong_shape, which is not the contract's "
+     "verdict (this answer keeps the contract)"),
     # a re-ask that does not say what was wrong
     ("f\"Your answer broke the contract: {violation.detail}. ", "f\"Your answer broke the contract. ",
      "reask_message: quote the violation's detail, so the model knows what was wrong"),

@@ -27,6 +27,9 @@ def _mutated(folder: str, tmp_path: Path, *pairs: tuple[str, str]) -> Path:
 
 
 # ----------------------------------------------------------------------------- exercise 01
+SPEC = ", which is not where the specification ends this run"
+
+
 
 def test_01_a_fix_that_declares_success_without_retesting_is_refused(tmp_path: Path):
     mine = _mutated("01_transition_table", tmp_path, ('    Row("FIX", "give_up", "FAILED"),\n',
@@ -43,14 +46,14 @@ def test_01_a_guard_that_believes_the_payload_is_refused(tmp_path: Path):
                                                       "    return payload.get(\"retries_left\", 1) > 0\n"))
     report = run_check("01", mine)
     assert not report.passed
-    assert "a third invalid plan fails, whatever its payload says: ended in PLAN, which is not where the specification ends this run" in report.feedback
+    assert "a third invalid plan fails, whatever its payload says: ended in PLAN" + SPEC in report.feedback
 
 
 def test_01_a_reducer_that_never_counts_retries_fails(tmp_path: Path):
     mine = _mutated("01_transition_table", tmp_path, ("retries_used=state.retries_used + retried",
                                                       "retries_used=state.retries_used"))
     report = run_check("01", mine)
-    assert "a third invalid plan fails, whatever its payload says: ended in PLAN, which is not where the specification ends this run" in report.feedback
+    assert "a third invalid plan fails, whatever its payload says: ended in PLAN" + SPEC in report.feedback
 
 
 def test_01_counting_only_plan_retries_misses_the_shared_budget(tmp_path: Path):
@@ -188,7 +191,8 @@ WRONG_ANSWERS = [
      "validate, a proposal with no tool calls left: returned a Token, but this proposal must be denied"),
     ("02_validator", "choose keeps only the last denial",
      ("    return denials\n", "    return denials[-1:]\n"),
-     "choose, no candidate passes: returned ['bad_args']; when no candidate passes, return every candidate's denial, in order"),
+     "choose, no candidate passes: returned ['bad_args']; when no candidate passes, return every "
+     "candidate's denial, in order"),
     ("04_replay_and_compare", "a log that lost its last event is called whole",
      ("    if len(recorded) > len(events):\n        return len(events)\n", ""),
      "first_divergence, the log lost its last event: returned None, which is not the first divergence"),
@@ -209,7 +213,8 @@ WRONG_ANSWERS = [
      "unknown_writes_as_success(machine seed 4): returned 1, which is not the count in this run's logs"),
     ("05_free_loop_vs_machine", "the machine is assumed never to stop on the model's word",
      ('        return int(state.outcome == "succeeded" and not goal_met(run.task.goal, state))', "        return 0"),
-     "stopped_on_models_word(doctored: write committed unobserved): returned 0, which is not the count in this run's logs"),
+     "stopped_on_models_word(doctored: write committed unobserved): returned 0, which is not the "
+     "count in this run's logs"),
 ]
 
 

@@ -56,7 +56,8 @@ def test_04_a_chain_check_that_only_looks_at_seq_misses_a_swapped_in_event(tmp_p
                     "if event.seq != position:", tmp_path)
     report = run_check("04", mine)
     assert report.feedback == [
-        "first_broken_link, event 2 replaced by the same event of another run: returned None, which is not the first broken link"]
+        "first_broken_link, event 2 replaced by the same event of another run: returned None, which "
+        "is not the first broken link"]
 
 
 def test_04_a_reducer_that_counts_a_record_twice_is_stopped_at_the_second_read(tmp_path: Path):
@@ -66,7 +67,8 @@ def test_04_a_reducer_that_counts_a_record_twice_is_stopped_at_the_second_read(t
     report = run_check("04", mine)
     assert [f for f in report.feedback if "hidden" not in f] == [
         "reduce, run 'a record read twice': first wrong after #4 READING --read_ok--> READING "
-        "{'record_id': 'r1', 'more': True}: records_read is ('r1', 'r2', 'r1') (that is not what the README's rules give here)"]
+        "{'record_id': 'r1', 'more': True}: records_read is ('r1', 'r2', 'r1') (that is not what "
+        "the README's rules give here)"]
 
 
 def test_03_a_write_timeout_predicted_as_failure_is_stopped_at_the_timeout(tmp_path: Path):
@@ -84,4 +86,5 @@ def test_05_a_machine_count_assumed_to_be_zero_is_caught_by_a_doctored_log(tmp_p
                     "        count = 0\n", tmp_path)
     report = run_check("05", mine)
     assert report.feedback == [
-        "unknown_writes_as_success(doctored: write committed unobserved): returned 0, which is not the count in this run's logs"]
+        "unknown_writes_as_success(doctored: write committed unobserved): returned 0, which is not "
+        "the count in this run's logs"]

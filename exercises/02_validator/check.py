@@ -161,7 +161,7 @@ def _judge_choose(results: list[dict[str, Any]], cases: dict[str, Any], secret: 
         what, expected = c["what"], c["expected"]
         if "raised" in got:
             feedback.append(f"choose, {what}: raised {got['raised']}")
-        elif expected and isinstance(expected[0], str) and expected[0] in ("not_allowed", "bad_args") \
+        elif (expected and isinstance(expected[0], str) and expected[0] in ("not_allowed", "bad_args")) \
                 or expected == []:
             kinds = [item.get("denial") for item in got.get("list", [])] if "list" in got else None
             if kinds != expected:

@@ -158,7 +158,8 @@ def cases(rng: random.Random) -> dict[str, Any]:
                             for name, run in runs.items()},
         "links": [{"what": w, "run": r, "ops": o, "expected": e} for w, r, o, e in links],
         "divergence": [{"what": w, "run": r, "ops": o, "recorded": _data(rec),
-                        "reducer": {PROBE.key(ev): PROBE.as_data(s) for ev, s in zip(evs, _fold(red, evs), strict=True)},
+                        "reducer": {PROBE.key(ev): PROBE.as_data(s)
+                                    for ev, s in zip(evs, _fold(red, evs), strict=True)},
                         "expected": e} for w, r, o, evs, rec, red, e in divergence],
     }
 
@@ -186,7 +187,8 @@ def judge(results: dict[str, Any], cases: dict[str, Any], source: str) -> list[s
                 feedback.append(f"reduce, run '{name}': raised {got['raised']} at {describe(event)}")
                 break
             if got != want:
-                feedback.append(f"reduce, run '{name}': first wrong after {describe(event)}: {_fields_differ(got, want)}")
+                feedback.append(f"reduce, run '{name}': first wrong after {describe(event)}: "
+                    f"{_fields_differ(got, want)}")
                 break
     for got, c in zip(results["links"], cases["links"], strict=True):
         if "raised" in got:

@@ -73,7 +73,7 @@ def _hidden_trace(rng: random.Random) -> tuple[str, list[str]]:
     for depth, name in enumerate(names[:3]):
         lines += [f"{name}:{rng.randint(2, 90)}: in f{depth}", f"    return f{depth + 1}()"]
     lines.append(f"E   ValueError: see {names[3]}:3")
-    planned = rng.sample(names[:3], rng.randint(1, 3)) + [names[3]]
+    planned = [*rng.sample(names[:3], rng.randint(1, 3)), names[3]]
     rng.shuffle(planned)
     return "\n".join(lines), planned
 
