@@ -1,10 +1,15 @@
-"""Classroom exercises: a student file with gaps, a reference solution, and a checker.
+"""Classroom exercises: a student file with gaps, a reference solution, probes and a judge.
 
 Each exercise lives in ``exercises/NN_topic/`` with ``student.py`` (gaps marked ``TODO``),
-``solution.py`` and ``check.py``. The checker defines ``check(module) -> list[str]``: the
-module is the imported file under test; each returned string is one piece of feedback, and an
-empty list means the exercise is solved. CI runs every checker against the solution (must pass)
-and against the untouched student file (must fail), so neither can rot unnoticed.
+``solution.py``, ``probe.py`` and ``check.py``. The learner's file never runs in the process that
+judges it: :func:`run_probes` imports it in a child under :func:`labkit.sandbox.run_sandboxed`
+(a time limit, resource limits, and under bwrap the exercise folder hidden), runs the exercise's
+``probe(module, cases)`` there and takes back one JSON line of data. ``check.py`` is imported only
+here: ``cases(rng)`` makes the inputs (hidden ones drawn afresh each check), ``judge(results, cases,
+source)`` turns the data into feedback (an empty list means solved), and an optional ``static`` plus
+the shared rules in :func:`_refusal` read the file's source here before anything of it runs. CI
+runs every checker against the solution (must pass), the untouched student file (must fail) and a
+list of cheats (must fail), so none of them can rot unnoticed.
 """
 
 from __future__ import annotations
