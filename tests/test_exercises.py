@@ -24,7 +24,7 @@ def test_there_are_exercises():
 @pytest.mark.parametrize("name", EXERCISES)
 def test_each_exercise_is_complete(name):
     folder = exercises_root() / name
-    for part in ("README.md", "student.py", "solution.py", "check.py"):
+    for part in ("README.md", "student.py", "solution.py", "probe.py", "check.py"):
         assert (folder / part).is_file(), f"{name} lacks {part}"
 
 
