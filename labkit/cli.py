@@ -119,6 +119,31 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
+def _cmd_grade(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from labkit.grade import grade, render, write_csv
+
+    rows = grade(Path(args.submissions), args.exercise, timeout=args.timeout, workers=args.workers)
+    print(render(rows, args.exercise))
+    if args.csv:
+        with open(args.csv, "w", newline="", encoding="utf-8") as out:
+            write_csv(rows, out)
+    return 0
+
+
+def _cmd_bench_grade(args: argparse.Namespace) -> int:
+    from labkit.grade_bench import bench_grade
+
+    result = bench_grade(count=args.count, exercise=args.exercise, workers=args.workers)
+    print(json.dumps(result, indent=2))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as out:
+            json.dump(result, out, indent=2)
+            out.write("\n")
+    return 0 if result["all_rows_right"] else 1
+
+
 def _cmd_bench_core(args: argparse.Namespace) -> int:
     from labkit.bench import bench_core, render_core
 
@@ -159,6 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--solution", action="store_true", help="check the reference solution")
     p.set_defaults(func=_cmd_check)
 
+    p = commands.add_parser("grade", help="check every learner's file of an exercise, one row per learner")
+    p.add_argument("submissions", help="a folder with one .py file per learner (the file's name is the learner)")
+    p.add_argument("--exercise", required=True, help="exercise number, e.g. 01")
+    p.add_argument("--csv", metavar="FILE", help="also write the rows to this CSV file")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds for one learner's file (default 30)")
+    p.add_argument("--workers", type=int, default=2, help="files checked at once (default 2)")
+    p.set_defaults(func=_cmd_grade)
+
     p = commands.add_parser("bench", help="benchmarks (printed as tables)")
     bench = p.add_subparsers(dest="bench", metavar="WHAT", required=True)
     b = bench.add_parser("core", help="per-transition overhead and replay throughput")
@@ -167,6 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--rounds", type=int, default=1, help="repeat the step comparison; record each round (default 1)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_cmd_bench_core)
+    b = bench.add_parser("grade", help="grade a generated class of 30 submissions (right, wrong, crashing, "
+                                       "looping, hostile) and time it")
+    b.add_argument("--count", type=int, default=30, help="submissions to generate (default 30)")
+    b.add_argument("--exercise", default="09", help="the exercise (default 09)")
+    b.add_argument("--workers", type=int, default=2, help="files checked at once (default 2)")
+    b.add_argument("--out", metavar="FILE", help="also write the JSON result here")
+    b.set_defaults(func=_cmd_bench_grade)
 
     for module in registry.load(registry.COMMAND_MODULES):  # parts missing from this checkout are skipped
         module.register(commands, bench)

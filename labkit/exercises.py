@@ -1,22 +1,37 @@
-"""Classroom exercises: a student file with gaps, a reference solution, and a checker.
+"""Classroom exercises: a student file with gaps, a reference solution, probes and a judge.
 
 Each exercise lives in ``exercises/NN_topic/`` with ``student.py`` (gaps marked ``TODO``),
-``solution.py`` and ``check.py``. The checker defines ``check(module) -> list[str]``: the
-module is the imported file under test; each returned string is one piece of feedback, and an
-empty list means the exercise is solved. CI runs every checker against the solution (must pass)
-and against the untouched student file (must fail), so neither can rot unnoticed.
+``solution.py``, ``probe.py`` and ``check.py``. The learner's file never runs in the process that
+judges it: :func:`run_probes` imports it in a child under :func:`labkit.sandbox.run_sandboxed`
+(a time limit, resource limits, and under bwrap the exercise folder hidden), runs the exercise's
+``probe(module, cases)`` there and takes back one JSON line of data. ``check.py`` is imported only
+here: ``cases(rng)`` makes the inputs (hidden ones drawn afresh each check), ``judge(results, cases,
+source)`` turns the data into feedback (an empty list means solved), and an optional ``static`` plus
+the shared rules in :func:`_refusal` read the file's source here before anything of it runs. CI
+runs every checker against the solution (must pass), the untouched student file (must fail) and a
+list of cheats (must fail), so none of them can rot unnoticed.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import json
+import os
+import random
+import secrets
+import shutil
 import sys
+import tempfile
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from labkit.errors import LabkitError
+from labkit.exercise_child import MARKER
+from labkit.sandbox import GIB, MIB, SandboxLimits, run_sandboxed
 
 
 def exercises_root() -> Path:
@@ -75,23 +90,156 @@ class CheckReport:
         return f"{head}\n  NOT YET: {len(self.feedback)} thing(s) to fix:\n{items}"
 
 
-def run_check(number: str, file: str | Path | None = None, *, solution: bool = False) -> CheckReport:
-    """Import the file under test and run the exercise's checker on it."""
+PROBE_TIMEOUT = 60.0  # seconds for one child: importing the learner's file and running every probe
+PROBE_LIMITS = SandboxLimits(cpu_seconds=60, memory_bytes=2 * GIB, file_size_bytes=8 * MIB, processes=32,
+                             output_bytes=2 * MIB)
+# What a learner's file may not use: each reaches for code the file does not hold (the answer, the
+# checker, another module's internals) instead of being the answer.
+REFUSED_MODULES = {"solution", "check", "probe", "scenarios", "importlib", "runpy", "ctypes", "gc", "inspect"}
+REFUSED_NAMES = {"__import__", "exec", "eval", "compile", "globals", "breakpoint", "__builtins__"}
+REFUSED_ATTRIBUTES = {"modules", "_getframe", "settrace", "setprofile", "meta_path", "path_hooks", "f_back",
+                      "f_globals", "f_locals", "__code__", "__globals__"}
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """What came back from the child: the probes' data, or why there is none."""
+
+    results: Any = None
+    error: str | None = None
+
+
+def _refusal(tree: ast.AST, name: str, refused_imports: dict[str, str]) -> str | None:
+    """Why the learner's file reaches for code it does not hold, or None (read from its source, here)."""
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", "?")
+        modules: list[str] = []
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            modules = [node.module or ""]
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                if full in refused_imports:
+                    return f"{name} line {line}: {alias.name} is imported from {node.module}; " \
+                           f"{refused_imports[full]}"
+        for module in modules:
+            if module.split(".")[0] in REFUSED_MODULES or module in refused_imports:
+                why = refused_imports.get(module, "your answer must be written in this file, not loaded from another")
+                return f"{name} line {line}: it imports {module or 'from a relative path'}; {why}"
+        if isinstance(node, ast.ImportFrom) and node.level:
+            return f"{name} line {line}: a relative import; your answer must be written in this file"
+        if isinstance(node, ast.Name) and node.id in REFUSED_NAMES:
+            return f"{name} line {line}: it uses {node.id}; an answer file holds its answer as plain code"
+        if isinstance(node, ast.Attribute) and node.attr in REFUSED_ATTRIBUTES:
+            return f"{name} line {line}: it reaches into .{node.attr}; an answer file must not touch the " \
+                   "interpreter's machinery"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                "solution.py" in node.value or "check.py" in node.value):
+            return f"{name} line {line}: it names another exercise file; your answer must be written in this file"
+    return None
+
+
+def _hideable(folders: tuple[Path, ...]) -> list[Path]:
+    """The folders the child may be kept out of: never one that holds labkit or the interpreter."""
+    needed = [Path(__file__).resolve().parent, Path(sys.prefix).resolve(), Path(sys.executable).resolve()]
+    out = []
+    for folder in folders:
+        folder = Path(folder).resolve()
+        if not any(path == folder or folder in path.parents for path in needed):
+            out.append(folder)
+    return out
+
+
+def run_probes(folder: Path, target: Path, cases: Any, *, timeout: float = PROBE_TIMEOUT,
+               hidden: tuple[Path, ...] = ()) -> ProbeOutcome:
+    """Import ``target`` in a sandboxed child, run ``folder/probe.py``'s ``probe(module, cases)`` there.
+
+    The child sees a private copy of the learner's file and of the probes, never the exercise's
+    folder (its solution and checker are hidden under bwrap) nor ``hidden``; its answer comes back
+    as one JSON line after a marker, and only that data reaches the judge.
+    """
+    with tempfile.TemporaryDirectory(prefix="labkit-check-") as tmp:
+        work = Path(tmp)
+        shutil.copyfile(target, work / target.name)
+        shutil.copyfile(folder / "probe.py", work / "labkit_probe.py")
+        job = {"learner": str(work / target.name), "probe": str(work / "labkit_probe.py"),
+               "module": f"labkit_exercise_{folder.name}_{target.stem}", "cases": cases}
+        (work / "job.json").write_text(json.dumps(job), encoding="utf-8")
+        boot = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r}); "
+                "from labkit.exercise_child import main; sys.exit(main('job.json'))")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "LABKIT_SANDBOX_"))}
+        env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0", MPLBACKEND="Agg")
+        result = run_sandboxed([sys.executable, "-I", "-c", boot], cwd=work, writable=[work], timeout=timeout,
+                               env=env, limits=PROBE_LIMITS,
+                               hidden=_hideable((exercises_root(), target.resolve().parent, *hidden)))
+    if result.timed_out:
+        return ProbeOutcome(error=f"{target.name} did not finish within {timeout:g} s (an endless loop, or "
+                                  "waiting for input?); nothing was checked")
+    found = [line[len(MARKER):] for line in result.output.splitlines() if line.startswith(MARKER)]
+    if len(found) != 1:
+        tail = result.output.strip().splitlines()[-3:]
+        why = (f"it printed {len(found)} result lines (only the checker writes one)" if found
+               else f"it ended with exit code {result.returncode} before the checks finished"
+               + (f": {' / '.join(tail)}" if tail else ""))
+        return ProbeOutcome(error=f"running {target.name} gave no usable result: {why}")
+    try:
+        data = json.loads(found[0])
+    except ValueError:
+        return ProbeOutcome(error=f"running {target.name} gave a garbled result line")
+    if not isinstance(data, dict):
+        return ProbeOutcome(error=f"running {target.name} gave a garbled result line")
+    if "import_error" in data:
+        return ProbeOutcome(error=str(data["import_error"]))
+    if "probe_error" in data:
+        return ProbeOutcome(error=f"the checks stopped on {data['probe_error']}")
+    return ProbeOutcome(results=data.get("results"))
+
+
+def _checker(folder: Path) -> ModuleType:
+    return _import_file(folder / "check.py", f"labkit_check_{folder.name}")
+
+
+def check_file(folder: Path, target: Path, *, timeout: float = PROBE_TIMEOUT, hidden: tuple[Path, ...] = (),
+               seed: int | None = None) -> list[str]:
+    """The feedback on ``target`` for the exercise in ``folder``: static rules, then probes in a child, then the judge.
+
+    The checker (``check.py``) is imported here and only here; it declares ``cases(rng)`` (the inputs
+    the probes run on, the hidden ones drawn afresh each time), ``judge(results, cases, source)``,
+    and optionally ``static(tree, name)`` and ``REFUSED_IMPORTS`` ({dotted name: why}).
+    """
+    checker = _checker(folder)
+    source = target.read_text(encoding="utf-8", errors="replace")
+    try:
+        tree = ast.parse(source, filename=target.name)
+    except SyntaxError as exc:
+        return [f"importing {target.name} failed at line {exc.lineno or '?'}: SyntaxError: {exc}"]
+    static = getattr(checker, "static", None)
+    if static is not None and (found := static(tree, target.name)):
+        return list(found)
+    if why := _refusal(tree, target.name, getattr(checker, "REFUSED_IMPORTS", {})):
+        return [why]
+    rng = random.Random(secrets.randbits(64) if seed is None else seed)
+    cases = checker.cases(rng) if hasattr(checker, "cases") else None
+    outcome = run_probes(folder, target, cases, timeout=timeout, hidden=hidden)
+    if outcome.error is not None:
+        return [outcome.error]
+    try:
+        feedback = list(checker.judge(outcome.results, cases, source))
+    except Exception as exc:  # data the probes never return (a forged or truncated result): not a pass
+        return [f"the result of the checks could not be judged ({type(exc).__name__}); run the check again, and "
+                "keep your file to the exercise's functions"]
+    return [f for f in feedback if "hidden" not in f] + [f for f in feedback if "hidden" in f]  # visible cases first
+
+
+def run_check(number: str, file: str | Path | None = None, *, solution: bool = False,
+              timeout: float = PROBE_TIMEOUT) -> CheckReport:
+    """Check the file under test: its code runs in a sandboxed child, the checker judges the data here."""
     folder = find_exercise(number)
     target = Path(file) if file else folder / ("solution.py" if solution else "student.py")
     if not target.exists():
         raise LabkitError(f"no file at {target}", "give the path of your solution file.")
-    checker = _import_file(folder / "check.py", f"labkit_check_{folder.name}")
-    try:
-        module = _import_file(target, f"labkit_exercise_{folder.name}_{target.stem}")
-    except Exception as exc:
-        return CheckReport(folder.name, target, [
-            f"importing {target.name} failed at line {_line_in(target, exc)}: {type(exc).__name__}: {exc}"])
-    try:
-        feedback = list(checker.check(module))
-    except Exception as exc:
-        feedback = [f"the checks stopped on {type(exc).__name__}: {exc}"]
-    return CheckReport(folder.name, target, feedback)
+    return CheckReport(folder.name, target, check_file(folder, target, timeout=timeout))
 
 
 # ----------------------------------------------------------------------------- student files from solutions

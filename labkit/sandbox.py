@@ -170,12 +170,20 @@ def interpreter_paths(python: str) -> tuple[Path, ...]:
     return tuple(unique)
 
 
-def bwrap_args(cwd: Path, writable: Sequence[Path], env: Mapping[str, str], pythons: Sequence[str]) -> list[str]:
-    """bwrap's options for one run (the order matters: later mounts go on top of earlier ones)."""
+def bwrap_args(cwd: Path, writable: Sequence[Path], env: Mapping[str, str], pythons: Sequence[str],
+               hidden: Sequence[Path] = ()) -> list[str]:
+    """bwrap's options for one run (the order matters: later mounts go on top of earlier ones).
+
+    ``hidden`` folders are covered by an empty tmpfs, like the home (an exercise's answers, the
+    other learners' submissions); the interpreter's own folders are bound back on top of them.
+    """
     args = ["bwrap", *_BWRAP_BASE]
     homes = _homes(env)
     for home in homes:
         args += ["--tmpfs", str(home)]
+    for folder in hidden:
+        if Path(folder).is_dir():
+            args += ["--tmpfs", str(Path(folder).resolve())]
     covered = [*homes, Path("/tmp").resolve()]  # an interpreter may live in either (a venv in /tmp)
     hidden = sorted({path for python in pythons for path in interpreter_paths(python)
                      if any(_under(path, folder) for folder in covered)}, key=lambda p: len(p.parts))
@@ -306,11 +314,13 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 def run_sandboxed(cmd: Sequence[str], *, cwd: str | Path, writable: Sequence[str | Path] = (),
                   timeout: float = 60.0, env: Mapping[str, str] | None = None,
-                  limits: SandboxLimits | None = None, mode: Mode | None = None) -> SandboxResult:
+                  limits: SandboxLimits | None = None, mode: Mode | None = None,
+                  hidden: Sequence[str | Path] = ()) -> SandboxResult:
     """Run ``cmd`` confined (see the module's text); stdout and stderr come back together, capped.
 
     ``writable`` are the only folders it may change under bwrap (``cwd`` is not writable unless
-    listed). Past ``timeout`` seconds the whole process group is killed and the result says
+    listed), and ``hidden`` folders look empty. Past ``timeout`` seconds the whole process group is
+    killed and the result says
     ``timed_out``. When this returns, no process of the run is left under bwrap (its pid namespace
     died) or where a cgroup was made; in ``limits-only`` mode without one, a child that left the
     process group with ``setsid`` may live on.
@@ -326,7 +336,8 @@ def run_sandboxed(cmd: Sequence[str], *, cwd: str | Path, writable: Sequence[str
     if mode == "bwrap":
         pythons = [sys.executable] + ([argv[0]] if Path(argv[0]).name.startswith("python") else [])
         nproc = {"RLIMIT_NPROC": (limits.processes, limits.processes)}
-        argv = [*bwrap_args(cwd, [Path(w) for w in writable], env, pythons), *_launcher(nproc), *argv]
+        argv = [*bwrap_args(cwd, [Path(w) for w in writable], env, pythons, [Path(h) for h in hidden]),
+                *_launcher(nproc), *argv]
     else:
         rlimits["RLIMIT_NPROC"] = (_user_processes() + limits.processes,) * 2
     with _pids_cgroup(limits.processes) as group:

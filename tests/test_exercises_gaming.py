@@ -27,6 +27,9 @@ def _mutated(folder: str, tmp_path: Path, *pairs: tuple[str, str]) -> Path:
 
 
 # ----------------------------------------------------------------------------- exercise 01
+SPEC = ", which is not where the specification ends this run"
+
+
 
 def test_01_a_fix_that_declares_success_without_retesting_is_refused(tmp_path: Path):
     mine = _mutated("01_transition_table", tmp_path, ('    Row("FIX", "give_up", "FAILED"),\n',
@@ -43,32 +46,32 @@ def test_01_a_guard_that_believes_the_payload_is_refused(tmp_path: Path):
                                                       "    return payload.get(\"retries_left\", 1) > 0\n"))
     report = run_check("01", mine)
     assert not report.passed
-    assert "a third invalid plan fails, whatever its payload says: ended in PLAN, expected FAILED" in report.feedback
+    assert "a third invalid plan fails, whatever its payload says: ended in PLAN" + SPEC in report.feedback
 
 
 def test_01_a_reducer_that_never_counts_retries_fails(tmp_path: Path):
     mine = _mutated("01_transition_table", tmp_path, ("retries_used=state.retries_used + retried",
                                                       "retries_used=state.retries_used"))
     report = run_check("01", mine)
-    assert "a third invalid plan fails, whatever its payload says: ended in PLAN, expected FAILED" in report.feedback
+    assert "a third invalid plan fails, whatever its payload says: ended in PLAN" + SPEC in report.feedback
 
 
 def test_01_counting_only_plan_retries_misses_the_shared_budget(tmp_path: Path):
     mine = _mutated("01_transition_table", tmp_path, ('event.trigger in ("plan_invalid", "tests_failed")',
                                                       'event.trigger == "plan_invalid"'))
     report = run_check("01", mine)
-    assert report.feedback == ["the budget is shared: an invalid plan and a failed test use it up: ended in FIX, "
-                               "expected FAILED"]
+    assert [f for f in report.feedback if "hidden" not in f] == [
+        "the budget is shared: an invalid plan and a failed test use it up: ended in FIX" + SPEC]
 
 
 def test_01_a_patch_sent_back_to_editing_is_named(tmp_path: Path):
     mine = _mutated("01_transition_table", tmp_path, ('Row("FIX", "patch_ready", "TEST")',
                                                       'Row("FIX", "patch_ready", "EDIT")'))
     report = run_check("01", mine)
-    assert report.feedback == [
+    assert [f for f in report.feedback if "hidden" not in f] == [
         "missing row (FIX, patch_ready -> TEST)",
         "row (FIX, patch_ready -> EDIT) is not in the specification: the specification sends this event elsewhere",
-        "failing tests lead to a fix and back to testing: ended in EDIT, expected TEST",
+        "failing tests lead to a fix and back to testing: ended in EDIT" + SPEC,
         "the budget is shared: an invalid plan and a failed test use it up: event 'tests_failed' was refused in "
         "state 'EDIT'",
     ]
@@ -83,6 +86,8 @@ def test_01_an_off_by_one_budget_is_caught(tmp_path: Path):
 # ----------------------------------------------------------------------------- exercise 03
 
 EX03 = "03_predict_states"
+SPEC = ", which is not where the specification ends this run"
+NOT_RIGHT = "not right yet: a predicted state or the outcome is wrong"
 
 
 def _solution_predictions() -> str:
@@ -158,19 +163,16 @@ def test_03_a_wrong_state_is_reported_by_position_and_rows_only(tmp_path: Path):
     mine = _mutated(EX03, tmp_path, ('"lost_write": ["UNKNOWN", "EXECUTING", "OBSERVING", "COMMITTING", "SUCCEEDED"]',
                                      '"lost_write": ["FAILED", "EXECUTING", "OBSERVING", "COMMITTING", "SUCCEEDED"]'))
     report = run_check("03", mine)
-    assert report.feedback == [
-        "lost_write: wrong at transition 1 of 5 (#43 'timeout' arriving in EXECUTING); the rows that decide it: "
-        "(EXECUTING, timeout -> UNKNOWN [side_effect_possible]), (EXECUTING, timeout -> EXECUTING "
-        "[not side_effect_possible])"]
-    assert "you predicted" not in report.feedback[0]
+    assert len(report.feedback) == 1 and report.feedback[0].startswith(f"lost_write: {NOT_RIGHT}")
+    assert "EXECUTING" not in report.feedback[0] and "transition 1" not in report.feedback[0]
 
 
 @pytest.mark.parametrize(("old", "new", "expected_start"), [
-    ('"strict_denial": ["FAILED"]', '"strict_denial": ["WAITING_HUMAN"]', "strict_denial: wrong at transition 1 of 1"),
+    ('"strict_denial": ["FAILED"]', '"strict_denial": ["WAITING_HUMAN"]', f"strict_denial: {NOT_RIGHT}"),
     ('"status_blind": ["UNKNOWN", "UNKNOWN", "UNKNOWN", "UNKNOWN", "UNKNOWN", "FAILED"]',
      '"status_blind": ["UNKNOWN", "UNKNOWN", "UNKNOWN", "UNKNOWN", "FAILED"]',
-     "status_blind: wrong at transition 5 of 6"),
-    ('"status_blind": "needs_review"', '"status_blind": "failed"', "status_blind: the outcome is wrong"),
+     "status_blind: you predicted 5 state(s), but the window has 6"),
+    ('"status_blind": "needs_review"', '"status_blind": "failed"', f"status_blind: {NOT_RIGHT}"),
 ])
 def test_03_plausible_wrong_predictions_fail(tmp_path: Path, old: str, new: str, expected_start: str):
     report = run_check("03", _mutated(EX03, tmp_path, (old, new)))
@@ -183,34 +185,36 @@ def test_03_plausible_wrong_predictions_fail(tmp_path: Path, old: str, new: str,
 WRONG_ANSWERS = [
     ("02_validator", "the allowlist is skipped for a tool that has a schema",
      ("if action not in SCHEMAS or action not in policy.allowlist:", "if action not in SCHEMAS:"),
-     "validate, a known tool outside the allowlist: returned a Token, expected Denial('not_allowed', ...)"),
+     "validate, a known tool outside the allowlist: returned a Token, but this proposal must be denied"),
     ("02_validator", "an off-by-one budget lets the last call through",
      ("if tool_calls_left < 1:", "if tool_calls_left < 0:"),
-     "validate, a proposal with no tool calls left: returned a Token, expected Denial('over_budget', ...)"),
+     "validate, a proposal with no tool calls left: returned a Token, but this proposal must be denied"),
     ("02_validator", "choose keeps only the last denial",
      ("    return denials\n", "    return denials[-1:]\n"),
-     "choose, no candidate passes: returned ['bad_args'], expected the denials ['not_allowed', 'bad_args']"),
+     "choose, no candidate passes: returned ['bad_args']; when no candidate passes, return every "
+     "candidate's denial, in order"),
     ("04_replay_and_compare", "a log that lost its last event is called whole",
      ("    if len(recorded) > len(events):\n        return len(events)\n", ""),
-     "first_divergence, the log lost its last event: returned None, expected 6"),
+     "first_divergence, the log lost its last event: returned None, which is not the first divergence"),
     ("04_replay_and_compare", "timeouts are not counted as retries",
      ('        changes["retries"] = state.retries + 1\n', "        pass\n"),
      "reduce, run 'a read retried after timeouts': first wrong after #3 READING --timeout--> READING "
-     "{'retries_left': 2}: retries is 0, expected 1"),
+     "{'retries_left': 2}: retries is 0 (that is not what the README's rules give here)"),
     ("04_replay_and_compare", "the divergence is reported one event early",
      ("            return event.seq\n", "            return position - 1\n"),
-     "first_divergence, a reducer that forgets retries: returned 2, expected 3"),
+     "first_divergence, a reducer that forgets retries: returned 2, which is not the first divergence"),
     ("05_free_loop_vs_machine", "every save counts as a repeat, the first one too",
      ("return sum(n - 1 for n in counts.values())", "return sum(n for n in counts.values())"),
-     "repeated_side_effects(machine seed 0): returned 1, the reference count is 0"),
+     "repeated_side_effects(machine seed 0): returned 1, which is not the count in this run's logs"),
     ("05_free_loop_vs_machine", "a status check that found the draft is not taken as success",
      ('''                               or (isinstance(e, StatusChecked) and e.action_id == action_id
                                    and e.outcome == "present") for e in run.events[:i])''',
       " for e in run.events[:i])"),
-     "unknown_writes_as_success(machine seed 4): returned 1, the reference count is 0"),
+     "unknown_writes_as_success(machine seed 4): returned 1, which is not the count in this run's logs"),
     ("05_free_loop_vs_machine", "the machine is assumed never to stop on the model's word",
      ('        return int(state.outcome == "succeeded" and not goal_met(run.task.goal, state))', "        return 0"),
-     "stopped_on_models_word(doctored: write committed unobserved): returned 0, the reference count is 1"),
+     "stopped_on_models_word(doctored: write committed unobserved): returned 0, which is not the "
+     "count in this run's logs"),
 ]
 
 

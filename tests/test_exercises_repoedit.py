@@ -37,25 +37,28 @@ def _mutated(tmp_path: Path, before: str, after: str) -> Path:
 WRONG = [
     ("DONE on a partial pass (most tests pass)",
      'if outcome == "passed" and failed == 0 and passed > 0:', "if passed > failed:",
-     "route_after_tests, a partial pass (4 passed, 1 failed) with a file to blame: went to DONE, expected EDIT_FILE"),
+     "route_after_tests, a partial pass (4 passed, 1 failed) with a file to blame: went to DONE, "
+     "which is not where this test run must go"),
     ("DONE whenever no test is reported as failed",
      'if outcome == "passed" and failed == 0 and passed > 0:', "if failed == 0:",
      "route_after_tests, a collection error (no test reported as failed) with a file to blame: went to DONE, "
-     "expected EDIT_FILE"),
+     "which is not where this test run must go"),
     ("a hang is sent to a targeted fix",
      'if outcome in ("timeout", "no_tests") or', 'if outcome == "no_tests" or',
      "route_after_tests, a test run that hung (killed at the time limit): went to EDIT_FILE, "
-     "expected ROLLBACK_OR_FIX"),
+     "which is not where this test run must go"),
     ("the fix budget is off by one",
      "fixes_used >= fix_budget", "fixes_used > fix_budget",
-     "route_after_tests, a failure with every fix round spent: went to EDIT_FILE, expected ROLLBACK_OR_FIX"),
+     "route_after_tests, a failure with every fix round spent: went to EDIT_FILE, which is not "
+     "where this test run must go"),
     ("blame takes the first frame, not the deepest",
      "return in_plan[-1] if in_plan else None", "return in_plan[0] if in_plan else None",
-     "blame, the deepest planned frame: returned 'words.py', expected 'textutil.py'"),
+     "blame, the deepest planned frame: returned 'words.py', which is not the planned file of the deepest frame"),
     ("blame searches the whole output, not the frames",
      "named = [m.group(1) for m in FRAME.finditer(output)]",
      r"named = re.findall(r'([\w./-]+\.py)', output)",
-     "blame, a file named in a message, not in a frame: returned 'words.py', expected None"),
+     "blame, a file named in a message, not in a frame: returned 'words.py', which is not the "
+     "planned file of the deepest frame (there is none here)"),
 ]
 
 

@@ -31,9 +31,9 @@ def test_02_an_executor_that_trusts_the_token_s_own_fields_opens_other_calls(tmp
                      "expected = sign(secret, token.action_id, token.action, token.args_sha256, token.policy_version)"))
     report = run_check("02", mine)
     assert report.feedback == [
-        "executor_accepts, a token for R03 used to read R04: returned True, expected False",
-        "executor_accepts, a read token used for a write: returned True, expected False",
-        "executor_accepts, a token used after the policy changed: returned True, expected False",
+        "executor_accepts, a token for R03 used to read R04: returned True, but this token must be refused",
+        "executor_accepts, a read token used for a write: returned True, but this token must be refused",
+        "executor_accepts, a token used after the policy changed: returned True, but this token must be refused",
     ]
 
 
@@ -45,9 +45,9 @@ def test_02_checking_the_budget_before_the_schema_is_named(tmp_path: Path):
     report = run_check("02", mine)
     assert report.feedback == [
         "validate, bad arguments under an old policy (schema before policy): denied as 'over_budget', "
-        "expected 'bad_args'",
+        "which is not the first rule it breaks (the order: allowlist, schema, policy, budget)",
         "validate, an old policy with no budget (policy before budget): denied as 'over_budget', "
-        "expected 'stale_policy'",
+        "which is not the first rule it breaks (the order: allowlist, schema, policy, budget)",
     ]
 
 
@@ -56,7 +56,8 @@ def test_04_a_chain_check_that_only_looks_at_seq_misses_a_swapped_in_event(tmp_p
                     "if event.seq != position:", tmp_path)
     report = run_check("04", mine)
     assert report.feedback == [
-        "first_broken_link, event 2 replaced by the same event of another run: returned None, expected 2"]
+        "first_broken_link, event 2 replaced by the same event of another run: returned None, which "
+        "is not the first broken link"]
 
 
 def test_04_a_reducer_that_counts_a_record_twice_is_stopped_at_the_second_read(tmp_path: Path):
@@ -64,9 +65,10 @@ def test_04_a_reducer_that_counts_a_record_twice_is_stopped_at_the_second_read(t
                     "            changes[\"records_read\"]", "        if True:\n            changes[\"records_read\"]",
                     tmp_path)
     report = run_check("04", mine)
-    assert report.feedback == [
+    assert [f for f in report.feedback if "hidden" not in f] == [
         "reduce, run 'a record read twice': first wrong after #4 READING --read_ok--> READING "
-        "{'record_id': 'r1', 'more': True}: records_read is ('r1', 'r2', 'r1'), expected ('r1', 'r2')"]
+        "{'record_id': 'r1', 'more': True}: records_read is ('r1', 'r2', 'r1') (that is not what "
+        "the README's rules give here)"]
 
 
 def test_03_a_write_timeout_predicted_as_failure_is_stopped_at_the_timeout(tmp_path: Path):
@@ -75,13 +77,7 @@ def test_03_a_write_timeout_predicted_as_failure_is_stopped_at_the_timeout(tmp_p
                     '"lost_write": ["FAILED"]', tmp_path,
                     ('    "lost_write": "succeeded",', '    "lost_write": "failed",'))
     report = run_check("03", mine)
-    assert report.feedback == [
-        "lost_write: wrong at transition 1 of 5 (#43 'timeout' arriving in EXECUTING); the rows that decide it: "
-        "(EXECUTING, timeout -> UNKNOWN [side_effect_possible]), "
-        "(EXECUTING, timeout -> EXECUTING [not side_effect_possible])",
-        "lost_write: the outcome is wrong; follow the window to the end of the run (which terminal state, and what "
-        "the runtime calls a run that ends there)",
-    ]
+    assert report.feedback == ["lost_write: you predicted 1 state(s), but the window has 5 transition(s)"]
 
 
 def test_05_a_machine_count_assumed_to_be_zero_is_caught_by_a_doctored_log(tmp_path: Path):
@@ -90,4 +86,5 @@ def test_05_a_machine_count_assumed_to_be_zero_is_caught_by_a_doctored_log(tmp_p
                     "        count = 0\n", tmp_path)
     report = run_check("05", mine)
     assert report.feedback == [
-        "unknown_writes_as_success(doctored: write committed unobserved): returned 0, the reference count is 1"]
+        "unknown_writes_as_success(doctored: write committed unobserved): returned 0, which is not "
+        "the count in this run's logs"]

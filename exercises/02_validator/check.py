@@ -2,16 +2,18 @@
 genuine and doctored tokens.
 
 Expected verdicts are written here, and signatures are recomputed here with the checker's own
-copy of the signing rule, so a file cannot pass by changing the given helpers.
+copy of the signing rule, so a file cannot pass by changing the given helpers. The learner's
+functions run in a sandboxed child (``probe.py``); the secret, the action ids and some record ids
+are drawn afresh at every check, so no answer written for the visible cases passes. Feedback says
+what is wrong with a verdict, never which verdict was expected.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import hmac
 import json
-from types import ModuleType
+import random
 from typing import Any
 
 SECRET = b"checker-secret"
@@ -53,115 +55,140 @@ VALIDATE_CASES: list[tuple[str, str, dict[str, Any], str, int, tuple[str, ...] |
 ]
 
 
-def _policy(module: ModuleType, allowlist: tuple[str, ...] | None) -> Any:
-    return module.Policy(version=VERSION, allowlist=allowlist or ("read_record", "save_draft"))
-
-
-def _validate(module: ModuleType, action: str, args: dict[str, Any], version: str, left: int,
-              allowlist: tuple[str, ...] | None = None, action_id: str = "a7") -> Any:
-    return module.validate(module.Candidate(action=action, args=args), version, policy=_policy(module, allowlist),
-                           tool_calls_left=left, action_id=action_id, secret=SECRET)
-
-
-def _token_problem(token: Any, action: str, args: dict[str, Any], action_id: str) -> str | None:
+def _token_fields(secret: bytes, action_id: str, action: str, args: dict[str, Any], version: str = VERSION,
+                  ) -> dict[str, str]:
     digest = _digest(args)
-    expected = {"action_id": action_id, "action": action, "args_sha256": digest, "policy_version": VERSION,
-                "signature": _sign(SECRET, action_id, action, digest, VERSION)}
-    for name, want in expected.items():
-        got = getattr(token, name, None)
-        if got != want:
-            return f"its {name} is {got!r}, expected {want!r}"
-    return None
+    return {"action_id": action_id, "action": action, "args_sha256": digest, "policy_version": version,
+            "signature": _sign(secret, action_id, action, digest, version)}
 
 
-def _check_validate(module: ModuleType) -> list[str]:
-    feedback = []
-    for what, action, args, version, left, allowlist, expected in VALIDATE_CASES:
-        try:
-            got = _validate(module, action, args, version, left, allowlist)
-        except Exception as exc:
-            feedback.append(f"validate, {what}: raised {type(exc).__name__}: {exc}")
-            continue
-        if expected == "token":
-            if not isinstance(got, module.Token):
-                feedback.append(f"validate, {what}: returned {got!r}, expected a Token")
-                continue
-            problem = _token_problem(got, action, args, "a7")
-            if problem:
-                feedback.append(f"validate, {what}: the token is wrong: {problem}")
-            continue
-        if not isinstance(got, module.Denial):
-            kind = type(got).__name__
-            feedback.append(f"validate, {what}: returned a {kind}, expected Denial('{expected}', ...)")
-        elif got.kind != expected:
-            feedback.append(f"validate, {what}: denied as '{got.kind}', expected '{expected}'")
-        elif not str(got.reason).strip():
-            feedback.append(f"validate, {what}: the denial has no reason; say what was wrong")
-        elif expected in ("not_allowed", "bad_args") and action not in got.reason:
-            feedback.append(f"validate, {what}: the reason {got.reason!r} should name the action '{action}'")
-        elif expected == "stale_policy" and not (version in got.reason and VERSION in got.reason):
-            feedback.append(f"validate, {what}: the reason {got.reason!r} should name both policy versions")
-    return feedback
-
-
-def _check_choose(module: ModuleType) -> list[str]:
-    cand = module.Candidate
-    bad, unknown = cand(action="read_record", args={"id": 3}), cand(action="send_email", args={})
-    first, second = cand(action=READ[0], args=READ[1]), cand(action=SAVE[0], args=SAVE[1])
-    cases: list[tuple[str, list[Any], Any]] = [
-        ("a bad candidate before a good one", [bad, first], ("token", READ)),
-        ("two good candidates", [first, second], ("token", READ)),
-        ("no candidate passes", [unknown, bad], ["not_allowed", "bad_args"]),
-        ("no candidates at all", [], []),
+def cases(rng: random.Random) -> dict[str, Any]:
+    secret = rng.randbytes(16)
+    action_id = f"a{rng.randint(10, 9999)}"
+    validate = [{"what": what, "action": action, "args": args, "proposed": version, "left": left,
+                 "allowlist": list(allowlist) if allowlist else None, "action_id": action_id, "expected": expected}
+                for what, action, args, version, left, allowlist, expected in VALIDATE_CASES]
+    record = f"R{rng.randint(10, 9999):02d}"
+    hidden = [  # the same rules on inputs no file can have written down
+        ("a hidden read", "read_record", {"id": record}, VERSION, rng.randint(1, 9), None, "token"),
+        ("a hidden draft", "save_draft", {"text": f"note {rng.random():.6f}", "key": f"k-{rng.randint(1, 999)}"},
+         VERSION, 1, None, "token"),
+        ("a hidden read with no calls left", "read_record", {"id": record}, VERSION, 0, None, "over_budget"),
+        ("a hidden read under an old policy", "read_record", {"id": record}, f"policy-{rng.randint(3, 99)}", 3,
+         None, "stale_policy"),
     ]
-    feedback = []
-    for what, candidates, expected in cases:
-        try:
-            got = module.choose(candidates, VERSION, policy=_policy(module, None), tool_calls_left=5,
-                                action_id="a7", secret=SECRET)
-        except Exception as exc:
-            feedback.append(f"choose, {what}: raised {type(exc).__name__}: {exc}")
-            continue
-        if isinstance(expected, tuple):
-            problem = (_token_problem(got, expected[1][0], expected[1][1], "a7") if isinstance(got, module.Token)
-                       else f"returned {got!r}, expected the token of the first good candidate")
-            if problem:
-                feedback.append(f"choose, {what}: {problem}")
-        elif not isinstance(got, list) or [getattr(d, "kind", d) for d in got] != expected:
-            shown = [getattr(d, "kind", d) for d in got] if isinstance(got, list) else got
-            feedback.append(f"choose, {what}: returned {shown!r}, expected the denials {expected!r}")
-    return feedback
-
-
-def _check_executor(module: ModuleType) -> list[str]:
+    validate += [{"what": what, "action": action, "args": args, "proposed": version, "left": left,
+                  "allowlist": allowlist, "action_id": f"h{rng.randint(10, 9999)}", "expected": expected}
+                 for what, action, args, version, left, allowlist, expected in hidden]
+    bad, unknown = ["read_record", {"id": 3}], ["send_email", {}]
+    first, second = [READ[0], READ[1]], [SAVE[0], SAVE[1]]
+    choose = [
+        {"what": "a bad candidate before a good one", "candidates": [bad, first], "expected": first},
+        {"what": "two good candidates", "candidates": [first, second], "expected": first},
+        {"what": "no candidate passes", "candidates": [unknown, bad], "expected": ["not_allowed", "bad_args"]},
+        {"what": "no candidates at all", "candidates": [], "expected": []},
+        {"what": "a hidden list", "candidates": [unknown, second, first], "expected": second},
+    ]
+    for c in choose:
+        c["action_id"] = action_id
     action, args = READ
-    digest = _digest(args)
-    genuine = module.Token("a7", action, digest, VERSION, _sign(SECRET, "a7", action, digest, VERSION))
-    forged = dataclasses.replace(genuine, signature=_sign(OTHER_SECRET, "a7", action, digest, VERSION))
-    moved = dataclasses.replace(genuine, action_id="a8")  # a token copied onto another logical action
-    cases = [
+    genuine = _token_fields(secret, action_id, action, args)
+    forged = {**genuine, "signature": _sign(OTHER_SECRET, action_id, action, genuine["args_sha256"], VERSION)}
+    moved = {**genuine, "action_id": action_id + "x"}  # a token copied onto another logical action
+    other = {"id": record}
+    executor = [
         ("the genuine token for the same call", genuine, action, args, VERSION, True),
         ("a token for R03 used to read R04", genuine, action, {"id": "R04"}, VERSION, False),
         ("a read token used for a write", genuine, "save_draft", args, VERSION, False),
         ("a token used after the policy changed", genuine, action, args, "policy-3", False),
         ("a token signed with another secret", forged, action, args, VERSION, False),
         ("a token whose action id was changed", moved, action, args, VERSION, False),
+        ("a hidden genuine token", _token_fields(secret, "z" + action_id, action, other), action, other, VERSION,
+         True),
     ]
+    return {"secret": secret.hex(), "version": VERSION, "validate": validate, "choose": choose,
+            "executor": [{"what": w, "token": tok, "action": a, "args": ar, "version": v, "expected": e}
+                         for w, tok, a, ar, v, e in executor]}
+
+
+def _token_problem(got: dict[str, Any], secret: bytes, action: str, args: dict[str, Any], action_id: str,
+                   ) -> str | None:
+    expected = _token_fields(secret, action_id, action, args)
+    for name, want in expected.items():
+        if got.get(name) != want:
+            return f"its {name} ({got.get(name)!r}) is not what a token for this call must carry"
+    return None
+
+
+def _shown(got: dict[str, Any]) -> str:
+    if "token" in got:
+        return "a Token"
+    if "denial" in got:
+        return f"Denial('{got['denial']}')"
+    if "list" in got:
+        return repr([item.get("denial", "?") for item in got["list"]])
+    return f"a {got.get('other', '?')} ({got.get('repr', '')})"
+
+
+def _judge_validate(results: list[dict[str, Any]], cases: dict[str, Any], secret: bytes) -> list[str]:
     feedback = []
-    for what, token, act, arguments, version, expected in cases:
-        try:
-            got = module.executor_accepts(token, act, arguments, version, SECRET)
-        except Exception as exc:
-            feedback.append(f"executor_accepts, {what}: raised {type(exc).__name__}: {exc}")
-            continue
-        if got is not expected:
-            feedback.append(f"executor_accepts, {what}: returned {got!r}, expected {expected}")
+    for got, c in zip(results, cases["validate"], strict=True):
+        what, expected, action = c["what"], c["expected"], c["action"]
+        if "raised" in got:
+            feedback.append(f"validate, {what}: raised {got['raised']}")
+        elif expected == "token":
+            if "token" not in got:
+                feedback.append(f"validate, {what}: returned {_shown(got)}, but this proposal breaks no rule")
+            elif problem := _token_problem(got["token"], secret, action, c["args"], c["action_id"]):
+                feedback.append(f"validate, {what}: the token is wrong: {problem}")
+        elif "denial" not in got:
+            feedback.append(f"validate, {what}: returned {_shown(got)}, but this proposal must be denied")
+        elif got["denial"] != expected:
+            feedback.append(f"validate, {what}: denied as '{got['denial']}', which is not the first rule it breaks "
+                            "(the order: allowlist, schema, policy, budget)")
+        elif not got["reason"].strip():
+            feedback.append(f"validate, {what}: the denial has no reason; say what was wrong")
+        elif expected in ("not_allowed", "bad_args") and action not in got["reason"]:
+            feedback.append(f"validate, {what}: the reason {got['reason']!r} should name the action '{action}'")
+        elif expected == "stale_policy" and not (c["proposed"] in got["reason"] and VERSION in got["reason"]):
+            feedback.append(f"validate, {what}: the reason {got['reason']!r} should name both policy versions")
     return feedback
 
 
-def check(module: ModuleType) -> list[str]:
-    needed = ("Candidate", "Policy", "Token", "Denial", "validate", "choose", "executor_accepts")
-    missing = [n for n in needed if not hasattr(module, n)]
-    if missing:
-        return [f"the file must define {', '.join(missing)}"]
-    return _check_validate(module) + _check_choose(module) + _check_executor(module)
+def _judge_choose(results: list[dict[str, Any]], cases: dict[str, Any], secret: bytes) -> list[str]:
+    feedback = []
+    for got, c in zip(results, cases["choose"], strict=True):
+        what, expected = c["what"], c["expected"]
+        if "raised" in got:
+            feedback.append(f"choose, {what}: raised {got['raised']}")
+        elif (expected and isinstance(expected[0], str) and expected[0] in ("not_allowed", "bad_args")) \
+                or expected == []:
+            kinds = [item.get("denial") for item in got.get("list", [])] if "list" in got else None
+            if kinds != expected:
+                feedback.append(f"choose, {what}: returned {_shown(got)}; when no candidate passes, return every "
+                                "candidate's denial, in order")
+        elif "token" not in got:
+            feedback.append(f"choose, {what}: returned {_shown(got)}, but a candidate here passes")
+        elif _token_problem(got["token"], secret, expected[0], expected[1], c["action_id"]):
+            feedback.append(f"choose, {what}: the token is not the first good candidate's")
+    return feedback
+
+
+def _judge_executor(results: list[dict[str, Any]], cases: dict[str, Any]) -> list[str]:
+    feedback = []
+    for got, c in zip(results, cases["executor"], strict=True):
+        if "raised" in got:
+            feedback.append(f"executor_accepts, {c['what']}: raised {got['raised']}")
+        elif got["ok"] is not c["expected"]:
+            feedback.append(f"executor_accepts, {c['what']}: returned {got['ok']!r}, "
+                            + ("but this token must be refused" if got["ok"] is True else
+                               "but this is the genuine token for this call"))
+    return feedback
+
+
+def judge(results: dict[str, Any], cases: dict[str, Any], source: str) -> list[str]:
+    if "missing" in results:
+        return [f"the file must define {', '.join(results['missing'])}"]
+    secret = bytes.fromhex(cases["secret"])
+    return (_judge_validate(results["validate"], cases, secret) + _judge_choose(results["choose"], cases, secret)
+            + _judge_executor(results["executor"], cases))

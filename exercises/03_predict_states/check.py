@@ -3,9 +3,11 @@
 The runs are made by ``scenarios.py`` beside this file with the real runtime, and the true states
 come from replaying their logs with the runtime's reducer, so the answer never comes from the
 file under test. That file may hold only the two dicts of predictions, written as literals: an
-import or a call there could compute the answers instead of predicting them. Feedback says where
-a prediction first goes wrong ("wrong at transition k") and which table rows decide that
-transition, never the true state, so copying feedback does not solve the exercise.
+import or a call there could compute the answers instead of predicting them. The rule and the
+predictions are both read from the file's source here, in the judging process (the learner's file
+is only imported in the sandboxed child, to prove that it imports). Feedback says, per scenario,
+only whether its predictions (the states and the outcome together) are right: a position, or the
+rows of the wrong step, would let a script find the answer from the feedback in a few runs.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from labkit import Transitioned, replay
-from labkit.runtime import STATES, empty_run_state, planner_executor_table, reduce_run
+from labkit.runtime import STATES, empty_run_state, reduce_run
 
 OUTCOME_WORDS = ("succeeded", "failed", "incomplete", "needs_review")
 ANSWERS = ("PREDICTIONS", "OUTCOMES")
@@ -39,9 +41,8 @@ def _what(node: ast.AST) -> str:
     return f"a {type(node).__name__} statement"
 
 
-def _only_predictions(path: Path) -> str | None:
+def _only_predictions(tree: ast.Module, name: str) -> str | None:
     """Why the file is more than literal predictions, or None when it is just them."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     for index, node in enumerate(tree.body):
         if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # the docstring
@@ -55,56 +56,52 @@ def _only_predictions(path: Path) -> str | None:
                 continue
             except ValueError:
                 pass
-        return (f"{path.name} must hold only your predictions (the dicts PREDICTIONS and OUTCOMES written out as "
+        return (f"{name} must hold only your predictions (the dicts PREDICTIONS and OUTCOMES written out as "
                 f"literals); line {node.lineno}: {_what(node)}. See the runs with "
                 "`python exercises/03_predict_states/scenarios.py` and write down what you predict.")
     return None
-
-
-def _rows(source: str, trigger: str) -> str:
-    return ", ".join(str(r) for r in planner_executor_table().rows_for(source, trigger))
 
 
 def _check_scenario(runs: ModuleType, name: str, predicted: object, outcome: object) -> list[str]:
     events = runs.run_scenario(name)
     result = replay(events, reduce_run, empty_run_state())  # the truth: a replay of the real log
     start, stop = runs.window_bounds(events)
-    moves = [(i, e) for i, e in enumerate(events[start:stop], start) if isinstance(e, Transitioned)]
-    truth = [result.states[i].status for i, _ in moves]
-    feedback = []
+    moves = [i for i, e in enumerate(events[start:stop], start) if isinstance(e, Transitioned)]
+    truth = [result.states[i].status for i in moves]
     if not isinstance(predicted, list) or not all(isinstance(p, str) for p in predicted):
-        feedback.append(f"{name}: PREDICTIONS['{name}'] must be a list of state names")
-    else:
-        unknown = [p for p in predicted if p not in STATES]
-        for k, (guess, actual) in enumerate(zip(predicted, truth, strict=False)):
-            if guess != actual:
-                i, event = moves[k]
-                before = result.states[i - 1].status
-                feedback.append(
-                    f"{name}: wrong at transition {k + 1} of {len(truth)} (#{event.seq} '{event.trigger}' arriving "
-                    f"in {before}); the rows that decide it: {_rows(before, event.trigger)}")
-                break
-        else:
-            if len(predicted) != len(truth):
-                feedback.append(f"{name}: you predicted {len(predicted)} state(s), but the window has "
-                                f"{len(truth)} transition(s)")
-        if unknown:
-            feedback.append(f"{name}: {', '.join(map(repr, unknown))} is not a state of the table "
-                            f"({', '.join(STATES)})")
+        return [f"{name}: PREDICTIONS['{name}'] must be a list of state names"]
+    unknown = [p for p in predicted if p not in STATES]
+    if unknown:
+        return [f"{name}: {', '.join(map(repr, unknown))} is not a state of the table ({', '.join(STATES)})"]
+    if len(predicted) != len(truth):  # the length is public: scenarios.py prints every transition
+        return [f"{name}: you predicted {len(predicted)} state(s), but the window has {len(truth)} transition(s)"]
     if outcome not in OUTCOME_WORDS:  # no guess yet: say what a guess looks like, not what the answer is
-        feedback.append(f"{name}: OUTCOMES['{name}'] is {outcome!r}; predict one of {', '.join(OUTCOME_WORDS)}")
-    elif outcome != result.state.outcome:
-        feedback.append(f"{name}: the outcome is wrong; follow the window to the end of the run (which terminal "
-                        "state, and what the runtime calls a run that ends there)")
-    return feedback
+        return [f"{name}: OUTCOMES['{name}'] is {outcome!r}; predict one of {', '.join(OUTCOME_WORDS)}"]
+    if predicted != truth or outcome != result.state.outcome:
+        return [f"{name}: not right yet: a predicted state or the outcome is wrong (follow each trigger through the "
+                "table from the state it arrives in, then the run to its end: which terminal state, and what the "
+                "runtime calls a run that ends there)"]
+    return []
 
 
-def check(module: ModuleType) -> list[str]:
-    path = Path(getattr(module, "__file__", "") or "")
-    if path.is_file() and (why := _only_predictions(path)):
-        return [why]
-    predictions = getattr(module, "PREDICTIONS", None)
-    outcomes = getattr(module, "OUTCOMES", None)
+def static(tree: ast.Module, name: str) -> list[str]:
+    why = _only_predictions(tree, name)
+    return [why] if why else []
+
+
+def cases(rng: object) -> None:
+    return None
+
+
+def judge(results: dict[str, object], cases: object, source: str) -> list[str]:
+    values: dict[str, object] = {}
+    for node in ast.parse(source).body:  # static() let through only literal assignments to these two names
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) else []
+        for target in targets:
+            if isinstance(target, ast.Name) and node.value is not None:
+                values[target.id] = ast.literal_eval(node.value)
+    predictions, outcomes = values.get("PREDICTIONS"), values.get("OUTCOMES")
     if not isinstance(predictions, dict) or not isinstance(outcomes, dict):
         return ["the file must define the dicts PREDICTIONS and OUTCOMES"]
     runs = _scenarios()
@@ -115,4 +112,3 @@ def check(module: ModuleType) -> list[str]:
             continue
         feedback += _check_scenario(runs, name, predictions[name], outcomes[name])
     return feedback
-

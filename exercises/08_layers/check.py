@@ -3,11 +3,19 @@
 The whitelist is compared with the README's moves (each missing or extra move is named, the known
 shortcuts with the reason they are wrong) and must build as a labkit layer. The lifecycle is driven
 through scenarios; it must also refuse to be assigned, and must be right at once after a restore.
+
+The learner's file runs in the sandboxed child (``probe.py``), which returns the whitelist as data
+and the lifecycle each scenario ends in; the judge is here. The whitelist must be written in the
+file as a literal (importing the library's is refused), and hidden scenarios, drawn afresh at every
+check, walk the layers at random (an abort of a completed book included) against this file's
+reference lifecycle. The whitelist is the README's, so its moves are named; a lifecycle never is.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
+import ast
+import random
+from typing import Any
 
 from labkit import TableError
 from labkit.layers.writing import FLOW_WHITELIST, FLOWS, flow_layer
@@ -34,7 +42,14 @@ SCENARIOS = [
                                                      ("move_flow", "WRITING"), ("move_flow", "REVIEWING"),
                                                      ("move_phase", "COMPLETE")], "paused"),
     ("a restart after the abort", [("start",), ("abort",), ("stop",), ("start",)], "running"),
+    ("an abort of a finished book", [("start",), ("move_phase", "WRITING"), ("move_flow", "WRITING"),
+                                     ("move_flow", "REVIEWING"), ("move_flow", "IDLE"), ("move_phase", "COMPLETE"),
+                                     ("abort",)], "paused"),
 ]
+PHASES = ("INIT", "PREMISE", "OUTLINE", "WRITING", "COMPLETE")
+REFUSED_IMPORTS = {"labkit.layers.writing": "write the whitelist yourself, from the README",
+                   **{f"labkit.layers.writing.{n}": "write the whitelist yourself, from the README"
+                      for n in ("FLOW_WHITELIST", "FLOWS", "flow_layer")}}
 
 RESTORES = [(("COMPLETE", "IDLE"), "completed"), (("WRITING", "REVIEWING"), "idle"),
             (("COMPLETE", "REVIEWING"), "paused")]
@@ -61,37 +76,98 @@ def _whitelist_feedback(whitelist: object) -> list[str]:
     return feedback
 
 
-def _lifecycle_feedback(cls: type) -> list[str]:
+def reference_lifecycle(calls: list[list[Any]]) -> str:
+    phase, flow, running, aborted = "INIT", "IDLE", False, False
+    for name, *args in calls:
+        if name == "start":
+            running, aborted = True, False
+        elif name == "abort":
+            aborted = True
+        elif name == "stop":
+            running = False
+        elif name == "move_phase":
+            phase = args[0]
+        elif name == "move_flow":
+            flow = args[0]
+    if aborted or (phase == "COMPLETE" and flow != "IDLE"):
+        return "paused"
+    if phase == "COMPLETE":
+        return "completed"
+    return "running" if running else "idle"
+
+
+def _hidden_calls(rng: random.Random) -> list[list[Any]]:
+    calls: list[list[Any]] = [["start"]]
+    phase, flow = "INIT", "IDLE"
+    for _ in range(rng.randint(3, 10)):
+        kind = rng.random()
+        if kind < 0.45:
+            flow = rng.choice(sorted(FLOW_WHITELIST[flow]))
+            calls.append(["move_flow", flow])
+        elif kind < 0.7 and phase != "COMPLETE":
+            phase = rng.choice(PHASES[PHASES.index(phase) + 1:])
+            calls.append(["move_phase", phase])
+        else:
+            calls.append([rng.choice(["start", "abort", "stop"])])
+    return calls
+
+
+def cases(rng: random.Random) -> dict[str, Any]:
+    hidden = [_hidden_calls(rng) for _ in range(6)]
+    restores = [list(r) for r, _ in RESTORES] + [[rng.choice(PHASES), rng.choice(FLOWS)] for _ in range(3)]
+    return {"scenarios": [[list(c) for c in calls] for _, calls, _ in SCENARIOS] + hidden, "restores": restores}
+
+
+def static(tree: ast.Module, name: str) -> list[str]:
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "FLOW_WHITELIST" for t in targets):
+            value = node.value
+            if not isinstance(value, ast.Dict) or not all(
+                    isinstance(v, ast.Set | ast.List | ast.Tuple) and all(isinstance(e, ast.Constant) for e in v.elts)
+                    for v in value.values):
+                return [f"{name} line {node.lineno}: write FLOW_WHITELIST out as a dict of sets of state names "
+                        "(the README's moves), not computed or imported"]
+    return []
+
+
+def _lifecycle_feedback(results: dict[str, Any], cases: dict[str, Any]) -> list[str]:
     feedback: list[str] = []
-    status = cls()
-    try:
-        status.lifecycle = "completed"
-    except AttributeError:
-        pass
-    else:
+    if results["assignable"] is True:
         feedback.append("BookStatus().lifecycle = 'completed' was accepted: the lifecycle can be set directly; "
                         "make it a read-only property computed from phase, flow, running and aborted")
-    for title, calls, expected in SCENARIOS:
-        status = cls()
-        for name, *args in calls:
-            getattr(status, name)(*args)
-        got = status.lifecycle
-        if got != expected:
-            steps = ", ".join(f"{n}({', '.join(repr(a) for a in args)})" for n, *args in calls) or "nothing"
-            feedback.append(f"lifecycle, {title} (after {steps}): {got!r}, expected {expected!r}")
-    for (phase, flow), expected in RESTORES:
-        got = cls.restore(phase, flow).lifecycle
-        if got != expected:
-            feedback.append(f"lifecycle after BookStatus.restore({phase!r}, {flow!r}): {got!r}, expected "
-                            f"{expected!r} (it must be recomputed from the restored layers)")
-    return feedback
+    hidden_wrong = 0
+    for index, (got, calls) in enumerate(zip(results["scenarios"], cases["scenarios"], strict=True)):
+        expected = reference_lifecycle(calls)
+        if got.get("ok") == expected:
+            continue
+        steps = ", ".join(f"{n}({', '.join(repr(a) for a in args)})" for n, *args in calls) or "nothing"
+        shown = f"raised {got['raised']}" if "raised" in got else f"{got['ok']!r}"
+        title = SCENARIOS[index][0] if index < len(SCENARIOS) else None
+        if title is not None:
+            feedback.append(f"lifecycle, {title} (after {steps}): {shown}, which the layers do not give")
+        else:
+            hidden_wrong += 1
+            if hidden_wrong == 1:
+                feedback.append(f"lifecycle, a hidden scenario (after {steps}): {shown}, which the layers do not give")
+    for got, (phase, flow) in zip(results["restores"], cases["restores"], strict=True):
+        expected = reference_lifecycle([["move_phase", phase], ["move_flow", flow]])
+        if got.get("ok") != expected:
+            shown = f"raised {got['raised']}" if "raised" in got else f"{got['ok']!r}"
+            feedback.append(f"lifecycle after BookStatus.restore({phase!r}, {flow!r}): {shown}, which the layers do "
+                            "not give (it must be "
+                            "recomputed from the restored layers)")
+    return list(dict.fromkeys(feedback))
 
 
-def check(module: ModuleType) -> list[str]:
-    feedback = _whitelist_feedback(getattr(module, "FLOW_WHITELIST", None))
-    cls = getattr(module, "BookStatus", None)
-    if cls is None:
+def judge(results: dict[str, Any], cases: dict[str, Any], source: str) -> list[str]:
+    whitelist = results["whitelist"]
+    feedback = (_whitelist_feedback(whitelist) if isinstance(whitelist, dict)
+                else [f"FLOW_WHITELIST must be a dict of sets, not {whitelist}"])
+    if results.get("no_class"):
         return [*feedback, "student.py defines no class BookStatus"]
     if not feedback:  # the scenarios move the flow, so they need a complete whitelist
-        feedback += _lifecycle_feedback(cls)
+        feedback += _lifecycle_feedback(results, cases)
     return feedback
+
