@@ -422,7 +422,7 @@ class PromptOnlyBot(_Bot):
 
     def _moves(self) -> Step:
         """The script's moves from the claimed step, as a step whose signals are target steps with their needs."""
-        here = self.full.steps[self.state.claimed_step]
+        here = self.full.steps[self.claimed]
         moves = [Signal(here.name, here.name)]
         for s in here.signals:
             if s.to != here.name and all(m.name != s.to for m in moves):
@@ -444,6 +444,11 @@ class PromptOnlyBot(_Bot):
 
     def _reask(self, prompt: str, raw: str, violation: Violation, step: Step) -> str:
         return reask_prompt(prompt, raw, violation, self._moves() if self.checked else step)
+
+    @property
+    def claimed(self) -> str:
+        """The script step the bot stands in by its own claims (the scenario's first before any claim)."""
+        return self.state.claimed_step if self.state.claimed_step in self.full.steps else self.full.initial
 
     @property
     def finished(self) -> bool:
