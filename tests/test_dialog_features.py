@@ -418,3 +418,44 @@ def test_the_cli_offers_the_declared_arms_and_a_split(capsys: pytest.CaptureFixt
     script = DATA / "users" / "s03_cancel.yaml"
     assert load_scenario(DATA / "support" / "scenario.yaml").cancel_question
     assert script.exists()
+
+
+def test_a_user_who_confirms_a_cancel_adheres_under_machine_plus() -> None:
+    user = BY_NAME["s25_cancel_with_reason"]
+    b = arm("machine_plus").make(SUPPORT, ScriptedBackend([answer("Closing.", "cancel")] * 2), clock=lambda: 0.0)
+    run_user(b, user, "machine_plus")
+    result = score(b.events, SUPPORT, user, "machine_plus")
+    assert result.adhered and result.cancelled and not result.false_completion, result.misses
+    # the same first message without the confirming turn stays open: the cancel is not taken on one message
+    one = arm("machine_plus").make(SUPPORT, ScriptedBackend([answer("Closing.", "cancel")]), clock=lambda: 0.0)
+    run_user(one, BY_NAME["s03_cancel"], "machine_plus")
+    assert one.state.status == "issue" and not score(one.events, SUPPORT, BY_NAME["s03_cancel"], "m").adhered
+
+
+def test_the_report_pairs_the_new_arms(tmp_path: Path) -> None:
+    from labkit.dialog.rescore import report
+
+    def scores(arm_name: str) -> list:
+        out = []
+        for user in [u for u in USERS if u.scenario == "support"][:5]:
+            b = floor_bot(NeverMoves, SUPPORT, arm_name)
+            run_user(b, user, arm_name)
+            out.append(score(b.events, SUPPORT, user, arm_name))
+        return out
+
+    out = report({"m": {name: scores(name) for name in ("machine", "machine_plus", "prompt_only_checked")}})
+    assert set(out["paired_arms"]["m"]) == {"machine_plus vs prompt_only_checked", "machine_plus vs machine"}
+    assert out["paired"] == {} and "| m | machine_plus | 5 |" in out["table"]
+
+
+def test_dialog_measure_replay_prints_the_new_measure(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    import shutil
+
+    from labkit.cli import main
+
+    run = DATA / "runs" / "gemma3-270m"
+    out = tmp_path / "runs"
+    shutil.copytree(run, out / "gemma3-270m", ignore=shutil.ignore_patterns("logs"))
+    assert main(["dialog-measure", "--model", "gemma3-270m", "--replay", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "results identical" in printed and "machine on the measure: adhered 0/22" in printed

@@ -130,6 +130,15 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         print(f"{arm}: adhered {row['adhered']}/{row['conversations']} {row['adherence_ci95']}, calls/message "
               f"{row['calls_per_message']}, re-asks {row['reasks']}, violations {row['contract_violations']}, "
               f"failures {row['contract_failures']}, prompt tokens mean {row['prompt_tokens_mean']}")
+    from labkit.dialog.measure import summarize_scores
+    from labkit.dialog.rescore import score_recording
+
+    for arm, scores in score_recording(out, scenarios, load_user_scripts(args.users)).items():
+        row = summarize_scores(scores)
+        print(f"{arm} on the measure: adhered {row['adhered']['count']}/{row['conversations']}, "
+              + ", ".join(f"{part} {row[part]['count']}" for part in ("end_step", "values", "no_invented", "moves",
+                                                                         "asks"))
+              + f", false completions {row['false_completions']['count']}, cancels {row['cancels']['count']}")
     return 0
 
 
@@ -155,9 +164,10 @@ def register(commands: Any, bench: Any) -> None:
 
     p = commands.add_parser("dialog-measure", help="run the scripted users against both bots and record the runs")
     p.add_argument("--model", default="gemma3-270m", help="registered model name (default gemma3-270m)")
-    p.add_argument("--arms", nargs="+", choices=NAMES, default=["machine", "prompt_only"],
+    p.add_argument("--arms", nargs="+", choices=NAMES, default=["machine", "prompt_only"], metavar="ARM",
                    help="the arms (labkit/dialog/arms.py): machine and prompt_only as first recorded, "
-                   "prompt_only_checked, machine_plus (every feature), machine_plus_no_<feature> (ablation)")
+                   "prompt_only_checked, machine_plus (every feature), machine_plus_no_<feature> (ablation); "
+                   "one or more of: " + ", ".join(NAMES))
     p.add_argument("--split", choices=["dev", "test"], help="only the dev users (design) or the test users (report)")
     p.add_argument("--scenarios", default="data/dialog", help="folder of <name>/scenario.yaml (default data/dialog)")
     p.add_argument("--users", default="data/dialog/users", help="folder of user scripts (default data/dialog/users)")
