@@ -459,3 +459,16 @@ def test_dialog_measure_replay_prints_the_new_measure(capsys: pytest.CaptureFixt
     assert main(["dialog-measure", "--model", "gemma3-270m", "--replay", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "results identical" in printed and "machine on the measure: adhered 0/22" in printed
+
+
+def test_a_known_value_of_another_step_changes_only_through_a_correction() -> None:
+    b = bot(ANALYST, [answer("Users?", "next", {"goal": "a tide app"}),
+                      answer("Must-haves?", "next", {"users": "sailors", "goal": "an app for tides"}),
+                      answer("Changed.", "correct", {"goal": "an app for tides"})], "vars_memory", "corrections")
+    b.respond("A tide app.")
+    b.respond("Sailors.")
+    assert b.state.variables == {"goal": "a tide app", "users": "sailors"}
+    assert "- goal (string)" not in b.prompt(ANALYST.step("must_haves")).split("Signals:")[0].split("Other values")[-1]
+    b.respond("Actually the goal is an app for tides.")
+    assert b.state.variables["goal"] == "an app for tides"
+    assert [e.who for e in b.events if isinstance(e, VariableChanged)] == ["model", "model", "correction"]

@@ -262,6 +262,21 @@ class DialogBot(_Bot):
             return differing_reask_prompt(prompt, raw, violation, step, self.state.variables)
         return reask_prompt(prompt, raw, violation, step)
 
+    def _apply_results(self, answer: Answer, step: str, turn: int) -> None:
+        """As recorded, except: another step's value that is already known changes only through a correction.
+
+        Under ``vars_memory`` the results may hold every variable; a model that repeats a known value
+        in other words must not overwrite it (only the declared correction signal may).
+        """
+        if self.has("vars_memory") or self.has("corrections"):
+            own = {f.name for f in self.scenario.step(step).results}
+            corrections = self.scenario.corrections
+            correcting = corrections is not None and answer.signal == corrections.signal
+            kept = {k: v for k, v in answer.results.items()
+                    if k in own or correcting or _unknown(self.state.variables.get(k))}
+            answer = answer.model_copy(update={"results": kept})
+        super()._apply_results(answer, step, turn)
+
     def _who(self, name: str, answer: Answer, step: str) -> str:
         corrections = self.scenario.corrections
         if self.has("corrections") and corrections is not None and answer.signal == corrections.signal:
@@ -294,8 +309,8 @@ class DialogBot(_Bot):
         fields = "\n".join(f"- {f.name} ({_type_text(f)}): {f.description}" for f in step.results) or "- none"
         parts = [f"{self.scenario.title}. Current step: {step.name}.\n{step.instructions.strip()}", "",
                  f"Results to fill in this step:\n{fields}"]
-        later = [f for f in contract.results if f.name not in own]
-        if later:
+        later = [f for f in contract.results if f.name not in own and _unknown(self.state.variables.get(f.name))]
+        if later and self.has("vars_memory"):
             parts.append("Other values: fill one in only if the user says it now (never ask for a value that is "
                          "known):\n" + "\n".join(f"- {f.name} ({_type_text(f)}): {f.description}" for f in later))
         parts.append(f"Signals:\n{signals}")
@@ -364,6 +379,10 @@ class DialogBot(_Bot):
             text = f"Here is what I have: {self._variables_text()}. Is that right?"
         self._record(BotSaid(turn=turn, step=here.name, text=text))
         return text
+
+
+def _unknown(value: Any) -> bool:
+    return value is None or value == "" or value == []
 
 
 def example_text(step: Step) -> str:
