@@ -110,6 +110,21 @@ def test_the_old_recordings_replay_byte_for_byte(model: str, tmp_path: Path) -> 
 
 
 # ----------------------------------------------------------------------------- scenario declarations
+def test_the_feature_declarations_leave_the_script_as_first_written() -> None:
+    """They stand at the end of each file: the script's lines (which notebook 04 prints and cites) are unchanged."""
+    import subprocess
+
+    for name in ("analyst", "support"):
+        path = DATA / name / "scenario.yaml"
+        text = path.read_text(encoding="utf-8")
+        head = text[:text.index("# Read only by the machine's features")]
+        assert "corrections" not in head and "examples" not in head and "cancel_question" not in head
+        first = subprocess.run(["git", "show", f"df4a15d:data/dialog/{name}/scenario.yaml"], cwd=ROOT,
+                               capture_output=True, text=True)
+        if first.returncode == 0:  # a shallow clone may lack the commit
+            assert head.rstrip("\n") == first.stdout.rstrip("\n")
+
+
 def test_shipped_scenarios_declare_examples_corrections_and_a_cancel_question() -> None:
     for scenario in (ANALYST, SUPPORT):
         assert scenario.corrections is not None and scenario.corrections.signal == "correct"
@@ -118,15 +133,17 @@ def test_shipped_scenarios_declare_examples_corrections_and_a_cancel_question() 
 
 
 @pytest.mark.parametrize(("extra", "needle"), [
-    ("    example: {user: hi, message: ok, signal: jump}\n", "'jump', not a signal of the step"),
-    ("    example: {user: red, message: ok, signal: next}\n", "emits 'next' without colour"),
-    ("    example: {user: red, message: ok, signal: next, results: {size: 3}}\n", "results.size"),
-    ("    example: [one]\n", "'example' must be a mapping"),
+    ("examples:\n  ask: {user: hi, message: ok, signal: jump}\n", "'jump', not a signal of the step"),
+    ("examples:\n  ask: {user: red, message: ok, signal: next}\n", "emits 'next' without colour"),
+    ("examples:\n  ask: {user: red, message: ok, signal: next, results: {size: 3}}\n", "results.size"),
+    ("examples:\n  ask: [one]\n", "example of step 'ask' must be a mapping"),
+    ("examples:\n  done: {user: a, message: b, signal: next}\n", "final step 'done' has an example"),
+    ("examples:\n  asks: {user: a, message: b, signal: next}\n", "unknown step 'asks'"),
+    ("examples: [ask]\n", "'examples' must be a mapping"),
 ])
 def test_a_bad_example_names_the_place(extra: str, needle: str) -> None:
-    text = MINI.replace("    instructions: Ask for a colour.\n", "    instructions: Ask for a colour.\n" + extra)
     with pytest.raises(ScenarioError) as err:
-        parse_scenario(text, "mini.yaml")
+        parse_scenario(MINI + extra, "mini.yaml")
     assert needle in str(err.value) and "mini.yaml:" in str(err.value)
 
 

@@ -32,13 +32,15 @@ what the step still needs; :mod:`labkit.dialog.measure` judges the bot's questio
 Optional keys that only the machine's features read (:mod:`labkit.dialog.features`; the arms
 without them send the same prompts as before):
 
-- ``example`` (non-final steps): one worked example answer, on a conversation that is no user's::
+- ``examples`` (top level, by step name): one worked example answer per non-final step, on a
+  conversation that is no user's (at the end of the file, so the script above reads as before)::
 
-      example: {user: I want an app that reminds my family to water the plants., signal: next,
-                message: Noted. Who will use it?, results: {goal: remind my family to water the plants}}
+      examples:
+        goal: {user: I want an app that reminds my family to water the plants., signal: next,
+               message: Noted. Who will use it?, results: {goal: remind my family to water the plants}}
 
-  checked against the step: the signal is the step's, the results fit its schema and give what
-  the signal ``needs`` (``step_example``);
+  each checked against its step: the signal is the step's, the results fit its schema and give
+  what the signal ``needs`` (``step_example``);
 - ``corrections`` (top level): the declared correction signal (``corrections``)::
 
       corrections: {signal: correct, when: 'the user corrects a value given earlier ("actually ...")',
@@ -320,17 +322,33 @@ def _ask_keywords(raw: _Located, step_name: str, final: bool) -> tuple[str, ...]
     return tuple(k.strip() for k in value)
 
 
-def _example(raw: _Located, step_name: str, final: bool, results: tuple[ResultField, ...],
-             signals: tuple[Signal, ...]) -> Example | None:
-    """A step's ``example``: checked against the step's signals, results schema and needs."""
-    if "example" not in raw:
-        return None
-    where = raw.key_where["example"]
-    spec = raw["example"]
+def _examples(data: _Located, steps: dict[str, Step]) -> dict[str, Step]:
+    """``steps`` with the top-level ``examples`` attached, each checked against its step."""
+    if "examples" not in data:
+        return steps
+    raw = data["examples"]
+    if not isinstance(raw, _Located):
+        raise _fail(data.key_where["examples"], "'examples' must be a mapping of step names",
+                    "e.g. examples: {goal: {user: ..., message: ..., signal: next, results: {...}}}.")
+    out = dict(steps)
+    for name, spec in raw.items():
+        where = raw.key_where[str(name)]
+        step = steps.get(str(name))
+        if step is None:
+            raise _fail(where, f"'examples' names unknown step '{name}'", f"use one of: {', '.join(steps)}.")
+        example = _example(spec, where, step.name, step.final, step.results, step.signals)
+        out[step.name] = Step(step.name, step.instructions, step.instructions_file, step.results, step.signals,
+                              step.final, step.message, step.ask_keywords, example)
+    return out
+
+
+def _example(spec: Any, where: Where, step_name: str, final: bool, results: tuple[ResultField, ...],
+             signals: tuple[Signal, ...]) -> Example:
+    """One step's example: checked against the step's signals, results schema and needs."""
     if final:
         raise _fail(where, f"final step '{step_name}' has an example", "a final step answers nothing; remove it.")
     if not isinstance(spec, _Located):
-        raise _fail(where, f"step '{step_name}': 'example' must be a mapping",
+        raise _fail(where, f"the example of step '{step_name}' must be a mapping",
                     "e.g. example: {user: ..., message: ..., signal: next, results: {...}}.")
     what = f"the example of step '{step_name}'"
     _check_keys(spec, {"user", "message", "signal", "results", "summary"}, what)
@@ -413,8 +431,8 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
     if not isinstance(data, _Located):
         raise ScenarioError(f"{Where(file, 1, 1)}: a scenario is a YAML mapping with name, initial and steps",
                             "see the format in labkit/dialog/scenario.py.")
-    _check_keys(data, {"name", "title", "initial", "steps", "description", "corrections", "cancel_question"},
-                "the scenario")
+    _check_keys(data, {"name", "title", "initial", "steps", "description", "corrections", "cancel_question",
+                       "examples"}, "the scenario")
     name = _require(data, "name", str, "the scenario")
     initial = _require(data, "initial", str, "the scenario")
     raw_steps = _require(data, "steps", _Located, "the scenario")
@@ -427,7 +445,7 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
         where = raw_steps.key_where[str(step_name)]
         if not isinstance(raw, _Located):
             raise _fail(where, f"step '{step_name}' must be a mapping", "give it instructions/signals, or final: true.")
-        _check_keys(raw, {"instructions", "results", "signals", "final", "message", "ask_keywords", "example"},
+        _check_keys(raw, {"instructions", "results", "signals", "final", "message", "ask_keywords"},
                     f"step '{step_name}'")
         final = bool(raw.get("final", False))
         instructions, instructions_file = "", ""
@@ -462,12 +480,12 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
                 raise _fail(raw_signals.key_where[sig.name], f"signal '{sig.name}' of step '{step_name}' leads to "
                             f"unknown step '{sig.to}'", f"use one of: {', '.join(map(str, raw_steps))}.")
         keywords = _ask_keywords(raw, str(step_name), final)
-        example = _example(raw, str(step_name), final, results, signals)
         steps[str(step_name)] = Step(str(step_name), instructions, instructions_file, results, signals, final,
-                                     str(raw.get("message", "")), keywords, example)
+                                     str(raw.get("message", "")), keywords)
     if initial not in steps:
         raise _fail(data.key_where["initial"], f"initial step '{initial}' is not a step",
                     f"use one of: {', '.join(steps)}.")
+    steps = _examples(data, steps)
     corrections = _corrections(data, all_results)
     cancel_question = data.get("cancel_question", "")
     if not isinstance(cancel_question, str):
