@@ -152,6 +152,7 @@ def test_a_bad_example_names_the_place(extra: str, needle: str) -> None:
     ("corrections: [correct]\n", "'corrections' must be a mapping"),
     ("corrections: {signal: correct, undo: yes}\n", "unknown key 'undo'"),
     ("cancel_question: [a]\n", "'cancel_question' must be a string"),
+    ("corrections: {signal: next}\n", "'next' is already a signal of step(s) ['ask']"),
 ])
 def test_bad_corrections_or_cancel_question_name_the_place(extra: str, needle: str) -> None:
     with pytest.raises(ScenarioError) as err:

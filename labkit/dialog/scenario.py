@@ -487,6 +487,12 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
                     f"use one of: {', '.join(steps)}.")
     steps = _examples(data, steps)
     corrections = _corrections(data, all_results)
+    if corrections is not None:
+        taken = sorted(n for n, st in steps.items() if st.signal(corrections.signal) is not None)
+        if taken:
+            raise _fail(data["corrections"].key_where.get("signal", data["corrections"].where),
+                        f"the correction signal '{corrections.signal}' is already a signal of step(s) {taken}",
+                        "name the correction signal differently, e.g. signal: correct.")
     cancel_question = data.get("cancel_question", "")
     if not isinstance(cancel_question, str):
         raise _fail(data.key_where["cancel_question"], "'cancel_question' must be a string",
