@@ -490,3 +490,14 @@ def test_a_known_value_of_another_step_changes_only_through_a_correction() -> No
     b.respond("Actually the goal is an app for tides.")
     assert b.state.variables["goal"] == "an app for tides"
     assert [e.who for e in b.events if isinstance(e, VariableChanged)] == ["model", "model", "correction"]
+
+
+def test_a_log_resumes_only_under_the_arm_that_wrote_it(tmp_path: Path) -> None:
+    log_path = tmp_path / "c.jsonl"
+    first = arm("machine_plus").make(SUPPORT, ScriptedBackend([answer("Where?", "stay")]), log=JsonlLog(log_path),
+                                     clock=lambda: 0.0)
+    first.respond("hello")
+    with pytest.raises(LabkitError, match="written by another arm"):
+        arm("machine").make(SUPPORT, ScriptedBackend([]), log=JsonlLog(log_path), clock=lambda: 0.0)
+    again = arm("machine_plus").make(SUPPORT, ScriptedBackend([]), log=JsonlLog(log_path), clock=lambda: 0.0)
+    assert again.state == first.state

@@ -44,7 +44,7 @@ from labkit.dialog.events import (
 from labkit.dialog.features import checked as checked_features
 from labkit.dialog.scenario import ResultField, Scenario, Signal, Step
 from labkit.errors import LabkitError
-from labkit.events import Event
+from labkit.events import Event, RunStarted
 from labkit.llm.backend import Backend
 from labkit.machine import LabMachine
 from labkit.store import EventLog
@@ -82,6 +82,15 @@ class _Bot:
         params = {"scenario": scenario.name, "mode": mode, "model": backend.model_id(), "max_tokens": max_tokens}
         self.machine = LabMachine(scenario.table, reduce=reduce_dialog, empty=DialogState(), log=log, clock=clock,
                                   params={**params, **(extra_params or {})})
+        params = {**params, **(extra_params or {})}
+        start = next((e for e in self.machine.events if isinstance(e, RunStarted)), None)
+        if start is not None:  # a resumed log must have been written under the same contract
+            differs = [k for k in ("mode", "arm", "features", "checked") if start.params.get(k) != params.get(k)]
+            if differs:
+                was = ", ".join(f"{k}={start.params.get(k)!r}" for k in differs)
+                now = ", ".join(f"{k}={params.get(k)!r}" for k in differs)
+                raise LabkitError(f"the log was written by another arm ({was}), not by this one ({now})",
+                                  "resume a conversation with the arm that started it, or start a new log.")
 
     @property
     def state(self) -> DialogState:
