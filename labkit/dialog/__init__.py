@@ -2,7 +2,12 @@
 
 - :func:`load_scenario` — a YAML scenario (instructions in Markdown files) compiled into a checked table;
 - :class:`DialogBot` — the engine (four-field contract, one corrective re-ask, variables with history);
-- :class:`PromptOnlyBot` — the comparison: the whole script in one prompt;
+- :class:`PromptOnlyBot` — the comparison: the whole script in one prompt (``checked``: its claimed moves
+  held to the script's moves and ``needs``);
+- :mod:`labkit.dialog.features` — the machine's switchable features (worked example, per-signal results
+  grammar, vars_memory, cancel confirmation, corrections, differing re-asks), one declaration each;
+- :mod:`labkit.dialog.arms` — the declared arms ``labkit dialog-measure --arms`` runs: ``machine`` and
+  ``prompt_only`` as first recorded, ``prompt_only_checked``, ``machine_plus`` and its ablations;
 - :func:`run_user` / :func:`summarize` — scripted users and the legacy adherence check the recordings replay with;
 - :func:`score` / :func:`summarize_scores` / :func:`compare_arms` — the five-part measure a do-nothing bot cannot
   pass (:mod:`labkit.dialog.measure`); :func:`score_runs` re-scores recordings from their logs;

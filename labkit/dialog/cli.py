@@ -13,7 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from labkit.dialog.engine import DialogBot, PromptOnlyBot
+from labkit.dialog.arms import ARMS, NAMES
+from labkit.dialog.arms import arm as declared_arm
+from labkit.dialog.engine import current_step
 from labkit.dialog.scenario import load_scenario
 from labkit.dialog.simulate import (
     load_scenarios,
@@ -31,8 +33,6 @@ from labkit.llm.models import cli_backend, model_backend
 from labkit.provenance import git_commit
 from labkit.store import JsonlLog
 
-ARMS = {"machine": DialogBot, "prompt_only": PromptOnlyBot}
-
 
 def _backend(args: argparse.Namespace) -> Backend:
     return cli_backend(args.model, threads=args.threads, record=args.record, replay=args.replay)
@@ -42,7 +42,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
     backend = _backend(args)
     log = JsonlLog(args.log) if args.log else None
-    bot = ARMS[args.arm](scenario, backend, log=log)
+    bot = declared_arm(args.arm).make(scenario, backend, log=log)
     if args.script:
         script = load_user_script(args.script)
         for text in script.turns:
@@ -51,7 +51,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
             bot.respond(text)
         print(render_text(conversation_view(bot.events), show_prompts=args.show_prompts))
         state = bot.state
-        print(f"-- ended in step {bot.state.claimed_step if args.arm == 'prompt_only' else state.status}; "
+        print(f"-- ended in step {current_step(bot)}; "
               f"{state.calls} model call(s) for {state.user_messages} user message(s); variables: {state.variables}")
         return 0
     print(f"{scenario.title} (step {bot.state.status}); an empty line or Ctrl-D ends the chat.")
@@ -71,7 +71,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 def _cmd_measure(args: argparse.Namespace) -> int:
     scenarios = load_scenarios(args.scenarios)
-    users = load_user_scripts(args.users)
+    users = load_user_scripts(args.users, split=args.split)
     if args.only:
         wanted = set(args.only.split(","))
         users = [u for u in users if u.name in wanted or u.name.split("_")[0] in wanted]
@@ -130,6 +130,15 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         print(f"{arm}: adhered {row['adhered']}/{row['conversations']} {row['adherence_ci95']}, calls/message "
               f"{row['calls_per_message']}, re-asks {row['reasks']}, violations {row['contract_violations']}, "
               f"failures {row['contract_failures']}, prompt tokens mean {row['prompt_tokens_mean']}")
+    from labkit.dialog.measure import summarize_scores
+    from labkit.dialog.rescore import score_recording
+
+    for arm, scores in score_recording(out, scenarios, load_user_scripts(args.users)).items():
+        row = summarize_scores(scores)
+        print(f"{arm} on the measure: adhered {row['adhered']['count']}/{row['conversations']}, "
+              + ", ".join(f"{part} {row[part]['count']}" for part in ("end_step", "values", "no_invented", "moves",
+                                                                         "asks"))
+              + f", false completions {row['false_completions']['count']}, cancels {row['cancels']['count']}")
     return 0
 
 
@@ -141,8 +150,9 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--script", help="a user-turns YAML file (turns: [...]): run it non-interactively")
     p.add_argument("--model", help="a registered model name (see `labkit models list`) or a GGUF path; "
                    "default the embedded model")
-    p.add_argument("--arm", choices=sorted(ARMS), default="machine",
-                   help="machine (the engine, default) or prompt_only (the whole script in one prompt)")
+    p.add_argument("--arm", choices=NAMES, default="machine",
+                   help="machine (the engine as first recorded, default), prompt_only (the whole script in one "
+                   "prompt), or a declared arm: " + "; ".join(f"{a.name}: {a.about}" for a in ARMS[2:4]))
     p.add_argument("--log", help="append the conversation's events to this JSONL file (resumes if it exists)")
     p.add_argument("--record", metavar="CASSETTE", help="record every model call to this cassette")
     p.add_argument("--replay", metavar="CASSETTE", help="answer from this cassette, never from a model")
@@ -154,7 +164,11 @@ def register(commands: Any, bench: Any) -> None:
 
     p = commands.add_parser("dialog-measure", help="run the scripted users against both bots and record the runs")
     p.add_argument("--model", default="gemma3-270m", help="registered model name (default gemma3-270m)")
-    p.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=["machine", "prompt_only"])
+    p.add_argument("--arms", nargs="+", choices=NAMES, default=["machine", "prompt_only"], metavar="ARM",
+                   help="the arms (labkit/dialog/arms.py): machine and prompt_only as first recorded, "
+                   "prompt_only_checked, machine_plus (every feature), machine_plus_no_<feature> (ablation); "
+                   "one or more of: " + ", ".join(NAMES))
+    p.add_argument("--split", choices=["dev", "test"], help="only the dev users (design) or the test users (report)")
     p.add_argument("--scenarios", default="data/dialog", help="folder of <name>/scenario.yaml (default data/dialog)")
     p.add_argument("--users", default="data/dialog/users", help="folder of user scripts (default data/dialog/users)")
     p.add_argument("--only", help="comma-separated user script names or prefixes (a01,s03) to run a subset")

@@ -114,3 +114,69 @@ def reask_prompt(prompt: str, raw: str, violation: Violation, step: Step) -> str
             f"Answer again with one JSON object: message, signal (one of: {', '.join(step.signal_names)}), "
             f"results, summary. Required results per signal: {needs}. If a needed result is unknown, "
             "use a signal that stays and ask the user for it.\nJSON: ")
+
+
+# --------------------------------------------------------------------------- the machine's features
+def _field_schema(f: Any, required: bool) -> dict[str, Any]:
+    """One result field as JSON schema: typed; a required one is non-empty and never null."""
+    from labkit.dialog.scenario import _STRING_MAX
+
+    if f.type == "enum":
+        base: dict[str, Any] = {"enum": list(f.values)}
+    elif f.type == "string":
+        base = {"type": "string", "minLength": 1 if required else 0, "maxLength": _STRING_MAX}
+    elif f.type == "list":
+        base = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": _STRING_MAX},
+                "minItems": 1 if required else 0, "maxItems": 6}
+    else:
+        base = {"type": {"integer": "integer", "number": "number", "boolean": "boolean"}[f.type]}
+    return base if required else {"anyOf": [base, {"type": "null"}]}
+
+
+def grammar_schema(step: Step, known: dict[str, Any]) -> dict[str, Any]:
+    """The ``results_grammar`` schema: one alternative per signal, each with its own results object.
+
+    In the alternative of a signal, every value the signal ``needs`` that is not ``known`` yet is a
+    required, non-empty, typed property; the other fields are optional. The signal is the first
+    thing decoded after the message, so once a model has chosen ``next`` the grammar does not let it
+    close ``results`` before the needed values are written: an empty result for a ``next`` is
+    impossible rather than refused.
+    """
+    alternatives = []
+    for signal in step.signals:
+        required = [n for n in signal.needs if _empty(known.get(n)) and any(f.name == n for f in step.results)]
+        results = {"type": "object",
+                   "properties": {f.name: _field_schema(f, f.name in required) for f in step.results},
+                   "required": required, "additionalProperties": False}
+        alternatives.append({"type": "object",
+                             "properties": {"message": {"type": "string", "minLength": 1, "maxLength": MESSAGE_MAX},
+                                            "signal": {"const": signal.name},
+                                            "results": results,
+                                            "summary": {"type": "string", "maxLength": SUMMARY_MAX}},
+                             "required": ["message", "signal", "results", "summary"],
+                             "additionalProperties": False})
+    return alternatives[0] if len(alternatives) == 1 else {"oneOf": alternatives}
+
+
+def differing_reask_prompt(prompt: str, raw: str, violation: Violation, step: Step, known: dict[str, Any]) -> str:
+    """The ``differing_reask`` follow-up: the violation named, the previous answer quoted, what to change.
+
+    Unlike :func:`reask_prompt` (the broken answer appended as if the model had written it, then the
+    rule), the previous answer is set apart as a quotation and the prompt ends with a different
+    head, so a greedy decoder does not simply continue into the same answer again.
+    """
+    shown = raw.strip() if len(raw) <= 400 else raw[:400] + "…"
+    lines = [f"{prompt.rstrip()}", "", f"Your previous answer was refused ({violation.code}): {violation.detail}.",
+             f"Previous answer (do not repeat it): {shown or '(empty)'}"]
+    if violation.code == "missing_results":
+        for signal in step.signals:
+            missing = [n for n in signal.needs if _empty(known.get(n))]
+            if missing:
+                lines.append(f"To emit '{signal.name}', put {', '.join(missing)} into results, taken from the "
+                             "user's words; if the user has not said it, emit a signal that stays and ask for it.")
+    elif violation.code == "unknown_signal":
+        lines.append(f"The signal must be one of: {', '.join(step.signal_names)}.")
+    else:
+        lines.append("Write one complete JSON object with the four fields message, signal, results, summary.")
+    lines.append("Corrected JSON: ")
+    return "\n".join(lines)

@@ -20,9 +20,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.dialog.contract import Answer, Violation, answer_schema, check_answer, reask_prompt
+from labkit.dialog.contract import (
+    Answer,
+    Checked,
+    Violation,
+    answer_schema,
+    check_answer,
+    differing_reask_prompt,
+    grammar_schema,
+    reask_prompt,
+)
 from labkit.dialog.events import (
     BotSaid,
+    CancelAnswered,
+    CancelRequested,
     ContractFailed,
     DialogState,
     ModelCalled,
@@ -30,15 +41,17 @@ from labkit.dialog.events import (
     VariableChanged,
     reduce_dialog,
 )
+from labkit.dialog.features import checked as checked_features
 from labkit.dialog.scenario import ResultField, Scenario, Signal, Step
 from labkit.errors import LabkitError
-from labkit.events import Event
+from labkit.events import Event, RunStarted
 from labkit.llm.backend import Backend
 from labkit.machine import LabMachine
 from labkit.store import EventLog
 
 FALLBACK_REPLY = "Sorry, I could not process that. Could you say it again in other words?"
 MAX_TOKENS = 160
+CANCEL_QUESTION = "Do you really want to stop here? Say yes to close this, or tell me more to go on."
 
 
 @dataclass(frozen=True)
@@ -61,14 +74,23 @@ class _Bot:
 
     def __init__(self, scenario: Scenario, backend: Backend, *, log: EventLog | None,
                  clock: Callable[[], float], max_tokens: int, on_event: Callable[[Event], None] | None,
-                 mode: str) -> None:
+                 mode: str, extra_params: dict[str, Any] | None = None) -> None:
         self.scenario = scenario
         self.backend = backend
         self.max_tokens = max_tokens
         self.on_event = on_event
+        params = {"scenario": scenario.name, "mode": mode, "model": backend.model_id(), "max_tokens": max_tokens}
         self.machine = LabMachine(scenario.table, reduce=reduce_dialog, empty=DialogState(), log=log, clock=clock,
-                                  params={"scenario": scenario.name, "mode": mode, "model": backend.model_id(),
-                                          "max_tokens": max_tokens})
+                                  params={**params, **(extra_params or {})})
+        params = {**params, **(extra_params or {})}
+        start = next((e for e in self.machine.events if isinstance(e, RunStarted)), None)
+        if start is not None:  # a resumed log must have been written under the same contract
+            differs = [k for k in ("mode", "arm", "features", "checked") if start.params.get(k) != params.get(k)]
+            if differs:
+                was = ", ".join(f"{k}={start.params.get(k)!r}" for k in differs)
+                now = ", ".join(f"{k}={params.get(k)!r}" for k in differs)
+                raise LabkitError(f"the log was written by another arm ({was}), not by this one ({now})",
+                                  "resume a conversation with the arm that started it, or start a new log.")
 
     @property
     def state(self) -> DialogState:
@@ -95,14 +117,14 @@ class _Bot:
 
     def _ask(self, prompt: str, step: Step, turn: int) -> tuple[Answer | None, Violation | None, int]:
         """First call, and one corrective re-ask if the contract is broken; returns (answer, last violation, calls)."""
-        schema = answer_schema(step)
+        schema = self._schema(step)
         violation: Violation | None = None
         raw = ""
         for attempt in (1, 2):
-            asked = prompt if attempt == 1 else reask_prompt(prompt, raw, violation, step)  # type: ignore[arg-type]
+            asked = prompt if attempt == 1 else self._reask(prompt, raw, violation, step)  # type: ignore[arg-type]
             out = self.backend.complete(asked, max_tokens=self.max_tokens, schema=schema, temperature=0.0, seed=0)
             raw = out.text
-            checked = check_answer(raw, step, self.state.variables)
+            checked = self._check(raw, step)
             violation = checked.violation
             self._record(ModelCalled(turn=turn, step=step.name, attempt=attempt, prompt=asked, raw=raw,
                                      prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
@@ -112,11 +134,28 @@ class _Bot:
                 return checked.answer, None, attempt
         return None, violation, 2
 
+    # the contract, overridable per bot (the defaults are the contract as first recorded)
+    def _schema(self, step: Step) -> dict[str, Any]:
+        return answer_schema(step)
+
+    def _check(self, raw: str, step: Step) -> Checked:
+        return check_answer(raw, step, self.state.variables)
+
+    def _reask(self, prompt: str, raw: str, violation: Violation, step: Step) -> str:
+        return reask_prompt(prompt, raw, violation, step)
+
+    def _who(self, name: str, answer: Answer, step: str) -> str:
+        return "model"
+
     def _apply_results(self, answer: Answer, step: str, turn: int) -> None:
         for name, value in answer.results.items():
             old = self.state.variables.get(name)
             if old != value:
-                self._record(VariableChanged(turn=turn, step=step, name=name, old=old, new=value))
+                who = self._who(name, answer, step)
+                if who == "model":
+                    self._record(VariableChanged(turn=turn, step=step, name=name, old=old, new=value))
+                else:
+                    self._record(VariableChanged(turn=turn, step=step, name=name, old=old, new=value, who=who))
 
     def respond(self, text: str) -> TurnOutcome:
         """Answer one user message (see the module docstring)."""
@@ -165,20 +204,101 @@ class DialogBot(_Bot):
 
     ``recent_turns``: how many past messages (user and bot) the prompt carries.
     Pass an existing ``log`` (e.g. a :class:`~labkit.store.JsonlLog`) to resume a conversation.
+    ``features``: names from :mod:`labkit.dialog.features`; none (the default) is the machine as
+    first recorded, whose prompts and schemas the recorded cassettes hold.
     """
 
     def __init__(self, scenario: Scenario, backend: Backend, *, log: EventLog | None = None,
                  clock: Callable[[], float] = time.time, recent_turns: int = 4, max_tokens: int = MAX_TOKENS,
-                 on_event: Callable[[Event], None] | None = None) -> None:
+                 on_event: Callable[[Event], None] | None = None, features: frozenset[str] | set[str] = frozenset(),
+                 arm: str = "") -> None:
         self.recent_turns = recent_turns
+        self.features = checked_features(features)
+        if "corrections" in self.features and scenario.corrections is None:
+            raise LabkitError(f"scenario '{scenario.name}' declares no corrections, which the feature "
+                              "'corrections' needs",
+                              "add corrections: {signal: correct, when: ...} to the scenario, or leave the feature "
+                              "out.")
+        extra = {"arm": arm, "features": sorted(self.features)} if self.features or arm else None
         super().__init__(scenario, backend, log=log, clock=clock, max_tokens=max_tokens, on_event=on_event,
-                         mode="machine")
+                         mode="machine", extra_params=extra)
 
+    def has(self, feature: str) -> bool:
+        return feature in self.features
+
+    # ------------------------------------------------------------- the contract per step
     def contract_step(self, step: Step) -> Step:
-        return step
+        """The step the model answers under: the step itself, widened by the features that are on.
 
+        ``vars_memory`` and ``corrections`` let ``results`` hold the other steps' variables too
+        (values given early, values corrected late); ``corrections`` adds the declared correction
+        signal (it records values and never moves, so the transition table does not change).
+        """
+        if not self.features & {"vars_memory", "corrections"}:
+            return step
+        own = {f.name for f in step.results}
+        others = tuple(f for f in self.scenario.variables if f.name not in own)
+        signals = step.signals
+        corrections = self.scenario.corrections
+        if self.has("corrections") and corrections is not None and step.signal(corrections.signal) is None:
+            signals = (*signals, Signal(corrections.signal, step.name, (), corrections.when))
+        return Step(step.name, step.instructions, step.instructions_file, (*step.results, *others), signals,
+                    step.final, step.message, step.ask_keywords, step.example)
+
+    def _schema(self, step: Step) -> dict[str, Any]:
+        return grammar_schema(step, self.state.variables) if self.has("results_grammar") else answer_schema(step)
+
+    def _check(self, raw: str, step: Step) -> Checked:
+        checked = check_answer(raw, step, self.state.variables)
+        corrections = self.scenario.corrections
+        if checked.answer is None or not self.has("corrections") or corrections is None:
+            return checked
+        if checked.answer.signal != corrections.signal:
+            return checked
+        allowed = set(corrections.fields) or {f.name for f in self.scenario.variables}
+        changed = {k: v for k, v in checked.answer.results.items() if self.state.variables.get(k) != v}
+        if not changed:
+            return Checked(None, Violation("missing_results", f"signal '{corrections.signal}' needs the corrected "
+                                           "value in results, but the results change nothing"))
+        refused = sorted(set(changed) - allowed)
+        if refused:
+            return Checked(None, Violation("invalid_results", f"signal '{corrections.signal}' may not change "
+                                           f"{', '.join(refused)}; it may change {', '.join(sorted(allowed))}"))
+        return checked
+
+    def _reask(self, prompt: str, raw: str, violation: Violation, step: Step) -> str:
+        if self.has("differing_reask"):
+            return differing_reask_prompt(prompt, raw, violation, step, self.state.variables)
+        return reask_prompt(prompt, raw, violation, step)
+
+    def _apply_results(self, answer: Answer, step: str, turn: int) -> None:
+        """As recorded, except: another step's value that is already known changes only through a correction.
+
+        Under ``vars_memory`` the results may hold every variable; a model that repeats a known value
+        in other words must not overwrite it (only the declared correction signal may).
+        """
+        if self.has("vars_memory") or self.has("corrections"):
+            own = {f.name for f in self.scenario.step(step).results}
+            corrections = self.scenario.corrections
+            correcting = corrections is not None and answer.signal == corrections.signal
+            kept = {k: v for k, v in answer.results.items()
+                    if k in own or correcting or _unknown(self.state.variables.get(k))}
+            answer = answer.model_copy(update={"results": kept})
+        super()._apply_results(answer, step, turn)
+
+    def _who(self, name: str, answer: Answer, step: str) -> str:
+        corrections = self.scenario.corrections
+        if self.has("corrections") and corrections is not None and answer.signal == corrections.signal:
+            return "correction"
+        if self.has("vars_memory") and all(f.name != name for f in self.scenario.step(step).results):
+            return "memory"
+        return "model"
+
+    # ------------------------------------------------------------- the prompt
     def prompt(self, step: Step) -> str:
         """The small prompt of the current step (see the module docstring)."""
+        if self.features:
+            return self._feature_prompt(step)
         signals = "\n".join(f"- {s.name}: {s.when or 'go to ' + s.to}"
                             + (f" (needs {', '.join(s.needs)})" if s.needs else "") for s in step.signals)
         fields = "\n".join(f"- {f.name} ({_type_text(f)}): {f.description}" for f in step.results) or "- none"
@@ -189,14 +309,119 @@ class DialogBot(_Bot):
                 f"Conversation (latest last):\n{self._turns_text(self.recent_turns)}\n\n"
                 "Reply with one JSON object: message (to the user), signal, results, summary (one line).\nJSON: ")
 
+    def _feature_prompt(self, step: Step) -> str:
+        """The step prompt with the features that are on (a new text: the first recording never sent it)."""
+        contract = self.contract_step(step)
+        own = {f.name for f in step.results}
+        signals = "\n".join(f"- {s.name}: {s.when or 'go to ' + s.to}"
+                            + (f" (needs {', '.join(s.needs)})" if s.needs else "") for s in contract.signals)
+        fields = "\n".join(f"- {f.name} ({_type_text(f)}): {f.description}" for f in step.results) or "- none"
+        parts = [f"{self.scenario.title}. Current step: {step.name}.\n{step.instructions.strip()}", "",
+                 f"Results to fill in this step:\n{fields}"]
+        later = [f for f in contract.results if f.name not in own and _unknown(self.state.variables.get(f.name))]
+        if later and self.has("vars_memory"):
+            parts.append("Other values: fill one in only if the user says it now (never ask for a value that is "
+                         "known):\n" + "\n".join(f"- {f.name} ({_type_text(f)}): {f.description}" for f in later))
+        parts.append(f"Signals:\n{signals}")
+        if self.state.pending_cancel:
+            parts.append("You asked the user whether to stop. Emit cancel only if the user confirms it; if the user "
+                         "goes on, continue this step.")
+        if self.has("step_example"):
+            parts.append(example_text(step))
+        past = "; ".join(f"{k}: {v}" for k, v in self.state.summaries.items() if k != step.name) or "none"
+        parts += ["", f"Known so far: {self._variables_text()}\nEarlier steps: {past}", "",
+                  f"Conversation (latest last):\n{self._turns_text(self.recent_turns)}", "",
+                  "Reply with one JSON object: message (to the user), signal, results, summary (one line).\nJSON: "]
+        return "\n".join(parts)
+
+    # ------------------------------------------------------------- after a kept contract
     def _after_answer(self, answer: Answer, step: Step, turn: int) -> str:
+        corrections = self.scenario.corrections
+        if self.has("corrections") and corrections is not None and answer.signal == corrections.signal:
+            self._record(BotSaid(turn=turn, step=step.name, text=answer.message, summary=answer.summary,
+                                 signal=answer.signal))
+            return answer.message  # the values changed through VariableChanged(who="correction"); no move
+        if self.has("cancel_confirm"):
+            if self.state.pending_cancel:
+                self._record(CancelAnswered(turn=turn, step=step.name, confirmed=answer.signal == "cancel"))
+            elif answer.signal == "cancel":
+                question = self.scenario.cancel_question or CANCEL_QUESTION
+                self._record(CancelRequested(turn=turn, step=step.name, question=question))
+                self._record(BotSaid(turn=turn, step=step.name, text=question, summary=answer.summary))
+                return question
         self._record(BotSaid(turn=turn, step=step.name, text=answer.message, summary=answer.summary,
                              signal=answer.signal))
         target = self.scenario.step(self.machine.table.rows_for(step.name, answer.signal)[0].dest)
         if target.final and target.message:  # a final step is absorbing: its message is recorded before entering it
             self._record(BotSaid(turn=turn, step=target.name, text=target.message))
         self._fire(answer.signal, turn)
-        return f"{answer.message}\n{target.message}" if target.final and target.message else answer.message
+        if target.final and target.message:
+            return f"{answer.message}\n{target.message}"
+        if self.has("vars_memory") and answer.signal != "back" and target.name != step.name:
+            skipped = self._skip_known(turn)
+            if skipped:
+                return f"{answer.message}\n{skipped}"
+        return answer.message
+
+    def _skip_known(self, turn: int) -> str:
+        """``vars_memory``: while the step entered has its ``next`` needs known, move on; say what comes next."""
+        moved = False
+        while True:
+            here = self.scenario.step(self.state.status)
+            forward = here.signal("next")
+            if here.final or forward is None or not forward.needs or not here.results:
+                break
+            if any(self.state.variables.get(n) in (None, "", []) for n in forward.needs):
+                break
+            sealed = self.machine.fire("next", turn=turn, reason="vars_memory: needs already known")
+            if self.on_event is not None:
+                self.on_event(sealed)
+            moved = True
+        if not moved:
+            return ""
+        here = self.scenario.step(self.state.status)
+        if here.final:
+            text = here.message
+        elif here.results:
+            text = "Noted. Now please tell me " + "; ".join(f.description or f.name for f in here.results) + "."
+        else:
+            text = f"Here is what I have: {self._variables_text()}. Is that right?"
+        self._record(BotSaid(turn=turn, step=here.name, text=text))
+        return text
+
+
+def _unknown(value: Any) -> bool:
+    return value is None or value == "" or value == []
+
+
+def example_text(step: Step) -> str:
+    """The ``step_example`` block: the step's declared example, else one built from its schema."""
+    import json as _json
+
+    ex = step.example
+    if ex is not None:
+        answer = {"message": ex.message, "signal": ex.signal, "results": ex.results, "summary": ex.summary}
+        user = ex.user
+    else:
+        forward = step.signal("next") or (step.signals[0] if step.signals else None)
+        results = {f.name: _placeholder(f) for f in step.results if forward and f.name in forward.needs}
+        answer = {"message": "Thanks. " + (f"Next: {forward.when}." if forward and forward.when else "Go on."),
+                  "signal": forward.name if forward else "", "results": results, "summary": "what was agreed"}
+        user = "(a message that gives what this step needs)"
+    return (f"Example of a correct answer (another conversation; take the values from this user's words, never "
+            f"from the example):\nUser: {user}\nJSON: {_json.dumps(answer, ensure_ascii=False)}")
+
+
+def _placeholder(f: ResultField) -> Any:
+    if f.type == "enum":
+        return f.values[0]
+    if f.type == "list":
+        return ["<item in the user's words>"]
+    if f.type in ("integer", "number"):
+        return 1
+    if f.type == "boolean":
+        return True
+    return "<in the user's words>"
 
 
 def _type_text(f: ResultField) -> str:
@@ -213,13 +438,45 @@ class PromptOnlyBot(_Bot):
 
     def __init__(self, scenario: Scenario, backend: Backend, *, log: EventLog | None = None,
                  clock: Callable[[], float] = time.time, max_tokens: int = MAX_TOKENS,
-                 on_event: Callable[[Event], None] | None = None) -> None:
+                 on_event: Callable[[Event], None] | None = None, checked: bool = False, arm: str = "") -> None:
         self.script = scenario.full_script()
+        self.checked = checked
         self._step = Step(name="whole_script", instructions=self.script, results=tuple(scenario.variables),
                           signals=tuple(Signal(name, "whole_script") for name in scenario.steps))
-        super().__init__(_single_step(scenario, self._step), backend, log=log, clock=clock, max_tokens=max_tokens,
-                         on_event=on_event, mode="prompt_only")
+        extra = {"arm": arm, "checked": checked} if checked or arm else None
         self.full = scenario
+        super().__init__(_single_step(scenario, self._step), backend, log=log, clock=clock, max_tokens=max_tokens,
+                         on_event=on_event, mode="prompt_only", extra_params=extra)
+
+    def _moves(self) -> Step:
+        """The script's moves from the claimed step, as a step whose signals are target steps with their needs."""
+        here = self.full.steps[self.claimed]
+        moves = [Signal(here.name, here.name)]
+        for s in here.signals:
+            if s.to != here.name and all(m.name != s.to for m in moves):
+                moves.append(Signal(s.to, s.to, s.needs, s.when))
+        return Step(self._step.name, self._step.instructions, results=self._step.results, signals=tuple(moves))
+
+    def _check(self, raw: str, step: Step) -> Checked:
+        """The same contract; ``checked``: the claimed move must also be the script's, with its needs known.
+
+        The prompt-only bot's signal is the step it claims to be in after the reply. Checked, that
+        claim is held to what the machine is held to: a move the script has from the claimed step,
+        and the values the move ``needs`` known (given now or earlier), else the same violation
+        codes and the same one re-ask.
+        """
+        result = check_answer(raw, step, self.state.variables)
+        if not self.checked or result.answer is None:
+            return result
+        return check_answer(raw, self._moves(), self.state.variables)
+
+    def _reask(self, prompt: str, raw: str, violation: Violation, step: Step) -> str:
+        return reask_prompt(prompt, raw, violation, self._moves() if self.checked else step)
+
+    @property
+    def claimed(self) -> str:
+        """The script step the bot stands in by its own claims (the scenario's first before any claim)."""
+        return self.state.claimed_step if self.state.claimed_step in self.full.steps else self.full.initial
 
     @property
     def finished(self) -> bool:

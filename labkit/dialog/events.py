@@ -82,6 +82,26 @@ class BotSaid(Event):
     signal: str = ""
 
 
+@register_event
+class CancelRequested(Event):
+    """The model emitted ``cancel``; under ``cancel_confirm`` the bot asked to confirm instead of ending."""
+
+    type: Literal["dialog_cancel_requested"] = "dialog_cancel_requested"
+    turn: int
+    step: str
+    question: str
+
+
+@register_event
+class CancelAnswered(Event):
+    """The user's answer to a cancel question: ``confirmed`` ends the conversation, else it goes on."""
+
+    type: Literal["dialog_cancel_answered"] = "dialog_cancel_answered"
+    turn: int
+    step: str
+    confirmed: bool
+
+
 @dataclass(frozen=True)
 class DialogState:
     """Where a conversation stands; ``status`` is the machine state (the current step)."""
@@ -101,6 +121,7 @@ class DialogState:
     failures: int = 0
     claimed_step: str = ""  # the prompt-only bot's own idea of where it is
     pending_user: bool = False  # a user message is recorded but not yet answered (a crash mid-turn)
+    pending_cancel: bool = False  # cancel_confirm: the bot asked whether to cancel, the user has not answered
 
 
 def reduce_dialog(state: DialogState, event: Event) -> DialogState:
@@ -127,4 +148,8 @@ def reduce_dialog(state: DialogState, event: Event) -> DialogState:
         summaries = {**state.summaries, event.step: event.summary} if event.summary else state.summaries
         return replace(state, seq=event.seq, turns=(*state.turns, ("bot", event.text)), summaries=summaries,
                        claimed_step=event.signal or state.claimed_step, pending_user=False)
+    if isinstance(event, CancelRequested):
+        return replace(state, seq=event.seq, pending_cancel=True)
+    if isinstance(event, CancelAnswered):
+        return replace(state, seq=event.seq, pending_cancel=False)
     return replace(state, seq=event.seq)

@@ -9,8 +9,13 @@ exactly like a model, with its contract checks and event log.
 - :class:`NeverMoves` — every answer keeps the contract, emits ``stay``, records nothing and says
   an acknowledgement that asks for nothing;
 - :class:`CopiesExamples` — every answer emits ``next`` where the step has one (else the first
-  signal), fills each result with the step's example (a quoted phrase from its instructions, the
+  signal), fills each result with the step's example (the step's declared worked example, which
+  the ``step_example`` feature shows the model; else a quoted phrase from its instructions, the
   first enum value, else the field's description) and says the first sentence of the instructions.
+
+:func:`floor_bot` runs a floor under any declared arm (:mod:`labkit.dialog.arms`). Under a
+prompt-only arm, whose signal is the step the bot claims to be in, a floor's signal is translated
+into the step it leads to.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from labkit.dialog.engine import DialogBot
+from labkit.dialog.engine import DialogBot, PromptOnlyBot, current_step
 from labkit.dialog.scenario import ResultField, Scenario, Step
 from labkit.llm.backend import Backend, Completion, Request
 
@@ -42,9 +47,26 @@ class _Floor(Backend):
         raise NotImplementedError
 
     def _complete(self, request: Request) -> Completion:
-        text = json.dumps(self.answer(self.scenario.step(self.where())))
+        step = self.scenario.step(self.where())
+        data = self.answer(step)
+        allowed = allowed_signals(request.schema)
+        if allowed and data["signal"] not in allowed:  # a prompt-only arm: claim the step the signal leads to
+            signal = step.signal(data["signal"])
+            data["signal"] = signal.to if signal is not None else step.name
+        text = json.dumps(data)
         return Completion(text=text, prompt_tokens=len(request.prompt.split()), completion_tokens=len(text.split()),
                           seconds=0.0, grammar_used=False, finish_reason="stop")
+
+
+def allowed_signals(schema: dict[str, Any] | None) -> set[str]:
+    """The signals a contract schema allows (the plain schema's enum, or the grammar's consts)."""
+    if not schema:
+        return set()
+    found: set[str] = set()
+    for alt in schema.get("oneOf", [schema]):
+        sig = alt.get("properties", {}).get("signal", {})
+        found |= set(sig.get("enum", [])) | ({sig["const"]} if "const" in sig else set())
+    return found
 
 
 class NeverMoves(_Floor):
@@ -74,15 +96,24 @@ class CopiesExamples(_Floor):
     """Moves on with the step's example phrases as results."""
 
     def answer(self, step: Step) -> dict[str, Any]:
+        if step.example is not None:
+            return {"message": step.example.message, "signal": step.example.signal,
+                    "results": dict(step.example.results), "summary": step.example.summary}
         signal = "next" if step.signal("next") else step.signal_names[0]
         first = re.split(r"(?<=[.!?])\s", step.instructions.strip(), maxsplit=1)[0][:200] or ACKNOWLEDGEMENT
         return {"message": first, "signal": signal,
                 "results": {f.name: example_value(f, step) for f in step.results}, "summary": ""}
 
 
-def floor_bot(kind: type[_Floor], scenario: Scenario) -> DialogBot:
-    """A :class:`DialogBot` on ``scenario`` answered by the floor backend ``kind``."""
-    holder: dict[str, DialogBot] = {}
-    backend = kind(scenario, lambda: holder["bot"].state.status)
-    holder["bot"] = DialogBot(scenario, backend, clock=lambda: 0.0)
+def floor_bot(kind: type[_Floor], scenario: Scenario, arm: str = "machine") -> DialogBot | PromptOnlyBot:
+    """The bot of the declared ``arm`` on ``scenario``, answered by the floor backend ``kind``."""
+    from labkit.dialog.arms import arm as declared_arm
+
+    holder: dict[str, DialogBot | PromptOnlyBot] = {}
+    def where() -> str:
+        bot = holder["bot"]
+        return bot.claimed if isinstance(bot, PromptOnlyBot) else current_step(bot)
+
+    backend = kind(scenario, where)
+    holder["bot"] = declared_arm(arm).make(scenario, backend, clock=lambda: 0.0)
     return holder["bot"]

@@ -51,10 +51,21 @@ def score_runs(runs_dir: str | Path, scenarios: dict[str, Scenario], users: list
             for p in sorted(Path(runs_dir).iterdir()) if (p / "provenance.json").is_file()}
 
 
+# the paired comparisons a report makes, where a recording holds both arms: (arm a, arm b)
+PAIRS = (("machine", "prompt_only"), ("machine_plus", "prompt_only_checked"), ("machine_plus", "machine"))
+
+
 def report(scored: dict[str, dict[str, list[Score]]]) -> dict[str, Any]:
-    """The summaries per (model, arm), the paired tests machine vs prompt-only, and a Markdown table."""
+    """The summaries per (model, arm), the paired tests of :data:`PAIRS`, and a Markdown table.
+
+    ``paired[model]`` is machine vs prompt-only (the first recording's comparison);
+    ``paired_arms[model]["a vs b"]`` holds every pair of :data:`PAIRS` the recording has.
+    """
     summaries = {(model, arm): summarize_scores(scores) for model, arms in scored.items()
                  for arm, scores in arms.items()}
     tests = {model: {part: t.describe() for part, t in compare_arms(arms["machine"], arms["prompt_only"]).items()}
              for model, arms in scored.items() if {"machine", "prompt_only"} <= set(arms)}
-    return {"summaries": summaries, "paired": tests, "table": table(summaries)}
+    pairs = {model: {f"{a} vs {b}": {part: t.describe() for part, t in compare_arms(arms[a], arms[b]).items()}
+                     for a, b in PAIRS if {a, b} <= set(arms)}
+             for model, arms in scored.items()}
+    return {"summaries": summaries, "paired": tests, "paired_arms": pairs, "table": table(summaries)}

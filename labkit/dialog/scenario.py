@@ -29,6 +29,26 @@ Format (see ``data/dialog/analyst/scenario.yaml``)::
 ``ask_keywords`` (optional, non-final steps): words one of which a reply contains when it asks for
 what the step still needs; :mod:`labkit.dialog.measure` judges the bot's questions by them.
 
+Optional keys that only the machine's features read (:mod:`labkit.dialog.features`; the arms
+without them send the same prompts as before):
+
+- ``examples`` (top level, by step name): one worked example answer per non-final step, on a
+  conversation that is no user's (at the end of the file, so the script above reads as before)::
+
+      examples:
+        goal: {user: I want an app that reminds my family to water the plants., signal: next,
+               message: Noted. Who will use it?, results: {goal: remind my family to water the plants}}
+
+  each checked against its step: the signal is the step's, the results fit its schema and give
+  what the signal ``needs`` (``step_example``);
+- ``corrections`` (top level): the declared correction signal (``corrections``)::
+
+      corrections: {signal: correct, when: 'the user corrects a value given earlier ("actually ...")',
+                    fields: [goal, users]}   # the variables a correction may change (default: all)
+
+- ``cancel_question`` (top level): what the bot asks before a ``cancel`` ends the conversation
+  (``cancel_confirm``).
+
 Result field types: ``string``, ``integer``, ``number``, ``boolean``, ``list`` (of strings), or
 ``enum`` with ``values``. Every result is optional in a single answer; a signal's ``needs`` lists
 the results that must be known (given now or earlier) before the signal may be emitted.
@@ -128,6 +148,26 @@ class Signal:
 
 
 @dataclass(frozen=True)
+class Example:
+    """A worked example answer of one step, on a conversation that is no user's."""
+
+    user: str
+    message: str
+    signal: str
+    results: dict[str, Any] = field(default_factory=dict)
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class Corrections:
+    """The declared correction signal: its name, when the model emits it, which variables it may change."""
+
+    signal: str = "correct"
+    when: str = "the user corrects a value given earlier"
+    fields: tuple[str, ...] = ()  # empty: every variable
+
+
+@dataclass(frozen=True)
 class Step:
     """One state of the dialog."""
 
@@ -139,6 +179,7 @@ class Step:
     final: bool = False
     message: str = ""  # what a final step says (no model call there)
     ask_keywords: tuple[str, ...] = ()  # words a reply that asks for this step's value contains (the measure's)
+    example: Example | None = None  # a worked example answer (the step_example feature shows it)
 
     def signal(self, name: str) -> Signal | None:
         return next((s for s in self.signals if s.name == name), None)
@@ -164,6 +205,8 @@ class Scenario:
     steps: dict[str, Step]
     path: str = ""
     description: str = ""
+    corrections: Corrections | None = None
+    cancel_question: str = ""
     table: TransitionTable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -279,6 +322,93 @@ def _ask_keywords(raw: _Located, step_name: str, final: bool) -> tuple[str, ...]
     return tuple(k.strip() for k in value)
 
 
+def _examples(data: _Located, steps: dict[str, Step]) -> dict[str, Step]:
+    """``steps`` with the top-level ``examples`` attached, each checked against its step."""
+    if "examples" not in data:
+        return steps
+    raw = data["examples"]
+    if not isinstance(raw, _Located):
+        raise _fail(data.key_where["examples"], "'examples' must be a mapping of step names",
+                    "e.g. examples: {goal: {user: ..., message: ..., signal: next, results: {...}}}.")
+    out = dict(steps)
+    for name, spec in raw.items():
+        where = raw.key_where[str(name)]
+        step = steps.get(str(name))
+        if step is None:
+            raise _fail(where, f"'examples' names unknown step '{name}'", f"use one of: {', '.join(steps)}.")
+        example = _example(spec, where, step.name, step.final, step.results, step.signals)
+        out[step.name] = Step(step.name, step.instructions, step.instructions_file, step.results, step.signals,
+                              step.final, step.message, step.ask_keywords, example)
+    return out
+
+
+def _example(spec: Any, where: Where, step_name: str, final: bool, results: tuple[ResultField, ...],
+             signals: tuple[Signal, ...]) -> Example:
+    """One step's example: checked against the step's signals, results schema and needs."""
+    if final:
+        raise _fail(where, f"final step '{step_name}' has an example", "a final step answers nothing; remove it.")
+    if not isinstance(spec, _Located):
+        raise _fail(where, f"the example of step '{step_name}' must be a mapping",
+                    "e.g. example: {user: ..., message: ..., signal: next, results: {...}}.")
+    what = f"the example of step '{step_name}'"
+    _check_keys(spec, {"user", "message", "signal", "results", "summary"}, what)
+    user = _require(spec, "user", str, what)
+    message = _require(spec, "message", str, what)
+    signal_name = _require(spec, "signal", str, what)
+    summary = spec.get("summary", "")
+    if not isinstance(summary, str):
+        raise _fail(spec.key_where["summary"], f"{what}: 'summary' must be a string", "write one line.")
+    signal = next((s for s in signals if s.name == signal_name), None)
+    if signal is None:
+        raise _fail(spec.key_where["signal"], f"{what} emits '{signal_name}', not a signal of the step",
+                    f"use one of: {', '.join(s.name for s in signals)}.")
+    given = spec.get("results", {})
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        raise _fail(spec.key_where.get("results", spec.where), f"{what}: 'results' must be a mapping",
+                    "e.g. results: {goal: remind my family to water the plants}.")
+    from pydantic import ValidationError
+
+    model = Step(step_name, results=results, signals=signals).results_model()
+    try:
+        checked = model.model_validate(dict(given)).model_dump()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "results"
+        raise _fail(spec.key_where.get("results", spec.where), f"{what}: results.{loc}: {first['msg']}",
+                    "give values of the step's own result fields, of their declared types.") from None
+    kept = {k: v for k, v in checked.items() if v not in (None, "", [])}
+    missing = [n for n in signal.needs if n not in kept]
+    if missing:
+        raise _fail(spec.key_where["signal"], f"{what} emits '{signal_name}' without {', '.join(missing)}",
+                    "an example must keep the contract: give the needed results.")
+    return Example(user, message, signal_name, kept, summary)
+
+
+def _corrections(data: _Located, variables: set[str]) -> Corrections | None:
+    if "corrections" not in data:
+        return None
+    spec = data["corrections"]
+    where = data.key_where["corrections"]
+    if not isinstance(spec, _Located):
+        raise _fail(where, "'corrections' must be a mapping", "e.g. corrections: {signal: correct, when: ...}.")
+    _check_keys(spec, {"signal", "when", "fields"}, "'corrections'")
+    signal = spec.get("signal", "correct")
+    when = spec.get("when", Corrections.when)
+    if not isinstance(signal, str) or not signal.strip() or not isinstance(when, str):
+        raise _fail(spec.where, "'corrections': 'signal' and 'when' must be strings", "e.g. signal: correct.")
+    fields = spec.get("fields", [])
+    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+        raise _fail(spec.key_where.get("fields", spec.where), "'corrections': 'fields' must be a list of variables",
+                    "e.g. fields: [goal, users].")
+    unknown = [f for f in fields if f not in variables]
+    if unknown:
+        raise _fail(spec.key_where["fields"], f"'corrections' names unknown variable(s) {unknown}",
+                    f"use some of: {', '.join(sorted(variables))}.")
+    return Corrections(signal.strip(), when, tuple(fields))
+
+
 def load_scenario(path: str | Path) -> Scenario:
     """Read, check and compile a scenario file; every problem is a :class:`ScenarioError`."""
     p = Path(path)
@@ -301,7 +431,8 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
     if not isinstance(data, _Located):
         raise ScenarioError(f"{Where(file, 1, 1)}: a scenario is a YAML mapping with name, initial and steps",
                             "see the format in labkit/dialog/scenario.py.")
-    _check_keys(data, {"name", "title", "initial", "steps", "description"}, "the scenario")
+    _check_keys(data, {"name", "title", "initial", "steps", "description", "corrections", "cancel_question",
+                       "examples"}, "the scenario")
     name = _require(data, "name", str, "the scenario")
     initial = _require(data, "initial", str, "the scenario")
     raw_steps = _require(data, "steps", _Located, "the scenario")
@@ -354,8 +485,21 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
     if initial not in steps:
         raise _fail(data.key_where["initial"], f"initial step '{initial}' is not a step",
                     f"use one of: {', '.join(steps)}.")
+    steps = _examples(data, steps)
+    corrections = _corrections(data, all_results)
+    if corrections is not None:
+        taken = sorted(n for n, st in steps.items() if st.signal(corrections.signal) is not None)
+        if taken:
+            raise _fail(data["corrections"].key_where.get("signal", data["corrections"].where),
+                        f"the correction signal '{corrections.signal}' is already a signal of step(s) {taken}",
+                        "name the correction signal differently, e.g. signal: correct.")
+    cancel_question = data.get("cancel_question", "")
+    if not isinstance(cancel_question, str):
+        raise _fail(data.key_where["cancel_question"], "'cancel_question' must be a string",
+                    "e.g. cancel_question: Do you want me to close the request?")
     try:
-        return Scenario(name, str(data.get("title", name)), initial, steps, file, str(data.get("description", "")))
+        return Scenario(name, str(data.get("title", name)), initial, steps, file, str(data.get("description", "")),
+                        corrections, cancel_question)
     except TableError as exc:
         raise ScenarioError(f"{data.key_where['steps']}: the scenario's steps do not form a valid machine:\n"
                             + "\n".join(f"  - {p}" for p in exc.problems),

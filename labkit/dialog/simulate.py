@@ -129,9 +129,10 @@ def measure(scenarios: dict[str, Any], users: list[UserScript], backend: Any, ar
     ``log_dir``: write each conversation's event log to ``<log_dir>/<arm>/<user>.jsonl`` (replaced).
     The clock is fixed at 0 so that logs of the same answers are identical byte for byte.
     """
+    from labkit.dialog.arms import checked_arms
     from labkit.store import EventLog, JsonlLog
 
-    bots = {"machine": DialogBot, "prompt_only": PromptOnlyBot}
+    bots = {a.name: a for a in checked_arms(arms)}
     unknown = sorted({u.scenario for u in users} - set(scenarios))
     if unknown:
         raise ScenarioError(f"user scripts name unknown scenario(s): {', '.join(unknown)}",
@@ -146,7 +147,7 @@ def measure(scenarios: dict[str, Any], users: list[UserScript], backend: Any, ar
                 path = log_dir / arm / f"{user.name}.jsonl"
                 path.unlink(missing_ok=True)
                 log = JsonlLog(path)
-            bot = bots[arm](scenarios[user.scenario], backend, log=log, clock=lambda: 0.0)
+            bot = bots[arm].make(scenarios[user.scenario], backend, log=log, clock=lambda: 0.0)
             result = run_user(bot, user, arm)
             mine.append(result)
             if progress is not None:

@@ -1,0 +1,89 @@
+"""The arms of the dialog comparison, each one declaration that ``labkit dialog-measure --arms`` reads.
+
+An arm is a bot (the machine or the prompt-only bot) plus its contract: for the machine, a set
+of features from :mod:`labkit.dialog.features`; for the prompt-only bot, whether its claimed moves
+are checked like the machine's (``needs`` and the script's moves).
+
+- ``machine`` and ``prompt_only`` are the arms as first recorded (``data/dialog/runs``): their
+  prompts and schemas are unchanged, so the old cassettes replay byte for byte. ``machine`` is
+  also the third arm of the issue: the machine without the new features;
+- ``prompt_only_checked`` is the prompt-only bot under the same validator and ``needs`` checks as
+  the machine, so that a violation means the same thing in both arms;
+- ``machine_plus`` has every feature; ``machine_plus_no_<feature>`` each lack one (the ablation).
+
+Recording them (a live model; each into its own folder, so ``data/dialog/runs`` keeps replaying)::
+
+    # design and the ablation: dev users only
+    labkit dialog-measure --model qwen2.5-coder-1.5b --threads 1 --split dev --out data/dialog/runs_plus_dev \
+        --arms machine prompt_only_checked machine_plus machine_plus_no_step_example \
+        machine_plus_no_results_grammar machine_plus_no_vars_memory machine_plus_no_cancel_confirm \
+        machine_plus_no_corrections machine_plus_no_differing_reask
+    # the report: test users, the three arms of the comparison
+    labkit dialog-measure --model qwen2.5-coder-1.5b --threads 1 --split test --out data/dialog/runs_plus_test \
+        --arms machine_plus prompt_only_checked machine
+
+:func:`labkit.dialog.rescore.score_runs` then scores either folder from its logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from labkit.dialog.engine import DialogBot, PromptOnlyBot
+from labkit.dialog.features import ALL, FEATURES
+from labkit.dialog.scenario import Scenario
+from labkit.errors import LabkitError
+from labkit.llm.backend import Backend
+from labkit.store import EventLog
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm: which bot, which features (machine) or checks (prompt-only), and what it shows."""
+
+    name: str
+    bot: str  # "machine" | "prompt_only"
+    features: frozenset[str] = frozenset()
+    checked: bool = False
+    about: str = ""
+
+    def make(self, scenario: Scenario, backend: Backend, *, log: EventLog | None = None,
+             clock: Callable[[], float] | None = None) -> DialogBot | PromptOnlyBot:
+        """This arm's bot on ``scenario`` (the old arms built exactly as they were recorded)."""
+        kwargs = {} if clock is None else {"clock": clock}
+        if self.bot == "prompt_only":
+            if self.name == "prompt_only":
+                return PromptOnlyBot(scenario, backend, log=log, **kwargs)
+            return PromptOnlyBot(scenario, backend, log=log, checked=self.checked, arm=self.name, **kwargs)
+        if self.name == "machine":
+            return DialogBot(scenario, backend, log=log, **kwargs)
+        return DialogBot(scenario, backend, log=log, features=self.features, arm=self.name, **kwargs)
+
+
+ARMS: tuple[Arm, ...] = (
+    Arm("machine", "machine", about="the machine as first recorded: no new feature (what the features buy is "
+                                   "measured against it)"),
+    Arm("prompt_only", "prompt_only", about="the whole script in one prompt, as first recorded (no needs check)"),
+    Arm("prompt_only_checked", "prompt_only", checked=True,
+        about="the whole script in one prompt, its claimed moves held to the script's moves and needs"),
+    Arm("machine_plus", "machine", ALL, about="the machine with every feature"),
+    *(Arm(f"machine_plus_no_{f.name}", "machine", ALL - {f.name}, about=f"machine_plus without {f.name}: {f.about}")
+      for f in FEATURES),
+)
+BY_NAME: dict[str, Arm] = {a.name: a for a in ARMS}
+NAMES: tuple[str, ...] = tuple(BY_NAME)
+ABLATION: tuple[str, ...] = ("machine_plus", *(f"machine_plus_no_{f.name}" for f in FEATURES))
+
+
+def arm(name: str) -> Arm:
+    """The declared arm ``name``; refused with the known names otherwise."""
+    found = BY_NAME.get(name)
+    if found is None:
+        raise LabkitError(f"unknown dialog arm {name!r}", f"use one of: {', '.join(NAMES)}.")
+    return found
+
+
+def checked_arms(names: Iterable[str]) -> list[Arm]:
+    """Every name in ``names`` as an arm, in order, refused if one is not declared."""
+    return [arm(n) for n in names]

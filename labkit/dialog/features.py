@@ -1,0 +1,63 @@
+"""The dialog machine's optional features, each one declaration that an arm switches on and the ablation off.
+
+The first recording (``data/dialog/runs``) showed where a small model failed under the machine
+(issue 24): no example answer in the step prompt, empty ``results`` for a ``next`` refused by the
+``needs`` check, a re-ask that repeats the same greedy answer, values given early asked for again,
+a ``cancel`` on the first message, corrections the script had no way to record. Each feature below
+answers one of those failures. Because every feature is a name in :data:`FEATURES`, an arm is the
+machine plus a set of names (:mod:`labkit.dialog.arms`), and the ablation arms are generated from
+this table (the full set minus one feature each).
+
+A conversation records its features in its ``RunStarted`` params, so a replayed or resumed log
+says which contract the model was held to. The machine with no feature is the machine as first
+recorded: its prompts and schemas are unchanged, so the old cassettes still replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from labkit.errors import LabkitError
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One switchable part of the dialog machine: its name, and the failure it answers."""
+
+    name: str
+    about: str
+
+
+FEATURES: tuple[Feature, ...] = (
+    Feature("step_example", "every step prompt shows one worked example answer (the step's declared example, "
+                            "else one built from its schema), on a conversation that is no user's"),
+    Feature("results_grammar", "the grammar gives each signal its own results schema: the values a signal needs "
+                               "are required, typed and non-empty, so an empty result for a 'next' cannot be "
+                               "decoded at all"),
+    Feature("vars_memory", "the model may record values the user gives for later steps (a VariableChanged by "
+                           "'memory'); a step entered with its needs already known moves on without asking"),
+    Feature("cancel_confirm", "a 'cancel' first asks the user to confirm (CancelRequested); only a second cancel "
+                              "ends the conversation, anything else withdraws it"),
+    Feature("corrections", "the scenario's declared correction signal changes an earlier variable through a "
+                           "VariableChanged by 'correction', without moving"),
+    Feature("differing_reask", "a re-ask names the violation, shows the previous answer and says what to change, "
+                               "so greedy decoding does not repeat itself"),
+)
+ALL: frozenset[str] = frozenset(f.name for f in FEATURES)
+
+
+def checked(names: Iterable[str]) -> frozenset[str]:
+    """``names`` as a set, refused if one is not a declared feature."""
+    found = frozenset(names)
+    unknown = sorted(found - ALL)
+    if unknown:
+        raise LabkitError(f"unknown dialog machine feature(s) {unknown}",
+                          f"use some of: {', '.join(f.name for f in FEATURES)}.")
+    return found
+
+
+def about(name: str) -> str:
+    """What feature ``name`` does (refused if it is not declared)."""
+    checked([name])
+    return next(f.about for f in FEATURES if f.name == name)

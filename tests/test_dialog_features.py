@@ -1,0 +1,503 @@
+"""The dialog machine's features and arms (issue 24, parts 2 and 3), each tested with a scripted backend.
+
+No model runs here: every answer is scripted, so each test says exactly which answer the feature
+is for. The old arms' recordings are replayed whole, byte for byte, to show that the features
+changed nothing they send.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from labkit.dialog import DialogBot, PromptOnlyBot, VariableChanged, load_scenario, parse_scenario, reduce_dialog
+from labkit.dialog.arms import ABLATION, ARMS, NAMES, arm
+from labkit.dialog.contract import Violation, differing_reask_prompt, grammar_schema, reask_prompt
+from labkit.dialog.events import BotSaid, CancelAnswered, CancelRequested, DialogState, ModelCalled
+from labkit.dialog.features import ALL, FEATURES, checked
+from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_bot
+from labkit.dialog.measure import score, summarize_scores
+from labkit.dialog.scenario import ScenarioError
+from labkit.dialog.simulate import load_scenarios, measure, run_user
+from labkit.dialog.users import load_user_scripts
+from labkit.errors import LabkitError
+from labkit.events import RunStarted, Transitioned
+from labkit.llm.fake import ScriptedBackend
+from labkit.reducer import replay
+from labkit.store import JsonlLog, read_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data" / "dialog"
+SCENARIOS = load_scenarios(DATA)
+ANALYST, SUPPORT = SCENARIOS["analyst"], SCENARIOS["support"]
+USERS = load_user_scripts(DATA / "users")
+BY_NAME = {u.name: u for u in USERS}
+
+MINI = """\
+name: mini
+initial: ask
+steps:
+  ask:
+    instructions: Ask for a colour.
+    results:
+      colour: {type: string, description: the colour the user likes}
+    signals:
+      next: {to: done, needs: [colour]}
+      stay: ask
+  done:
+    final: true
+    message: Thanks.
+"""
+
+
+def answer(message: str, signal: str, results: dict | None = None, summary: str = "") -> str:
+    return json.dumps({"message": message, "signal": signal, "results": results or {}, "summary": summary})
+
+
+def bot(scenario, answers, *features: str, log=None) -> DialogBot:
+    return DialogBot(scenario, ScriptedBackend(list(answers)), features=frozenset(features), clock=lambda: 0.0,
+                     log=log)
+
+
+# ----------------------------------------------------------------------------- declarations
+def test_features_are_declared_once_and_unknown_names_are_refused() -> None:
+    assert [f.name for f in FEATURES] == ["step_example", "results_grammar", "vars_memory", "cancel_confirm",
+                                          "corrections", "differing_reask"]
+    assert checked(["vars_memory"]) == {"vars_memory"}
+    with pytest.raises(LabkitError, match="unknown dialog machine feature") as err:
+        checked(["vars_memroy"])
+    assert "step_example" in err.value.hint
+    with pytest.raises(LabkitError):
+        DialogBot(ANALYST, ScriptedBackend([]), features={"nope"})
+
+
+def test_arms_are_declarations_with_one_ablation_per_feature() -> None:
+    assert {"machine", "prompt_only", "prompt_only_checked", "machine_plus"} <= set(NAMES)
+    assert arm("machine").features == frozenset() and arm("machine_plus").features == ALL
+    for f in FEATURES:
+        assert arm(f"machine_plus_no_{f.name}").features == ALL - {f.name}
+    assert len(ABLATION) == len(FEATURES) + 1 and all(a.about for a in ARMS)
+    with pytest.raises(LabkitError, match="unknown dialog arm"):
+        arm("machine_pluss")
+
+
+def test_the_old_arms_start_their_logs_as_recorded() -> None:
+    for name, mode in (("machine", "machine"), ("prompt_only", "prompt_only")):
+        made = arm(name).make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
+        start = next(e for e in made.events if isinstance(e, RunStarted))
+        assert set(start.params) == {"scenario", "mode", "model", "max_tokens"} and start.params["mode"] == mode
+    plus = arm("machine_plus").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
+    start = next(e for e in plus.events if isinstance(e, RunStarted))
+    assert start.params["arm"] == "machine_plus" and start.params["features"] == sorted(ALL)
+
+
+@pytest.mark.parametrize("model", ["gemma3-270m", "qwen2.5-coder-1.5b"])
+def test_the_old_recordings_replay_byte_for_byte(model: str, tmp_path: Path) -> None:
+    from labkit.llm.cassette import ReplayBackend
+
+    run = DATA / "runs" / model
+    provenance = json.loads((run / "provenance.json").read_text(encoding="utf-8"))
+    users = [u for u in USERS if u.name in provenance["users"]]
+    results, _ = measure(SCENARIOS, users, ReplayBackend(run / "cassette.jsonl"), provenance["arms"],
+                         log_dir=tmp_path)
+    assert [r.to_dict() for r in results] == json.loads((run / "results.json").read_text(encoding="utf-8"))
+    logs = sorted((run / "logs").rglob("*.jsonl"))
+    assert len(logs) == 2 * len(users)
+    assert [p for p in logs if (tmp_path / p.relative_to(run / "logs")).read_bytes() != p.read_bytes()] == []
+
+
+# ----------------------------------------------------------------------------- scenario declarations
+def test_the_feature_declarations_leave_the_script_as_first_written() -> None:
+    """They stand at the end of each file: the script's lines (which notebook 04 prints and cites) are unchanged."""
+    import subprocess
+
+    for name in ("analyst", "support"):
+        path = DATA / name / "scenario.yaml"
+        text = path.read_text(encoding="utf-8")
+        head = text[:text.index("# Read only by the machine's features")]
+        assert "corrections" not in head and "examples" not in head and "cancel_question" not in head
+        first = subprocess.run(["git", "show", f"df4a15d:data/dialog/{name}/scenario.yaml"], cwd=ROOT,
+                               capture_output=True, text=True)
+        if first.returncode == 0:  # a shallow clone may lack the commit
+            assert head.rstrip("\n") == first.stdout.rstrip("\n")
+
+
+def test_shipped_scenarios_declare_examples_corrections_and_a_cancel_question() -> None:
+    for scenario in (ANALYST, SUPPORT):
+        assert scenario.corrections is not None and scenario.corrections.signal == "correct"
+        assert all(s.example is not None for s in scenario.steps.values() if not s.final)
+    assert "help" in SUPPORT.cancel_question and "problem" in SUPPORT.cancel_question  # the issue step's keywords
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    ("examples:\n  ask: {user: hi, message: ok, signal: jump}\n", "'jump', not a signal of the step"),
+    ("examples:\n  ask: {user: red, message: ok, signal: next}\n", "emits 'next' without colour"),
+    ("examples:\n  ask: {user: red, message: ok, signal: next, results: {size: 3}}\n", "results.size"),
+    ("examples:\n  ask: [one]\n", "example of step 'ask' must be a mapping"),
+    ("examples:\n  done: {user: a, message: b, signal: next}\n", "final step 'done' has an example"),
+    ("examples:\n  asks: {user: a, message: b, signal: next}\n", "unknown step 'asks'"),
+    ("examples: [ask]\n", "'examples' must be a mapping"),
+])
+def test_a_bad_example_names_the_place(extra: str, needle: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(MINI + extra, "mini.yaml")
+    assert needle in str(err.value) and "mini.yaml:" in str(err.value)
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    ("corrections: {signal: correct, fields: [size]}\n", "unknown variable(s) ['size']"),
+    ("corrections: [correct]\n", "'corrections' must be a mapping"),
+    ("corrections: {signal: correct, undo: yes}\n", "unknown key 'undo'"),
+    ("cancel_question: [a]\n", "'cancel_question' must be a string"),
+    ("corrections: {signal: next}\n", "'next' is already a signal of step(s) ['ask']"),
+])
+def test_bad_corrections_or_cancel_question_name_the_place(extra: str, needle: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(MINI.replace("initial: ask\n", extra + "initial: ask\n"), "mini.yaml")
+    assert needle in str(err.value) and "mini.yaml:" in str(err.value)
+
+
+# ----------------------------------------------------------------------------- step_example
+def test_step_example_shows_the_declared_example_only_when_on() -> None:
+    plain, shown = bot(ANALYST, []), bot(ANALYST, [], "step_example")
+    step = ANALYST.step("goal")
+    assert "Example of a correct answer" not in plain.prompt(step)
+    prompt = shown.prompt(step)
+    assert "User: I want an app that reminds my family to water the plants." in prompt
+    assert '"signal": "next", "results": {"goal": "an app that reminds my family to water the plants"}' in prompt
+    # a step without a declared example gets one built from its schema: the signal's needs filled
+    mini = parse_scenario(MINI)
+    built = bot(mini, [], "step_example").prompt(mini.step("ask"))
+    assert '"signal": "next", "results": {"colour": "<in the user\'s words>"}' in built
+
+
+def test_no_user_file_holds_an_example_value() -> None:
+    examples = [json.dumps(s.example.results).lower() for sc in (ANALYST, SUPPORT) for s in sc.steps.values()
+                if s.example is not None and s.example.results and s.name not in ("product", "severity")]
+    user_text = " ".join(" ".join(u.turns).lower() for u in USERS)
+    for example in examples:
+        for value in json.loads(example).values():
+            for item in value if isinstance(value, list) else [value]:
+                assert item not in user_text
+
+
+# ----------------------------------------------------------------------------- results_grammar
+def test_the_grammar_of_next_requires_the_needed_values() -> None:
+    schema = grammar_schema(ANALYST.step("goal"), {})
+    ok = {"message": "Who will use it?", "signal": "next", "results": {"goal": "a tide app"}, "summary": ""}
+    jsonschema.validate(ok, schema)
+    for bad in ({}, {"goal": ""}, {"goal": None}, {"goal": "x", "users": "me"}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**ok, "results": bad}, schema)
+    jsonschema.validate({**ok, "signal": "stay", "results": {}}, schema)  # staying needs nothing
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**ok, "signal": "jump"}, schema)
+    # a value known from earlier is not required again
+    jsonschema.validate({**ok, "results": {}}, grammar_schema(ANALYST.step("goal"), {"goal": "a tide app"}))
+    # enums and lists are typed: a product outside the enum, an empty must-have list cannot be decoded
+    product = grammar_schema(SUPPORT.step("product"), {})
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**ok, "results": {"product": "phone"}}, product)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**ok, "results": {"must_haves": []}}, grammar_schema(ANALYST.step("must_haves"), {}))
+
+
+def test_the_grammar_compiles_for_every_step() -> None:
+    from labkit.llm.grammar import compile_schema
+
+    for scenario in (ANALYST, SUPPORT):
+        for step in scenario.steps.values():
+            if not step.final:
+                plus = DialogBot(scenario, ScriptedBackend([]), features=ALL)
+                assert compile_schema(grammar_schema(plus.contract_step(step), {})).gbnf
+
+
+def test_the_machine_sends_the_grammar_only_when_on() -> None:
+    plain = bot(ANALYST, [answer("Goal?", "stay")])
+    plain.respond("hello")
+    constrained = bot(ANALYST, [answer("Goal?", "stay")], "results_grammar")
+    constrained.respond("hello")
+    assert "oneOf" not in plain.backend.requests[0].schema
+    assert constrained.backend.requests[0].schema == grammar_schema(ANALYST.step("goal"), {})
+
+
+# ----------------------------------------------------------------------------- vars_memory
+def test_values_for_later_steps_are_kept_and_never_asked_for() -> None:
+    user = BY_NAME["a12_goal_and_users"]
+    b = bot(ANALYST, [answer("Noted.", "next", {"goal": "a tool that plans my running training",
+                                                "users": "just me"})], "vars_memory")
+    b.respond(user.turns[0])
+    assert b.state.status == "must_haves" and b.state.calls == 1  # users was never asked: one call, two moves
+    memory = [e for e in b.events if isinstance(e, VariableChanged) and e.who == "memory"]
+    assert [(e.name, e.new, e.step) for e in memory] == [("users", "just me", "goal")]
+    moves = [e for e in b.events if isinstance(e, Transitioned)]
+    assert [(m.source, m.dest) for m in moves] == [("goal", "users"), ("users", "must_haves")]
+    assert moves[1].payload["reason"].startswith("vars_memory")
+    said = [e.text for e in b.events if isinstance(e, BotSaid)]
+    assert "features the first version cannot ship without" in said[-1]  # it asks for the next missing value
+    assert "who" not in said[-1].lower()
+    # the prompt of the next step lists users as known
+    assert 'users="just me"' in b.prompt(ANALYST.step("must_haves"))
+
+
+def test_without_vars_memory_later_values_are_refused() -> None:
+    b = bot(ANALYST, [answer("Noted.", "next", {"goal": "g", "users": "me"}), answer("Noted.", "next", {"goal": "g"})])
+    b.respond("g and me")
+    assert b.state.status == "users" and "users" not in b.state.variables  # the first answer was refused
+
+
+def test_a_back_move_is_not_skipped_forward() -> None:
+    b = bot(ANALYST, [answer("Users?", "next", {"goal": "g"}), answer("Change it.", "back")], "vars_memory")
+    b.respond("g")
+    b.respond("go back, I want to change the goal")
+    assert b.state.status == "goal"
+
+
+# ----------------------------------------------------------------------------- cancel_confirm
+def test_a_cancel_without_confirmation_does_not_end() -> None:
+    b = bot(SUPPORT, [answer("Bye.", "cancel"), answer("Closing.", "cancel")], "cancel_confirm")
+    outcome = b.respond("I no longer need help.")
+    assert not b.finished and b.state.status == "issue" and b.state.pending_cancel
+    assert outcome.reply == SUPPORT.cancel_question
+    assert [type(e) for e in b.events].count(CancelRequested) == 1
+    assert "Emit cancel only if the user confirms" in b.prompt(SUPPORT.step("issue"))
+    b.respond("Yes, close it.")
+    assert b.finished and b.state.status == "cancelled" and not b.state.pending_cancel
+    assert [e.confirmed for e in b.events if isinstance(e, CancelAnswered)] == [True]
+
+
+def test_going_on_after_a_cancel_question_withdraws_it() -> None:
+    b = bot(SUPPORT, [answer("Bye.", "cancel"), answer("Where?", "next", {"issue": "the app crashes"})],
+            "cancel_confirm")
+    b.respond("Never mind.")
+    b.respond("No wait, the app crashes.")
+    assert b.state.status == "product" and not b.state.pending_cancel
+    assert [e.confirmed for e in b.events if isinstance(e, CancelAnswered)] == [False]
+
+
+def test_without_cancel_confirm_a_cancel_ends_at_once() -> None:
+    b = bot(SUPPORT, [answer("Bye.", "cancel")])
+    b.respond("I no longer need help.")
+    assert b.finished and b.state.status == "cancelled"
+
+
+# ----------------------------------------------------------------------------- corrections
+def _in_contact(*features: str, answers: list[str]) -> DialogBot:
+    b = bot(SUPPORT, [answer("Product?", "next", {"issue": "the invoice PDF is empty"}),
+                      answer("Severity?", "next", {"product": "billing"}),
+                      answer("Email?", "next", {"severity": "low"}),
+                      answer("Shall I file it?", "next", {"email": "lea@example.com"}), *answers], *features)
+    for text in ["The invoice PDF is empty.", "Billing.", "Low.", "lea@example.com"]:
+        b.respond(text)
+    assert b.state.status == "confirm"
+    return b
+
+
+def test_a_correction_changes_the_variable_through_a_logged_event() -> None:
+    b = _in_contact("corrections", answers=[answer("Changed it.", "correct", {"email": "lena@example.com"})])
+    assert "- correct: the user changes a value given earlier" in b.prompt(SUPPORT.step("confirm"))
+    moves = len([e for e in b.events if isinstance(e, Transitioned)])
+    b.respond("Sorry, typo, it is lena@example.com")
+    change = [e for e in b.events if isinstance(e, VariableChanged)][-1]
+    assert (change.name, change.old, change.new, change.who, change.step) == (
+        "email", "lea@example.com", "lena@example.com", "correction", "confirm")
+    assert b.state.status == "confirm" and len([e for e in b.events if isinstance(e, Transitioned)]) == moves
+    assert b.state.variables["email"] == "lena@example.com"
+
+
+def test_a_correction_that_changes_nothing_is_refused_and_reasked() -> None:
+    b = _in_contact("corrections", answers=[answer("Changed.", "correct", {}),
+                                            answer("Changed.", "correct", {"email": "lena@example.com"})])
+    outcome = b.respond("it is lena@example.com")
+    assert outcome.outcome == "reasked" and b.state.variables["email"] == "lena@example.com"
+    calls = [e for e in b.events if isinstance(e, ModelCalled)]
+    assert calls[-2].violation == "missing_results"
+
+
+def test_without_the_feature_the_correction_signal_is_unknown() -> None:
+    b = _in_contact(answers=[answer("Changed.", "correct", {"email": "x@y.z"}), answer("Changed.", "correct")])
+    outcome = b.respond("it is x@y.z")
+    assert outcome.outcome == "contract_failed" and b.state.variables["email"] == "lea@example.com"
+    with pytest.raises(LabkitError, match="declares no corrections"):
+        DialogBot(parse_scenario(MINI), ScriptedBackend([]), features={"corrections"})
+
+
+# ----------------------------------------------------------------------------- differing_reask
+def test_a_reask_names_the_violation_and_shows_the_previous_answer() -> None:
+    first = answer("Who will use it?", "next", {})
+    b = bot(ANALYST, [first, answer("Who will use it?", "next", {"goal": "a tide app"})], "differing_reask")
+    b.respond("A tide app.")
+    calls = [e for e in b.events if isinstance(e, ModelCalled)]
+    reask = calls[1].prompt
+    assert "refused (missing_results)" in reask and "signal 'next' needs goal" in reask
+    assert f"Previous answer (do not repeat it): {first}" in reask and reask.endswith("Corrected JSON: ")
+    assert "put goal into results" in reask
+    # the legacy re-ask is unchanged: the broken answer continues the prompt as if the model wrote it
+    legacy = reask_prompt("P\nJSON: ", first, Violation("missing_results", "x"), ANALYST.step("goal"))
+    assert legacy.startswith("P\nJSON: " + first) and legacy.endswith("\nJSON: ")
+    assert differing_reask_prompt("P\nJSON: ", first, Violation("not_json", "y"), ANALYST.step("goal"), {}) != legacy
+
+
+# ----------------------------------------------------------------------------- prompt_only_checked
+def test_the_checked_prompt_only_bot_is_held_to_the_script_moves_and_needs() -> None:
+    jump = answer("Which severity?", "severity", {"issue": "the app crashes"})
+    unchecked = PromptOnlyBot(SUPPORT, ScriptedBackend([jump]), clock=lambda: 0.0)
+    unchecked.respond("The app crashes.")
+    assert unchecked.state.claimed_step == "severity"  # the old arm: any claim goes
+    fine = answer("Which product?", "product", {"issue": "the app crashes"})
+    checked_bot = arm("prompt_only_checked").make(SUPPORT, ScriptedBackend([jump, fine]), clock=lambda: 0.0)
+    outcome = checked_bot.respond("The app crashes.")
+    assert outcome.outcome == "reasked" and checked_bot.state.claimed_step == "product"
+    calls = [e for e in checked_bot.events if isinstance(e, ModelCalled)]
+    assert calls[0].violation == "unknown_signal" and "allowed: issue, product, cancelled" in calls[0].detail
+    empty = answer("Which product?", "product", {})
+    needs = arm("prompt_only_checked").make(SUPPORT, ScriptedBackend([empty, empty]), clock=lambda: 0.0)
+    assert needs.respond("hello").outcome == "contract_failed"
+    assert [e.violation for e in needs.events if isinstance(e, ModelCalled)] == ["missing_results"] * 2
+    start = next(e for e in needs.events if isinstance(e, RunStarted))
+    assert start.params["mode"] == "prompt_only" and start.params["checked"] is True
+
+
+# ----------------------------------------------------------------------------- floors, replay, measure
+@pytest.mark.parametrize("floor", [NeverMoves, CopiesExamples])
+@pytest.mark.parametrize("arm_name", [n for n in NAMES if n not in ("machine", "prompt_only")])
+def test_floor_bots_score_zero_under_every_new_arm(floor: type, arm_name: str) -> None:
+    scores = []
+    for user in USERS:
+        b = floor_bot(floor, SCENARIOS[user.scenario], arm_name)
+        run_user(b, user, arm_name)
+        scores.append(score(b.events, SCENARIOS[user.scenario], user, arm_name))
+    assert len(scores) == 50 and [s.user for s in scores if s.adhered] == []
+    assert summarize_scores(scores)["adhered"]["count"] == 0
+
+
+def _plus_answers() -> list[str]:
+    return [answer("Noted. Must-haves?", "next", {"goal": "a tool that plans my running training",
+                                                  "users": "just me"}),
+            answer("Limits?", "next", {"must_haves": ["build a weekly plan", "track my distance"]}),
+            answer("Deadline?", "next", {"constraints": ["it has to be free"]}),
+            answer("Is the brief right?", "next", {"deadline": "before the marathon in May"}),
+            answer("Done.", "confirm")]
+
+
+def test_a_machine_plus_conversation_replays_and_resumes_after_a_kill(tmp_path: Path) -> None:
+    user = BY_NAME["a12_goal_and_users"]
+    log_path = tmp_path / "a12.jsonl"
+    answers = iter(_plus_answers())
+    b = arm("machine_plus").make(ANALYST, ScriptedBackend(lambda r: next(answers)), log=JsonlLog(log_path),
+                                 clock=lambda: 0.0)
+    for text in user.turns[:2]:
+        b.respond(text)
+    # the log alone rebuilds the state, hash chain checked on reading
+    rebuilt = replay(read_jsonl(log_path).events, reduce_dialog, DialogState(), table=ANALYST.table).state
+    assert rebuilt == b.state and rebuilt.status == "constraints"
+    # a new process resumes where the killed one stood, and the conversation adheres on the measure
+    resumed = arm("machine_plus").make(ANALYST, ScriptedBackend(lambda r: next(answers)), log=JsonlLog(log_path),
+                                       clock=lambda: 0.0)
+    for text in user.turns[2:]:
+        resumed.respond(text)
+    result = score(resumed.events, ANALYST, user, "machine_plus")
+    assert result.adhered, result.misses
+    assert resumed.state.calls == len(user.turns)  # one call per user message
+
+
+def test_new_arms_record_and_replay_through_measure(tmp_path: Path) -> None:
+    from labkit.llm.cassette import RecordingBackend, ReplayBackend
+
+    user = BY_NAME["a12_goal_and_users"]
+    plus = iter(_plus_answers())
+    only = iter([answer("Who?", "users", {"goal": "a tool that plans my running training"})] * 5)
+
+    def scripted(request) -> str:
+        return next(plus) if "Current step:" in request.prompt else next(only)
+
+    recording = RecordingBackend(ScriptedBackend(scripted), tmp_path / "c.jsonl")
+    live, _ = measure({"analyst": ANALYST}, [user], recording, ["machine_plus", "prompt_only_checked"],
+                      log_dir=tmp_path / "logs")
+    again, _ = measure({"analyst": ANALYST}, [user], ReplayBackend(tmp_path / "c.jsonl"),
+                       ["machine_plus", "prompt_only_checked"], log_dir=tmp_path / "again")
+    assert [r.to_dict() for r in again] == [r.to_dict() for r in live]
+    assert live[0].end_step == "brief" and live[0].adhered
+    for name in ("machine_plus", "prompt_only_checked"):
+        assert (tmp_path / "logs" / name / "a12_goal_and_users.jsonl").read_bytes() == \
+            (tmp_path / "again" / name / "a12_goal_and_users.jsonl").read_bytes()
+
+
+def test_the_cli_offers_the_declared_arms_and_a_split(capsys: pytest.CaptureFixture) -> None:
+    from labkit.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["dialog-measure", "--help"])
+    out = capsys.readouterr().out
+    assert "machine_plus_no_vars_memory" in out and "--split" in out
+    script = DATA / "users" / "s03_cancel.yaml"
+    assert load_scenario(DATA / "support" / "scenario.yaml").cancel_question
+    assert script.exists()
+
+
+def test_a_user_who_confirms_a_cancel_adheres_under_machine_plus() -> None:
+    user = BY_NAME["s25_cancel_with_reason"]
+    b = arm("machine_plus").make(SUPPORT, ScriptedBackend([answer("Closing.", "cancel")] * 2), clock=lambda: 0.0)
+    run_user(b, user, "machine_plus")
+    result = score(b.events, SUPPORT, user, "machine_plus")
+    assert result.adhered and result.cancelled and not result.false_completion, result.misses
+    # the same first message without the confirming turn stays open: the cancel is not taken on one message
+    one = arm("machine_plus").make(SUPPORT, ScriptedBackend([answer("Closing.", "cancel")]), clock=lambda: 0.0)
+    run_user(one, BY_NAME["s03_cancel"], "machine_plus")
+    assert one.state.status == "issue" and not score(one.events, SUPPORT, BY_NAME["s03_cancel"], "m").adhered
+
+
+def test_the_report_pairs_the_new_arms(tmp_path: Path) -> None:
+    from labkit.dialog.rescore import report
+
+    def scores(arm_name: str) -> list:
+        out = []
+        for user in [u for u in USERS if u.scenario == "support"][:5]:
+            b = floor_bot(NeverMoves, SUPPORT, arm_name)
+            run_user(b, user, arm_name)
+            out.append(score(b.events, SUPPORT, user, arm_name))
+        return out
+
+    out = report({"m": {name: scores(name) for name in ("machine", "machine_plus", "prompt_only_checked")}})
+    assert set(out["paired_arms"]["m"]) == {"machine_plus vs prompt_only_checked", "machine_plus vs machine"}
+    assert out["paired"] == {} and "| m | machine_plus | 5 |" in out["table"]
+
+
+def test_dialog_measure_replay_prints_the_new_measure(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    import shutil
+
+    from labkit.cli import main
+
+    run = DATA / "runs" / "gemma3-270m"
+    out = tmp_path / "runs"
+    shutil.copytree(run, out / "gemma3-270m", ignore=shutil.ignore_patterns("logs"))
+    assert main(["dialog-measure", "--model", "gemma3-270m", "--replay", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "results identical" in printed and "machine on the measure: adhered 0/22" in printed
+
+
+def test_a_known_value_of_another_step_changes_only_through_a_correction() -> None:
+    b = bot(ANALYST, [answer("Users?", "next", {"goal": "a tide app"}),
+                      answer("Must-haves?", "next", {"users": "sailors", "goal": "an app for tides"}),
+                      answer("Changed.", "correct", {"goal": "an app for tides"})], "vars_memory", "corrections")
+    b.respond("A tide app.")
+    b.respond("Sailors.")
+    assert b.state.variables == {"goal": "a tide app", "users": "sailors"}
+    assert "- goal (string)" not in b.prompt(ANALYST.step("must_haves")).split("Signals:")[0].split("Other values")[-1]
+    b.respond("Actually the goal is an app for tides.")
+    assert b.state.variables["goal"] == "an app for tides"
+    assert [e.who for e in b.events if isinstance(e, VariableChanged)] == ["model", "model", "correction"]
+
+
+def test_a_log_resumes_only_under_the_arm_that_wrote_it(tmp_path: Path) -> None:
+    log_path = tmp_path / "c.jsonl"
+    first = arm("machine_plus").make(SUPPORT, ScriptedBackend([answer("Where?", "stay")]), log=JsonlLog(log_path),
+                                     clock=lambda: 0.0)
+    first.respond("hello")
+    with pytest.raises(LabkitError, match="written by another arm"):
+        arm("machine").make(SUPPORT, ScriptedBackend([]), log=JsonlLog(log_path), clock=lambda: 0.0)
+    again = arm("machine_plus").make(SUPPORT, ScriptedBackend([]), log=JsonlLog(log_path), clock=lambda: 0.0)
+    assert again.state == first.state
