@@ -63,6 +63,7 @@ class UserScript:
     expect_values: dict[str, ExpectedValue] | None = None  # None: the file declares no ``values``
     path: str = ""
     scenario_where: str = ""
+    step_where: str = ""  # file:line:column of expect.step, for an error that names a step the scenario lacks
 
 
 def _fail(where: Where, message: str, hint: str) -> ScenarioError:
@@ -144,7 +145,8 @@ def parse_user_script(text: str, file: str = "<user>", name: str | None = None) 
     return UserScript(name=name or Path(file).stem, scenario=str(data.get("scenario", "")), turns=tuple(turns),
                       expect_step=step, expect_variables=variables, persona=str(data.get("persona", "")),
                       split=split, expect_values=values, path=file,
-                      scenario_where=str(data.key_where.get("scenario", data.where)))
+                      scenario_where=str(data.key_where.get("scenario", data.where)),
+                      step_where=str(expect.key_where.get("step", expect.where)))
 
 
 def _mapping(parent: _Located, key: str) -> _Located:
@@ -183,7 +185,8 @@ def check_user(user: UserScript, scenario: Any) -> None:
     """
     where = user.path or user.name
     if user.expect_step is not None and user.expect_step not in scenario.steps:
-        raise ScenarioError(f"{where}: expect.step '{user.expect_step}' is not a step of '{scenario.name}'",
+        raise ScenarioError(f"{user.step_where or where}: expect.step '{user.expect_step}' is not a step of "
+                            f"'{scenario.name}'",
                             f"use one of: {', '.join(scenario.steps)}.")
     fields = {f.name: f for f in scenario.variables}
     for name, expected in (user.expect_values or {}).items():
