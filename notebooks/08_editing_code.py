@@ -456,7 +456,7 @@ print(pass_at_1_text(DATA / "repoedit" / "humaneval-implement" / "qwen2.5-coder-
 # %% [markdown]
 # ## Wrap-up quiz
 #
-# Seven questions to choose from and two to answer with one line of code; `table`, `check_edit` and `edit_case`
+# Six questions to choose from and two to answer with one line of code; `table`, `check_edit` and `edit_case`
 # are there to use. Press *check answers*: a wrong answer gets a hint, not the answer.
 
 # %% jupyter={"source_hidden": true}
@@ -484,11 +484,6 @@ quiz = Quiz([
             "the tests pass again", "the shipped project was written and then restored"],
            "the copy's files are again exactly those of the commit made before the first edit",
            "The digest is one sha256 over every file's hash; the shipped project is never written at all."),
-    Choice("What does replaying a recorded run of this machine need?",
-           ["the planner that made it, to answer again", "its log: the reducer, table, guards and invariants are code",
-            "a copy of the project and pytest, to run the tests again"],
-           "its log: the reducer, table, guards and invariants are code",
-           "The test results and diffs are events in the log; replay re-checks every move against the table."),
     Choice("The machine without feature X fixes as many tasks as the machine with every feature. What follows?",
            ["X is useless and can be deleted",
             "on these tasks X changed no outcome; other tasks, or other models, may still need it",
