@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 SEEDS = list(range(12))
-HIDDEN_SEEDS = 3
+HIDDEN_SEEDS = 8
 REFUSED_IMPORTS = {f"labkit.runtime.free_loop.{name}": "that is the reference count; compute yours from the logs"
                    for name in ("machine_unknown_writes_committed", "machine_stopped_on_word")}
 
