@@ -151,13 +151,19 @@ def _lifecycle_feedback(results: dict[str, Any], cases: dict[str, Any]) -> list[
             hidden_wrong += 1
             if hidden_wrong == 1:
                 feedback.append(f"lifecycle, a hidden scenario (after {steps}): {shown}, which the layers do not give")
-    for got, (phase, flow) in zip(results["restores"], cases["restores"], strict=True):
+    hidden_restores_wrong = 0
+    for index, (got, (phase, flow)) in enumerate(zip(results["restores"], cases["restores"], strict=True)):
         expected = reference_lifecycle([["move_phase", phase], ["move_flow", flow]])
-        if got.get("ok") != expected:
-            shown = f"raised {got['raised']}" if "raised" in got else f"{got['ok']!r}"
-            feedback.append(f"lifecycle after BookStatus.restore({phase!r}, {flow!r}): {shown}, which the layers do "
-                            "not give (it must be "
-                            "recomputed from the restored layers)")
+        if got.get("ok") == expected:
+            continue
+        shown = f"raised {got['raised']}" if "raised" in got else f"{got['ok']!r}"
+        # The drawn restores are named as hidden, like the drawn scenarios: the pinned ones stay the same at
+        # every check, so a learner's feedback (and a test of it) does not change with the draw.
+        where = "" if index < len(RESTORES) else "a hidden restore, "
+        if where and (hidden_restores_wrong := hidden_restores_wrong + 1) > 1:
+            continue
+        feedback.append(f"lifecycle after {where}BookStatus.restore({phase!r}, {flow!r}): {shown}, which the layers "
+                        "do not give (it must be recomputed from the restored layers)")
     return list(dict.fromkeys(feedback))
 
 
