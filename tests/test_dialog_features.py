@@ -65,7 +65,7 @@ def bot(scenario, answers, *features: str, log=None) -> DialogBot:
 # ----------------------------------------------------------------------------- declarations
 def test_features_are_declared_once_and_unknown_names_are_refused() -> None:
     assert [f.name for f in FEATURES] == ["step_example", "results_grammar", "vars_memory", "cancel_confirm",
-                                          "corrections", "differing_reask"]
+                                          "corrections", "grounded_values", "step_question", "differing_reask"]
     assert checked(["vars_memory"]) == {"vars_memory"}
     with pytest.raises(LabkitError, match="unknown dialog machine feature") as err:
         checked(["vars_memroy"])
@@ -501,3 +501,78 @@ def test_a_log_resumes_only_under_the_arm_that_wrote_it(tmp_path: Path) -> None:
         arm("machine").make(SUPPORT, ScriptedBackend([]), log=JsonlLog(log_path), clock=lambda: 0.0)
     again = arm("machine_plus").make(SUPPORT, ScriptedBackend([]), log=JsonlLog(log_path), clock=lambda: 0.0)
     assert again.state == first.state
+
+
+# ----------------------------------------------------------------------------- grounded_values, step_question
+def test_a_value_with_words_the_user_never_said_is_refused_and_reasked() -> None:
+    copied = answer("Got it.", "next", {"goal": "an app that reminds my accountant"})
+    own = answer("Got it.", "next", {"goal": "a tool that plans my running training"})
+    b = bot(ANALYST, [copied, own], "grounded_values")
+    outcome = b.respond("A tool that plans my running training, just for me.")
+    calls = [e for e in b.events if isinstance(e, ModelCalled)]
+    assert outcome.outcome == "reasked" and calls[0].violation == "ungrounded_results"
+    assert "'reminds', 'accountant'" in calls[0].detail and "'app'" in calls[0].detail
+    assert b.state.variables["goal"] == "a tool that plans my running training" and b.state.status == "users"
+    without = bot(ANALYST, [copied], "vars_memory")
+    without.respond("A tool that plans my running training, just for me.")
+    assert without.state.variables["goal"] == "an app that reminds my accountant"
+
+
+def test_grounding_ignores_case_function_words_enums_and_word_endings() -> None:
+    from labkit.dialog.grounding import ungrounded, unsaid_words
+
+    assert unsaid_words(["the weekly plans", "none"], ["It must build a weekly PLAN."]) == []
+    assert unsaid_words("May 1st", ["Before the marathon in May."]) == ["1st"]
+    assert unsaid_words("anna@example.com", ["My email is anna@example.com"]) == []
+    fields = SUPPORT.step("product").results + SUPPORT.step("issue").results
+    assert ungrounded({"product": "billing", "issue": "a crash"}, fields, ["It crashes."]) == {}  # crash ~ crashes
+    assert ungrounded({"issue": "a login crash"}, fields, ["It crashes."]) == {"issue": ["login"]}
+    assert ungrounded({"product": "billing"}, fields, ["hello"]) == {}  # an enum value is the script's word
+
+
+def test_a_correction_may_change_only_a_known_value_of_an_earlier_step() -> None:
+    b = bot(ANALYST, [answer("Noted.", "next", {"goal": "a shop"}),
+                      answer("Updated.", "correct", {"users": "my fans"}),
+                      answer("Thanks.", "next", {"users": "my fans"})], "corrections")
+    b.respond("A shop.")
+    outcome = b.respond("My fans.")
+    calls = [e for e in b.events if isinstance(e, ModelCalled)]
+    assert outcome.outcome == "reasked" and calls[1].violation == "invalid_results"
+    assert "to give users use this step's own signals" in calls[1].detail
+    assert b.state.status == "must_haves" and b.state.variables["users"] == "my fans"
+    assert not any(isinstance(e, VariableChanged) and e.who == "correction" for e in b.events)
+
+
+def test_step_question_replaces_the_models_question_and_leaves_a_statement_alone() -> None:
+    b = bot(ANALYST, [answer("Great idea! Who else will use the project?", "next", {"goal": "a shop"}),
+                      answer("Noted.", "next", {"users": "me"})], "step_question")
+    assert b.respond("A shop.").reply == "Great idea! Who will use it?"
+    assert b.respond("Me.").reply == "Noted."  # the model asked nothing: the machine adds nothing
+    said = [e for e in b.events if isinstance(e, BotSaid)]
+    assert said[0].text == "Great idea! Who will use it?"  # the log records what the user read
+    plain = bot(ANALYST, [answer("Great idea! Who else will use the project?", "next", {"goal": "a shop"})])
+    assert plain.respond("A shop.").reply == "Great idea! Who else will use the project?"
+
+
+def test_the_review_question_reads_the_known_values_back() -> None:
+    b = bot(SUPPORT, [answer("Product?", "next", {"issue": "the invoice PDF is empty"}),
+                      answer("Severity?", "next", {"product": "billing"}),
+                      answer("Email?", "next", {"severity": "low"}),
+                      answer("Thanks. Shall I file it?", "next", {"email": "lea@example.com"})], "step_question")
+    for text in ["The invoice PDF is empty.", "Billing.", "Low."]:
+        b.respond(text)
+    assert b.respond("lea@example.com").reply == (
+        "Thanks. Here is the ticket: issue: the invoice PDF is empty; product: billing; severity: low; "
+        "email: lea@example.com. Shall I file it?")
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    ("questions: [a]\n", "'questions' must be a mapping"),
+    ("questions: {nowhere: Why}\n", "names unknown step 'nowhere'"),
+    ("questions: {done: Why}\n", "final step 'done' has a question"),
+    ("questions: {ask: ''}\n", "must be a non-empty string"),
+])
+def test_a_bad_question_names_the_place(extra: str, needle: str) -> None:
+    with pytest.raises(ScenarioError, match=needle) as caught:
+        parse_scenario(MINI + extra, "mini.yaml")
+    assert "mini.yaml:" in str(caught.value)

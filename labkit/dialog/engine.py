@@ -15,6 +15,7 @@ being the step it believes it is in, so both are measured by the same adherence 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from labkit.dialog.events import (
     reduce_dialog,
 )
 from labkit.dialog.features import checked as checked_features
+from labkit.dialog.grounding import ungrounded
 from labkit.dialog.scenario import ResultField, Scenario, Signal, Step
 from labkit.errors import LabkitError
 from labkit.events import Event, RunStarted
@@ -251,19 +253,34 @@ class DialogBot(_Bot):
     def _check(self, raw: str, step: Step) -> Checked:
         checked = check_answer(raw, step, self.state.variables)
         corrections = self.scenario.corrections
-        if checked.answer is None or not self.has("corrections") or corrections is None:
+        if checked.answer is None:
             return checked
-        if checked.answer.signal != corrections.signal:
+        if self.has("grounded_values"):
+            said = [text for who, text in self.state.turns if who == "user"]
+            unsaid = ungrounded(checked.answer.results, step.results, said)
+            if unsaid:
+                named = "; ".join(f"{name} has {', '.join(map(repr, missing))}" for name, missing in unsaid.items())
+                return Checked(None, Violation("ungrounded_results", f"the user never said these words: {named}. "
+                                               "Use only the user's own words, or leave the value out"))
+        if not self.has("corrections") or corrections is None or checked.answer.signal != corrections.signal:
             return checked
-        allowed = set(corrections.fields) or {f.name for f in self.scenario.variables}
+        # A correction changes a value an earlier step already holds; this step's own values are set by
+        # its ordinary signals (a value given after a `back` is an answer, not a correction).
+        own = {f.name for f in self.scenario.step(self.state.status).results}
+        known = {n for n, v in self.state.variables.items() if not _unknown(v)}
+        allowed = (set(corrections.fields) or {f.name for f in self.scenario.variables}) & known - own
         changed = {k: v for k, v in checked.answer.results.items() if self.state.variables.get(k) != v}
         if not changed:
             return Checked(None, Violation("missing_results", f"signal '{corrections.signal}' needs the corrected "
                                            "value in results, but the results change nothing"))
         refused = sorted(set(changed) - allowed)
         if refused:
+            hint = (f"it may change {', '.join(sorted(allowed))}" if allowed else "nothing is known yet to correct")
+            mine = sorted(set(refused) & own)
+            if mine:
+                hint += f"; to give {', '.join(mine)} use this step's own signals"
             return Checked(None, Violation("invalid_results", f"signal '{corrections.signal}' may not change "
-                                           f"{', '.join(refused)}; it may change {', '.join(sorted(allowed))}"))
+                                           f"{', '.join(refused)}: {hint}"))
         return checked
 
     def _reask(self, prompt: str, raw: str, violation: Violation, step: Step) -> str:
@@ -338,9 +355,9 @@ class DialogBot(_Bot):
     def _after_answer(self, answer: Answer, step: Step, turn: int) -> str:
         corrections = self.scenario.corrections
         if self.has("corrections") and corrections is not None and answer.signal == corrections.signal:
-            self._record(BotSaid(turn=turn, step=step.name, text=answer.message, summary=answer.summary,
-                                 signal=answer.signal))
-            return answer.message  # the values changed through VariableChanged(who="correction"); no move
+            text = self._asking(answer.message, step)
+            self._record(BotSaid(turn=turn, step=step.name, text=text, summary=answer.summary, signal=answer.signal))
+            return text  # the values changed through VariableChanged(who="correction"); no move
         if self.has("cancel_confirm"):
             if self.state.pending_cancel:
                 self._record(CancelAnswered(turn=turn, step=step.name, confirmed=answer.signal == "cancel"))
@@ -349,19 +366,61 @@ class DialogBot(_Bot):
                 self._record(CancelRequested(turn=turn, step=step.name, question=question))
                 self._record(BotSaid(turn=turn, step=step.name, text=question, summary=answer.summary))
                 return question
-        self._record(BotSaid(turn=turn, step=step.name, text=answer.message, summary=answer.summary,
-                             signal=answer.signal))
         target = self.scenario.step(self.machine.table.rows_for(step.name, answer.signal)[0].dest)
+        skipping = (self.has("vars_memory") and answer.signal != "back" and target.name != step.name
+                    and not self._needs_more(target, moving_on=True))
+        message = answer.message if target.final or skipping else self._asking(answer.message, target)
+        self._record(BotSaid(turn=turn, step=step.name, text=message, summary=answer.summary, signal=answer.signal))
         if target.final and target.message:  # a final step is absorbing: its message is recorded before entering it
             self._record(BotSaid(turn=turn, step=target.name, text=target.message))
         self._fire(answer.signal, turn)
         if target.final and target.message:
-            return f"{answer.message}\n{target.message}"
-        if self.has("vars_memory") and answer.signal != "back" and target.name != step.name:
+            return f"{message}\n{target.message}"
+        if skipping:
             skipped = self._skip_known(turn)
             if skipped:
-                return f"{answer.message}\n{skipped}"
-        return answer.message
+                return f"{message}\n{skipped}"
+        return message
+
+    def _needs_more(self, step: Step, *, moving_on: bool = False) -> bool:
+        """Whether ``step`` still needs something from the user (a needed value, or a confirmation).
+
+        With ``moving_on``: whether ``vars_memory`` would stop there (its ``next`` needs a value not
+        known yet), the rule :meth:`_skip_known` follows.
+        """
+        if step.final:
+            return False
+        if moving_on:
+            forward = step.signal("next")
+            if forward is None or not forward.needs or not step.results:
+                return True
+            return any(_unknown(self.state.variables.get(n)) for n in forward.needs)
+        needed = {n for s in step.signals for n in s.needs}
+        return not step.results or not needed or any(_unknown(self.state.variables.get(n)) for n in needed)
+
+    def _asking(self, message: str, step: Step) -> str:
+        """``step_question``: the model's questions replaced by the step's declared one.
+
+        The model decides whether to ask (a message without a question stays as it is); the script
+        says what to ask. Live, the model's questions were often the last step's ("Who else will use
+        the project?" after the users were known). Adding a question where the model asked none would
+        let a model that never does anything pass a user who should be asked again and again: the
+        machine would be doing the asking for it (the floor bots would score).
+        """
+        question = self.scenario.questions.get(step.name)
+        if not self.has("step_question") or not question or not self._needs_more(step):
+            return message
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+", message.strip()) if s]
+        kept = [s for s in sentences if not s.endswith("?")]
+        if len(kept) == len(sentences):
+            return message
+        return " ".join([*kept, self._question(step)])
+
+    def _question(self, step: Step) -> str:
+        """The step's declared question, ``{known}`` read back in plain words (no JSON quoting)."""
+        known = {k: v for k, v in self.state.variables.items() if not _unknown(v)}
+        plain = "; ".join(f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in known.items())
+        return self.scenario.questions[step.name].replace("{known}", plain or "nothing yet")
 
     def _skip_known(self, turn: int) -> str:
         """``vars_memory``: while the step entered has its ``next`` needs known, move on; say what comes next."""
@@ -382,6 +441,8 @@ class DialogBot(_Bot):
         here = self.scenario.step(self.state.status)
         if here.final:
             text = here.message
+        elif self.has("step_question") and here.name in self.scenario.questions:
+            text = self._question(here)
         elif here.results:
             text = "Noted. Now please tell me " + "; ".join(f.description or f.name for f in here.results) + "."
         else:

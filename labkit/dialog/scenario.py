@@ -47,7 +47,11 @@ without them send the same prompts as before):
                     fields: [goal, users]}   # the variables a correction may change (default: all)
 
 - ``cancel_question`` (top level): what the bot asks before a ``cancel`` ends the conversation
-  (``cancel_confirm``).
+  (``cancel_confirm``);
+- ``questions`` (top level, by step name): the question the bot asks while a step still needs
+  something from the user (``step_question``)::
+
+      questions: {goal: What should the project achieve?, users: Who will use it?}
 
 Result field types: ``string``, ``integer``, ``number``, ``boolean``, ``list`` (of strings), or
 ``enum`` with ``values``. Every result is optional in a single answer; a signal's ``needs`` lists
@@ -207,6 +211,7 @@ class Scenario:
     description: str = ""
     corrections: Corrections | None = None
     cancel_question: str = ""
+    questions: dict[str, str] = field(default_factory=dict)  # step name -> the question asked there
     table: TransitionTable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -342,6 +347,28 @@ def _examples(data: _Located, steps: dict[str, Step]) -> dict[str, Step]:
     return out
 
 
+def _questions(data: _Located, steps: dict[str, Step]) -> dict[str, str]:
+    """The top-level ``questions``: one non-empty question per named non-final step."""
+    if "questions" not in data:
+        return {}
+    raw = data["questions"]
+    if not isinstance(raw, _Located):
+        raise _fail(data.key_where["questions"], "'questions' must be a mapping of step names to questions",
+                    "e.g. questions: {goal: What should the project achieve?}.")
+    questions: dict[str, str] = {}
+    for name, text in raw.items():
+        where = raw.key_where[str(name)]
+        if str(name) not in steps:
+            raise _fail(where, f"'questions' names unknown step '{name}'", f"use one of: {', '.join(steps)}.")
+        if steps[str(name)].final:
+            raise _fail(where, f"final step '{name}' has a question", "a final step asks nothing; remove it.")
+        if not isinstance(text, str) or not text.strip():
+            raise _fail(where, f"the question of step '{name}' must be a non-empty string",
+                        "e.g. goal: What should the project achieve?")
+        questions[str(name)] = text.strip()
+    return questions
+
+
 def _example(spec: Any, where: Where, step_name: str, final: bool, results: tuple[ResultField, ...],
              signals: tuple[Signal, ...]) -> Example:
     """One step's example: checked against the step's signals, results schema and needs."""
@@ -432,7 +459,7 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
         raise ScenarioError(f"{Where(file, 1, 1)}: a scenario is a YAML mapping with name, initial and steps",
                             "see the format in labkit/dialog/scenario.py.")
     _check_keys(data, {"name", "title", "initial", "steps", "description", "corrections", "cancel_question",
-                       "examples"}, "the scenario")
+                       "examples", "questions"}, "the scenario")
     name = _require(data, "name", str, "the scenario")
     initial = _require(data, "initial", str, "the scenario")
     raw_steps = _require(data, "steps", _Located, "the scenario")
@@ -497,9 +524,10 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
     if not isinstance(cancel_question, str):
         raise _fail(data.key_where["cancel_question"], "'cancel_question' must be a string",
                     "e.g. cancel_question: Do you want me to close the request?")
+    questions = _questions(data, steps)
     try:
         return Scenario(name, str(data.get("title", name)), initial, steps, file, str(data.get("description", "")),
-                        corrections, cancel_question)
+                        corrections, cancel_question, questions)
     except TableError as exc:
         raise ScenarioError(f"{data.key_where['steps']}: the scenario's steps do not form a valid machine:\n"
                             + "\n".join(f"  - {p}" for p in exc.problems),

@@ -1,0 +1,69 @@
+"""Whether a value the model records was said by the user: the ``grounded_values`` check.
+
+The first live run of the machine with its features (dev users, Qwen 1.5B) showed the model
+filling ``results`` with words the user never said: ``users = "me and my accountant"`` (the step
+instructions' own example), a constraint ``"it must run on old Android phones"`` (another step's
+example), a deadline ``"May 1st"`` when the user said "before the marathon in May". A grammar
+cannot catch this (the shape is right); code can, because every free-text value the script asks for
+is the user's own words: each content word of the value must occur in what the user has said so
+far. Enum values are the script's words, not the user's, so they are not checked.
+
+What counts as the same word is kept simple and declared here, so a learner can predict it: case
+and punctuation are ignored, short function words are skipped (and "none", the word the scripts ask for when a user has
+no limits), and two words match when they are
+equal or share their first :data:`STEM` letters ("plans" / "planning"). The check refuses; it never
+edits a value, so what the log records is what the model said.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from labkit.dialog.scenario import ResultField
+
+STEM = 4
+# Words that carry no content of their own: a value may add them to the user's words.
+FUNCTION_WORDS = frozenset({
+    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as",
+    "is", "are", "be", "been", "it", "its", "this", "that", "these", "those", "my", "our", "your", "their",
+    "his", "her", "me", "we", "you", "they", "i", "us", "them", "so", "not", "no", "any", "some", "all", "one",
+    "must", "should", "can", "will", "would", "has", "have", "had", "do", "does", "did", "just", "only", "also",
+    "very", "more", "most", "less", "than", "then", "there", "here", "what", "which", "who", "none",
+})
+
+_WORD = re.compile(r"[a-z0-9@._+-]+")
+
+
+def words(text: str) -> list[str]:
+    """The lower-cased words of ``text`` (an email address stays one word)."""
+    return [w.strip("._-") for w in _WORD.findall(text.lower()) if w.strip("._-")]
+
+
+def _same(a: str, b: str) -> bool:
+    return a == b or (len(a) >= STEM and len(b) >= STEM and a[:STEM] == b[:STEM])
+
+
+def unsaid_words(value: Any, said: Iterable[str]) -> list[str]:
+    """The content words of ``value`` (a string or a list of strings) that the user never said."""
+    items = value if isinstance(value, list) else [value]
+    heard = {w for text in said for w in words(text)}
+    missing: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            continue
+        for word in words(item):
+            if word in FUNCTION_WORDS or any(_same(word, h) for h in heard):
+                continue
+            if word not in missing:
+                missing.append(word)
+    return missing
+
+
+def ungrounded(results: Mapping[str, Any], fields: Iterable[ResultField], said: Iterable[str]) -> dict[str, list[str]]:
+    """For each free-text field of ``results`` holding words the user never said: those words."""
+    said = list(said)
+    free = {f.name for f in fields if f.type in ("string", "list")}
+    found = {name: unsaid_words(value, said) for name, value in results.items() if name in free}
+    return {name: missing for name, missing in found.items() if missing}
