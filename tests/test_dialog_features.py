@@ -576,3 +576,18 @@ def test_a_bad_question_names_the_place(extra: str, needle: str) -> None:
     with pytest.raises(ScenarioError, match=needle) as caught:
         parse_scenario(MINI + extra, "mini.yaml")
     assert "mini.yaml:" in str(caught.value)
+
+
+def test_the_grammar_of_a_stay_cannot_write_a_value_the_move_on_needs() -> None:
+    deadline = ANALYST.step("deadline")
+    schema = grammar_schema(deadline, {})
+    stay = next(a for a in schema["oneOf"] if a["properties"]["signal"] == {"const": "stay"})
+    forward = next(a for a in schema["oneOf"] if a["properties"]["signal"] == {"const": "next"})
+    assert "deadline" not in stay["properties"]["results"]["properties"]
+    assert forward["properties"]["results"]["required"] == ["deadline"]
+    bad = {"message": "When?", "signal": "stay", "results": {"deadline": "June"}, "summary": ""}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+    known = grammar_schema(deadline, {"deadline": "June"})  # a known value may be changed while staying
+    stay = next(a for a in known["oneOf"] if a["properties"]["signal"] == {"const": "stay"})
+    assert "deadline" in stay["properties"]["results"]["properties"]

@@ -141,12 +141,18 @@ def grammar_schema(step: Step, known: dict[str, Any]) -> dict[str, Any]:
     thing decoded after the message, so once a model has chosen ``next`` the grammar does not let it
     close ``results`` before the needed values are written: an empty result for a ``next`` is
     impossible rather than refused.
+
+    The other way round, a signal that stays in the step cannot write a value that a move on from
+    the step needs and that is not known yet: live, the model recorded the deadline and emitted
+    ``stay``, and asked for the deadline again and again. A value given is a reason to move on.
     """
+    forward = {n for s in step.signals if s.to != step.name for n in s.needs if _empty(known.get(n))}
     alternatives = []
     for signal in step.signals:
         required = [n for n in signal.needs if _empty(known.get(n)) and any(f.name == n for f in step.results)]
+        fields = [f for f in step.results if signal.to != step.name or f.name not in forward]
         results = {"type": "object",
-                   "properties": {f.name: _field_schema(f, f.name in required) for f in step.results},
+                   "properties": {f.name: _field_schema(f, f.name in required) for f in fields},
                    "required": required, "additionalProperties": False}
         alternatives.append({"type": "object",
                              "properties": {"message": {"type": "string", "minLength": 1, "maxLength": MESSAGE_MAX},
