@@ -12,8 +12,6 @@ from typing import Any
 from labkit.errors import LabkitError
 from labkit.llm.server_options import add_server_options, check_server_options
 
-N_CTX = 4096  # the prompt-only prompt holds four worked episodes and grows with the run
-
 
 def _grammar_notes() -> dict[str, list[str]]:
     """The keywords of every schema the arms decode under that the grammar does not enforce."""
@@ -78,6 +76,7 @@ def _live_backend(args: argparse.Namespace, prefixes: tuple[str, ...] = ()) -> A
     servers = connect_servers(args, several=False, one_only_hint=ONE_SERVER_HINT)
     if servers:
         return servers[0]
+    from labkit.experiment.v2.runner import N_CTX
     from labkit.llm.models import model_backend
 
     return model_backend(args.model, n_ctx=N_CTX, threads=args.threads, prefixes=prefixes)

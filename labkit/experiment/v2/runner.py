@@ -47,6 +47,7 @@ from labkit.store import write_jsonl
 REPO = Path(__file__).resolve().parents[3]
 TASKS_V2 = "data/tasks/v2"  # relative to the repository, so a recorded experiment.json names no machine path
 SPLITS = ("dev", "test")
+N_CTX = 4096  # the context a model is loaded with: the prompt-only prompt holds four worked episodes and grows
 
 
 @dataclass
