@@ -158,16 +158,14 @@ def test_a_server_that_stays_down_fails_each_run_with_its_retries_counted(tmp_pa
     assert all(r["passed"] for r in runs if r["arm"] == "machine-oracle")
 
 
-def test_v2_takes_one_server_and_the_server_options_need_a_server(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["experiment", "--server", "http://127.0.0.1:1", "--server", "http://127.0.0.1:2",
-                 "--arms", "machine-oracle", "--out", str(tmp_path / "two")]) != 0  # refused even with no model arm
-    err = capsys.readouterr().err
-    assert "--server is given 2 times, but this command uses one server" in err and "experiment-v1" in err
+def test_the_server_options_need_a_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for command, task in (("experiment", "dev-triage-01"), ("experiment-v1", "diff2")):
         assert main([command, "--server-model", "m", "--arms", "machine-oracle", "--task-ids", task,
                      "--out", str(tmp_path / command)]) != 0
         assert "--server-model describe(s) a server, but no --server is given" in capsys.readouterr().err
+    assert main(["experiment", "--slots", "2", "--arms", "machine-model", "--task-ids", "dev-triage-01",
+                 "--splits", "dev", "--out", str(tmp_path / "slots")]) != 0
+    assert "--slots is for servers" in capsys.readouterr().err
 
 
 def test_the_server_options_are_declared_once_for_both_comparisons() -> None:

@@ -88,7 +88,7 @@ def bench_experiment_v2(config: Any, *, model: str | None = None, threads: int |
                 say(f"labkit bench experiment: optimisations {name}, repeat {repeat + 1}/{repeats}")
             out = base / f"{name}-{repeat}"
             t0 = clock()
-            done = run_experiment_v2(config, Backends(live=backend, out=out), out)
+            done = run_experiment_v2(config, Backends(live=backend), out)
             walls[name].append(clock() - t0)
             if name == "on":
                 reuse = {"reused": backend.prefix_stats.reused - before[0],
