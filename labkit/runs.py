@@ -27,17 +27,15 @@ own (:mod:`labkit.stats`: Wilson intervals, paired exact tests); :func:`per_task
 Example, a comparison of two arms that needs no model::
 
     >>> import tempfile
-    >>> class Coin:
+    >>> class Coin(Comparison):
     ...     def config(self): return {"arms": ["heads", "tails"]}
     ...     def jobs(self): return [Job(arm, f"t{i}", 0, uses_model=False) for arm in ("heads", "tails")
     ...                              for i in range(2)]
     ...     def row_job(self, row): return Job(row["arm"], row["task"], row["seed"], uses_model=False)
     ...     def cassette(self, folder, job): return folder / "cassettes" / f"{job.arm}.jsonl"
-    ...     def log(self, folder, job): return None
     ...     def run(self, job, backend, folder):
     ...         return Outcome({"arm": job.arm, "task": job.task, "seed": job.seed, "passed": job.arm == "heads"},
     ...                        job.arm == "heads")
-    ...     def failed(self, job, error, http_retries): raise error
     >>> rows = run_jobs(Coin(), Answers(), Path(tempfile.mkdtemp()))
     >>> per_task(rows, "heads"), per_task(rows, "tails")
     ({'t0': (1, 1), 't1': (1, 1)}, {'t0': (0, 1), 't1': (0, 1)})
@@ -55,7 +53,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from labkit.errors import LabkitError
 from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
@@ -95,29 +93,47 @@ class Outcome:
     events: Sequence[Any] = ()
 
 
-class Comparison(Protocol):
-    """What a comparison declares; everything else is the runner's."""
+class Comparison:
+    """What a comparison declares; everything else is the runner's. Subclass it and fill in the first five.
+
+    ``config_file`` names the file its configuration is kept in; :meth:`accepts` says which recorded
+    configuration a resume may continue (the same one, unless a comparison allows more, e.g. added arms).
+    """
+
+    config_file = "experiment.json"
 
     def config(self) -> dict[str, Any]:
-        """The configuration, stored as ``experiment.json``; a resume must bring the same one."""
+        """The configuration, stored as ``config_file``; a resume must bring one that :meth:`accepts`."""
+        raise NotImplementedError
 
     def jobs(self) -> list[Job]:
         """Every run, in the order a serial recording runs them (and ``runs.jsonl`` lists them)."""
+        raise NotImplementedError
 
     def row_job(self, row: Row) -> Job:
         """The job a recorded row answers."""
+        raise NotImplementedError
 
     def cassette(self, folder: Path, job: Job) -> Path:
         """Where the model calls of ``job`` are recorded in (and replayed from) ``folder``."""
-
-    def log(self, folder: Path, job: Job) -> Path | None:
-        """Where the run's events go (None: the comparison keeps no log)."""
+        raise NotImplementedError
 
     def run(self, job: Job, backend: Backend | None, folder: Path) -> Outcome:
         """Run ``job``; ``backend`` answers its model calls (None for a job that uses no model)."""
+        raise NotImplementedError
+
+    def log(self, folder: Path, job: Job) -> Path | None:
+        """Where the run's events go (None: the run writes its own log, or none)."""
+        return None
 
     def failed(self, job: Job, error: BackendError, http_retries: int) -> Outcome:
-        """The outcome of a run whose backend failed (a server that stayed down); the others go on."""
+        """The outcome of a run whose backend failed (a server that stayed down); by default the error stops
+        everything, as a comparison that cannot score such a run must."""
+        raise error
+
+    def accepts(self, recorded: dict[str, Any]) -> bool:
+        """Whether a recording of configuration ``recorded`` can be continued by this one."""
+        return recorded == self.config()
 
 
 class _RunCalls(WrappedBackend):
@@ -151,6 +167,7 @@ class Answers:
         self.pool = live if isinstance(live, ServerPool) else None
         self._replays: dict[Path, ReplayBackend] = {}
         self._cassette_locks: dict[Path, threading.Lock] = {}
+        self._recorders: dict[tuple[Path, int], RecordingBackend] = {}
         self._lock = threading.Lock()
         self._one = threading.Lock()  # a single backend (an in-process model) serves one run at a time
 
@@ -176,13 +193,24 @@ class Answers:
         if self.live is None:
             raise LabkitError(f"{job.name()} calls a model, but no model is given",
                               "give a model or a server, or choose arms that call no model.")
-        lock = self._cassette_lock(cassette)
         if self.pool is not None:
             with self.pool.borrow() as (name, server):
-                yield RecordingBackend(server, cassette, lock=lock), name
+                yield self._recorder(server, cassette), name
             return
         with self._one:
-            yield RecordingBackend(self.live, cassette, lock=lock), str(self.live.describe().get("server") or "")
+            yield self._recorder(self.live, cassette), str(self.live.describe().get("server") or "")
+
+    def _recorder(self, backend: Backend, cassette: Path) -> RecordingBackend:
+        """One recorder per (backend, cassette), made on first use: a recorder reads its cassette when made."""
+        with self._lock:
+            if cassette not in self._cassette_locks:  # an empty cassette too: a run that made no call replays as one
+                cassette.parent.mkdir(parents=True, exist_ok=True)
+                cassette.touch()
+            lock = self._cassette_locks.setdefault(cassette, threading.Lock())
+            key = (cassette, id(backend))
+            if key not in self._recorders:
+                self._recorders[key] = RecordingBackend(backend, cassette, lock=lock)
+            return self._recorders[key]
 
     def _replay(self, cassette: Path) -> ReplayBackend:
         with self._lock:
@@ -192,13 +220,6 @@ class Answers:
                                       "replay only what was recorded (same arms, tasks and seeds).")
                 self._replays[cassette] = ReplayBackend(cassette)
             return self._replays[cassette]
-
-    def _cassette_lock(self, cassette: Path) -> threading.Lock:
-        with self._lock:
-            if cassette not in self._cassette_locks:  # an empty cassette too: a run that made no call replays as one
-                cassette.parent.mkdir(parents=True, exist_ok=True)
-                cassette.touch()
-            return self._cassette_locks.setdefault(cassette, threading.Lock())
 
 
 def read_rows(path: Path) -> list[Row]:
@@ -218,19 +239,23 @@ def read_rows(path: Path) -> list[Row]:
 
 
 def recorded_rows(comparison: Comparison, out: Path) -> list[Row]:
-    """The rows an interrupted recording in ``out`` kept, if it ran this configuration (else a clear error)."""
-    path = out / "experiment.json"
+    """The rows an interrupted recording in ``out`` kept, if it ran a configuration this one continues (else a
+    clear error). Rows of jobs this run does not ask for are kept too: they are the recording's."""
+    path = out / comparison.config_file
     if not path.exists():
         raise LabkitError(f"nothing to resume in {out}: {path} is missing",
                           "start the recording without --resume (or point --out at the interrupted one).")
-    recorded, config = json.loads(path.read_text(encoding="utf-8")), comparison.config()
-    if recorded != config:
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise LabkitError(f"{path} is damaged ({exc})", "restore it, or record into a new folder.") from None
+    config = comparison.config()
+    if not comparison.accepts(recorded):
         changed = sorted(k for k in set(recorded) | set(config) if recorded.get(k) != config.get(k))
         raise LabkitError(f"{out} recorded another configuration ({', '.join(changed)} differ)",
                           "resume with the options the recording was started with (see its experiment.json), "
                           "or write a new recording to another --out.")
-    wanted = {job.key() for job in comparison.jobs()}
-    return [row for row in read_rows(out / "runs.jsonl") if _key(comparison, row) in wanted]
+    return read_rows(out / "runs.jsonl")
 
 
 def remaining(comparison: Comparison, kept: Sequence[Row]) -> list[Job]:
@@ -287,7 +312,7 @@ def run_jobs(comparison: Comparison, answers: Answers, out: Path, *, resume: boo
         for name in ("logs", *(("cassettes",) if answers.live is not None else ())):
             if (out / name).exists():
                 shutil.rmtree(out / name)
-    (out / "experiment.json").write_text(json.dumps(comparison.config(), indent=2) + "\n", encoding="utf-8")
+    (out / comparison.config_file).write_text(json.dumps(comparison.config(), indent=2) + "\n", encoding="utf-8")
     runs_path = out / "runs.jsonl"
     _write_rows(runs_path, kept)  # rewritten whole: a line torn by an interruption must not precede the next
     order = {job.key(): n for n, job in enumerate(comparison.jobs())}
@@ -326,7 +351,7 @@ def run_jobs(comparison: Comparison, answers: Answers, out: Path, *, resume: boo
         else:
             _spread(todo, one, keep, answers.parallel())
     finally:
-        rows = sorted([*kept, *done], key=lambda row: order[_key(comparison, row)])
+        rows = sorted([*kept, *done], key=lambda row: order.get(_key(comparison, row), len(order)))
         _write_rows(runs_path, rows)
     return rows
 

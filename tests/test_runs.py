@@ -27,7 +27,7 @@ from labkit.llm.cassette import read_cassette
 from labkit.llm.errors import ServerError
 from labkit.llm.fake import ScriptedBackend
 from labkit.llm.pool import SerialCalls, ServerPool
-from labkit.runs import Answers, Job, Outcome, Progress, clean_commit, per_task, read_rows, run_jobs
+from labkit.runs import Answers, Comparison, Job, Outcome, Progress, clean_commit, per_task, read_rows, run_jobs
 
 SMOKE = ["dev-triage-01", "dev-extraction-02", "test-selection-01", "test-compare-03"]
 
@@ -120,7 +120,7 @@ def test_the_rows_are_identical_whatever_order_the_runs_finish_in(tmp_path: Path
     assert load_runs_v2(tmp_path / "two" / "runs.jsonl") == spread
 
 
-class Toy:
+class Toy(Comparison):
     """A comparison of two arms on three tasks: an arm passes a task whose number it divides."""
 
     def __init__(self, seeds: int = 2, fails: str = "") -> None:

@@ -44,7 +44,7 @@ from labkit.experiment.v2.choosers import Decoding
 from labkit.experiment.v2.taskfile import TaskSet, TaskV2, load_task_set
 from labkit.llm.backend import Backend
 from labkit.llm.errors import BackendError
-from labkit.runs import Answers, Job, Outcome, recorded_rows, remaining, run_jobs
+from labkit.runs import Answers, Comparison, Job, Outcome, recorded_rows, remaining, run_jobs
 from labkit.runtime.tools import DraftStore
 
 REPO = Path(__file__).resolve().parents[3]
@@ -139,7 +139,7 @@ def _failed_run(arm: str, split: str, task: TaskV2, seed: int, error: Exception,
                        details=[message[:300]])
 
 
-class ComparisonV2:
+class ComparisonV2(Comparison):
     """The comparison v2 as :mod:`labkit.runs` reads it: its jobs, cassettes and logs, and one run of an arm."""
 
     def __init__(self, settings: ConfigV2) -> None:
