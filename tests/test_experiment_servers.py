@@ -183,3 +183,25 @@ def test_the_server_options_are_declared_once_for_both_comparisons() -> None:
         from labkit.llm.server_options import connect_servers
 
         connect_servers(parser.parse_args(["experiment", "--server", "http://x:1", "--retries", "-1"]), several=False)
+
+
+def test_v2_spreads_its_runs_over_two_servers_and_gets_one_servers_rows(tmp_path: Path) -> None:
+    first, second, only = FlakyServer(), FlakyServer(), FlakyServer()
+    try:
+        common = ["--server-model", "stub-model", "--model-sha256", SHA, "--schema-mode", "json_schema", "--arms",
+                  "machine-model,machine-rule", "--task-ids", TASKS, "--splits", "dev", "--seeds", "2", "--quiet"]
+        assert main(["experiment", "--server", only.url, *common, "--out", str(tmp_path / "one")]) == 0
+        assert main(["experiment", "--server", first.url, "--server", second.url, "--slots", "2", *common,
+                     "--out", str(tmp_path / "two")]) == 0
+    finally:
+        for server in (first, second, only):
+            server.stop()
+
+    def rows(name: str) -> list[dict[str, Any]]:
+        return [{k: v for k, v in json.loads(line).items() if k != "wall_s"}
+                for line in (tmp_path / name / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+
+    assert len(rows("two")) == 8 and rows("two") == rows("one")
+    backend = json.loads((tmp_path / "two" / "provenance.json").read_text(encoding="utf-8"))["backend"]
+    assert backend["backend"] == "server_pool" and backend["servers"] == [first.url, second.url]
+    assert first.bodies and second.bodies  # both servers answered
