@@ -253,7 +253,7 @@ def recorded_rows(comparison: Comparison, out: Path) -> list[Row]:
     if not comparison.accepts(recorded):
         changed = sorted(k for k in set(recorded) | set(config) if recorded.get(k) != config.get(k))
         raise LabkitError(f"{out} recorded another configuration ({', '.join(changed)} differ)",
-                          "resume with the options the recording was started with (see its experiment.json), "
+                          f"resume with the options the recording was started with (see its {comparison.config_file}), "
                           "or write a new recording to another --out.")
     return read_rows(out / "runs.jsonl")
 

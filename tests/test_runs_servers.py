@@ -14,7 +14,7 @@ from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.pool import ServerPool
 from labkit.runs import Answers, read_rows
 
-TASKS = ["dev-triage-01", "dev-extraction-02", "test-selection-01", "test-compare-03"]
+TASKS = ["dev-triage-01", "test-triage-01"]  # both splits, one short model call per run
 
 
 @pytest.mark.slow
