@@ -304,3 +304,25 @@ def test_a_recording_through_the_cassettes_replays_row_for_row_and_a_changed_pro
     tasks.write_text(tasks.read_text().replace("add(a, b) must return", "add(a, b) shall return"))
     with pytest.raises(CassetteMiss):
         replay_compare(out, tmp_path / "third", arms=["prompt_only"])
+
+
+def test_runs_spread_over_two_servers_give_one_servers_rows(project, tmp_path):
+    """The code comparison on the one runner: a pool of two servers, runs at once, the rows of one backend."""
+    from labkit.llm.pool import ServerPool
+
+    class Server(ScriptedBackend):
+        def __init__(self, url: str) -> None:
+            super().__init__(_script)
+            self.url = url
+
+        def describe(self) -> dict:
+            return {**super().describe(), "backend": "openai_http", "server": self.url, "model_sha256": "sha-a"}
+
+    config = CompareConfig(model="scripted", arms=["prompt_only", "prompt_tools", "machine_model", "machine_plus",
+                                                   "machine_oracle"], tasks_file=str(project / "tasks.yaml"))
+    alone = run_compare(config, Answers(live=Server("http://only")), tmp_path / "one")
+    a, b = Server("http://a"), Server("http://b")
+    spread = run_compare(config, Answers(live=ServerPool([a, b])), tmp_path / "two")
+    assert replay_differences(alone, spread) == [] and [r.arm for r in spread] == config.arms
+    assert [r.digest for r in spread] == [r.digest for r in alone] and a.requests and b.requests
+    assert (tmp_path / "two" / "runs.jsonl").read_text().count("\n") == len(config.arms)
