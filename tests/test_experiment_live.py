@@ -20,11 +20,11 @@ import pytest
 from labkit.cli import main
 from labkit.experiment.arms import ARMS
 from labkit.experiment.planners import Decoding
-from labkit.experiment.runner import BackendSource, ExperimentConfig, SerialCalls, load_runs, run_experiment
+from labkit.experiment.runner import BackendSource, ExperimentConfig, load_runs, run_experiment
 from labkit.experiment.tasks import load_tasks
 from labkit.llm import LlamaCppBackend, OpenAICompatBackend, ServerError
 from labkit.llm.cassette import read_cassette
-from labkit.llm.pool import ServerPool
+from labkit.llm.pool import SerialCalls, ServerPool
 
 SMALL = Decoding(temperature=0.5, max_tokens_whole=24, max_tokens_step=8)
 TINY = Decoding(temperature=0.5, max_tokens_whole=16, max_tokens_step=8)

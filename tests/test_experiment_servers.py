@@ -158,16 +158,14 @@ def test_a_server_that_stays_down_fails_each_run_with_its_retries_counted(tmp_pa
     assert all(r["passed"] for r in runs if r["arm"] == "machine-oracle")
 
 
-def test_v2_takes_one_server_and_the_server_options_need_a_server(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["experiment", "--server", "http://127.0.0.1:1", "--server", "http://127.0.0.1:2",
-                 "--arms", "machine-oracle", "--out", str(tmp_path / "two")]) != 0  # refused even with no model arm
-    err = capsys.readouterr().err
-    assert "--server is given 2 times, but this command uses one server" in err and "experiment-v1" in err
+def test_the_server_options_need_a_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for command, task in (("experiment", "dev-triage-01"), ("experiment-v1", "diff2")):
         assert main([command, "--server-model", "m", "--arms", "machine-oracle", "--task-ids", task,
                      "--out", str(tmp_path / command)]) != 0
         assert "--server-model describe(s) a server, but no --server is given" in capsys.readouterr().err
+    assert main(["experiment", "--slots", "2", "--arms", "machine-model", "--task-ids", "dev-triage-01",
+                 "--splits", "dev", "--out", str(tmp_path / "slots")]) != 0
+    assert "--slots is for servers" in capsys.readouterr().err
 
 
 def test_the_server_options_are_declared_once_for_both_comparisons() -> None:
@@ -185,3 +183,25 @@ def test_the_server_options_are_declared_once_for_both_comparisons() -> None:
         from labkit.llm.server_options import connect_servers
 
         connect_servers(parser.parse_args(["experiment", "--server", "http://x:1", "--retries", "-1"]), several=False)
+
+
+def test_v2_spreads_its_runs_over_two_servers_and_gets_one_servers_rows(tmp_path: Path) -> None:
+    first, second, only = FlakyServer(), FlakyServer(), FlakyServer()
+    try:
+        common = ["--server-model", "stub-model", "--model-sha256", SHA, "--schema-mode", "json_schema", "--arms",
+                  "machine-model,machine-rule", "--task-ids", TASKS, "--splits", "dev", "--seeds", "2", "--quiet"]
+        assert main(["experiment", "--server", only.url, *common, "--out", str(tmp_path / "one")]) == 0
+        assert main(["experiment", "--server", first.url, "--server", second.url, "--slots", "2", *common,
+                     "--out", str(tmp_path / "two")]) == 0
+    finally:
+        for server in (first, second, only):
+            server.stop()
+
+    def rows(name: str) -> list[dict[str, Any]]:
+        return [{k: v for k, v in json.loads(line).items() if k != "wall_s"}
+                for line in (tmp_path / name / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+
+    assert len(rows("two")) == 8 and rows("two") == rows("one")
+    backend = json.loads((tmp_path / "two" / "provenance.json").read_text(encoding="utf-8"))["backend"]
+    assert backend["backend"] == "server_pool" and backend["servers"] == [first.url, second.url]
+    assert first.bodies and second.bodies  # both servers answered

@@ -38,7 +38,7 @@ def _config(**kw: Any) -> ConfigV2:
 def test_record_then_replay_gives_the_same_counts(tmp_path: Path) -> None:
     config = _config()
     live = tmp_path / "live"
-    runs = run_experiment_v2(config, Backends(live=ScriptedBackend(_answer), out=live), live)
+    runs = run_experiment_v2(config, Backends(live=ScriptedBackend(_answer)), live)
     assert len(runs) == len(SMOKE) * 7
     sets = config.task_sets()
     recorded = write_report(live, runs, config.arms, config.splits, sets["test"], {"mode": "live"})
@@ -64,7 +64,7 @@ def test_a_failing_backend_fails_its_runs_and_the_experiment_goes_on(tmp_path: P
             raise ServerError("the server at http://127.0.0.1:9 is not answering", "start it again.")
 
     config = _config(arms=["prompt-only", "machine-oracle"])
-    runs = run_experiment_v2(config, Backends(live=Down(["x"]), out=tmp_path), tmp_path)
+    runs = run_experiment_v2(config, Backends(live=Down(["x"])), tmp_path)
     model = [r for _, r in runs if r.arm == "prompt-only"]
     assert len(model) == len(SMOKE) and all(not r.passed and r.termination.startswith("backend error") for r in model)
     assert all(r.passed for _, r in runs if r.arm == "machine-oracle")
@@ -74,7 +74,7 @@ def test_a_failing_backend_fails_its_runs_and_the_experiment_goes_on(tmp_path: P
 
 def test_replay_of_something_not_recorded_is_an_error(tmp_path: Path) -> None:
     live = tmp_path / "live"
-    run_experiment_v2(_config(arms=["machine-model"]), Backends(live=ScriptedBackend(_answer), out=live), live)
+    run_experiment_v2(_config(arms=["machine-model"]), Backends(live=ScriptedBackend(_answer)), live)
     with pytest.raises(LabkitError, match="no cassette"):
         run_experiment_v2(_config(arms=["prompt-only"]), Backends(replay=live), tmp_path / "r")
 
@@ -111,7 +111,7 @@ def test_the_committed_no_model_baseline_reproduces(tmp_path: Path) -> None:
 
     folder = Path(__file__).resolve().parents[1] / "data" / "experiment-v2" / "no-model"
     config = ConfigV2.from_dict(json.loads((folder / "experiment.json").read_text(encoding="utf-8")))
-    runs = run_experiment_v2(config, Backends(live=ScriptedBackend([]), out=tmp_path), tmp_path)
+    runs = run_experiment_v2(config, Backends(live=ScriptedBackend([])), tmp_path)
     recorded = load_runs_v2(folder / "runs.jsonl")
 
     def strip(items: list[Any]) -> list[Any]:
@@ -174,7 +174,7 @@ def test_the_view_shows_a_recorded_runs_calls_and_verdict(tmp_path: Path) -> Non
 
     config = ConfigV2(arms=["prompt-only", "machine-rule"], splits=["test"], task_ids=["test-triage-01"])
     answers = ['{"action": "read_message", "args": {"id": "M501"}}', '{"action": "done", "args": {}}']
-    run_experiment_v2(config, Backends(live=ScriptedBackend(answers), out=tmp_path), tmp_path)
+    run_experiment_v2(config, Backends(live=ScriptedBackend(answers)), tmp_path)
     calls = recorded_calls(tmp_path, "prompt-only", "test", "test-triage-01")
     assert [c.answer for c in calls] == answers
     shown = show_calls(calls, first=1, last=0)
@@ -191,7 +191,7 @@ def test_an_interrupted_recording_resumes_where_it_stopped(tmp_path: Path) -> No
 
     config = _config(arms=["prompt-only", "machine-model"])
     whole = tmp_path / "whole"
-    expected = run_experiment_v2(config, Backends(live=ScriptedBackend(_answer), out=whole), whole)
+    expected = run_experiment_v2(config, Backends(live=ScriptedBackend(_answer)), whole)
 
     class Interrupted(Exception):
         pass
@@ -211,13 +211,13 @@ def test_an_interrupted_recording_resumes_where_it_stopped(tmp_path: Path) -> No
 
     out = tmp_path / "resumed"
     with pytest.raises(Interrupted):
-        run_experiment_v2(config, Backends(live=StopsAfter(5), out=out), out)
+        run_experiment_v2(config, Backends(live=StopsAfter(5)), out)
     kept = load_runs_v2(out / "runs.jsonl")
     assert 0 < len(kept) < len(expected)
     with (out / "runs.jsonl").open("a", encoding="utf-8") as handle:
         handle.write('{"split": "dev", "arm": "prompt-on')  # the line the interruption tore
     model = ScriptedBackend(_answer)
-    runs = run_experiment_v2(config, Backends(live=model, out=out), out, resume=True)
+    runs = run_experiment_v2(config, Backends(live=model), out, resume=True)
     assert [(s, r.arm, r.task, r.passed, r.llm_calls) for s, r in runs] == \
         [(s, r.arm, r.task, r.passed, r.llm_calls) for s, r in expected]
     assert load_runs_v2(out / "runs.jsonl") == runs  # the torn line is gone, every run once, in job order

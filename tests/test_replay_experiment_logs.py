@@ -92,7 +92,7 @@ def _never_done() -> ScriptedBackend:
 
 def test_every_log_the_runner_writes_is_verified(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = ConfigV2(task_ids=["dev-triage-01"], splits=["dev"])
-    runs = run_experiment_v2(config, Backends(live=_never_done(), out=tmp_path), tmp_path)
+    runs = run_experiment_v2(config, Backends(live=_never_done()), tmp_path)
     assert len(runs) == len(config.arms)
     for split, record in runs:
         code, out, _ = _replay(capsys, str(log_path(tmp_path, record.arm, split, record.task, record.seed)))

@@ -28,6 +28,7 @@ from labkit.repoedit.prompt_only import run_prompt_only
 from labkit.repoedit.tasks import load_tasks
 from labkit.repoedit.verify import judge, measure_baseline, verify
 from labkit.repoedit.workspace import TestRun
+from labkit.runs import Answers
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef double(x):\n    return 2 * x\n"
 TESTS = ("from calc import add, double\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
@@ -220,7 +221,7 @@ def test_the_runner_writes_a_row_per_run_resumes_and_reports(project, tmp_path):
     config = CompareConfig(model="scripted", arms=list(ARMS), tasks_file=str(project / "tasks.yaml"))
     backend = ScriptedBackend(_script)
     out = tmp_path / "out"
-    rows = run_compare(config, lambda arm: backend, out)
+    rows = run_compare(config, Answers(live=backend), out)
     assert [(r.arm, r.fixed) for r in rows] == [(arm, arm != "machine_noop") for arm in ARMS]
     assert all(r.broken_left == [] for r in rows)
     assert (out / "logs" / "machine_model" / "calc-add.jsonl").exists()
@@ -228,7 +229,7 @@ def test_the_runner_writes_a_row_per_run_resumes_and_reports(project, tmp_path):
     calls = len(backend.requests)
     lines = (out / "runs.jsonl").read_text().splitlines()
     (out / "runs.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20])  # a run killed mid-line
-    again = run_compare(config, lambda arm: backend, out)
+    again = run_compare(config, Answers(live=backend), out)
     assert len(backend.requests) == calls  # the model rows were not run again (the torn one needs no model)
     assert [r.arm for r in again] == list(ARMS) and len(load_rows(out / "runs.jsonl")) == len(ARMS)
     assert replay_differences(rows, again) == []
@@ -247,21 +248,21 @@ def test_bad_input_is_refused_with_a_clear_error(project, tmp_path, capsys):
                        (CompareConfig(model="m", split="holdout"), "unknown split"),
                        (CompareConfig(model="m", call_budget=0), "too small")):
         with pytest.raises(LabkitError, match=words):
-            run_compare(bad, lambda arm: None, tmp_path / "never")  # type: ignore[arg-type, return-value]
+            run_compare(bad, Answers(), tmp_path / "never")
     assert not (tmp_path / "never").exists()
-    run_compare(good, lambda arm: None, tmp_path / "done")  # type: ignore[arg-type, return-value]
+    run_compare(good, Answers(), tmp_path / "done")
     other = CompareConfig(model="scripted", arms=["machine_noop"], tasks_file=good.tasks_file)
     with pytest.raises(LabkitError, match=r"another configuration .*arms"):
-        run_compare(other, lambda arm: None, tmp_path / "done")  # type: ignore[arg-type, return-value]
+        run_compare(other, Answers(), tmp_path / "done")
     grown = CompareConfig(model="scripted", arms=["machine_oracle", "machine_plus_oracle"],
                           tasks_file=good.tasks_file)
-    rows = run_compare(grown, lambda arm: None, tmp_path / "done")  # type: ignore[arg-type, return-value]
+    rows = run_compare(grown, Answers(), tmp_path / "done")
     assert [r.arm for r in rows] == ["machine_oracle", "machine_plus_oracle"]  # an arm added to the recording
     assert read_config(tmp_path / "done").arms == grown.arms
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     with pytest.raises(LabkitError, match="not empty"):
-        run_compare(good, lambda arm: None, tmp_path / "busy")  # type: ignore[arg-type, return-value]
+        run_compare(good, Answers(), tmp_path / "busy")
     assert main(["repoedit", "compare", "--model", "no-such-model", "--out", str(tmp_path / "m")]) == 2
     assert main(["repoedit", "compare", "--replay", str(tmp_path / "busy")]) == 2
     err = capsys.readouterr().err
@@ -292,14 +293,36 @@ def test_the_meaning_follows_the_numbers_whichever_way_they_come_out():
 
 def test_a_recording_through_the_cassettes_replays_row_for_row_and_a_changed_prompt_stops_it(project, tmp_path):
     from labkit.llm.errors import CassetteMiss
-    from labkit.repoedit.compare import recording_backends, replay_compare
+    from labkit.repoedit.compare import replay_compare
 
     config = CompareConfig(model="scripted", arms=["prompt_only", "prompt_tools", "machine_model"],
                            tasks_file=str(project / "tasks.yaml"))
     out = tmp_path / "rec"
-    run_compare(config, recording_backends(lambda: ScriptedBackend(_script), out), out)
+    run_compare(config, Answers(live=ScriptedBackend(_script)), out)
     assert replay_compare(out, tmp_path / "again") == []
     tasks = project / "tasks.yaml"
     tasks.write_text(tasks.read_text().replace("add(a, b) must return", "add(a, b) shall return"))
     with pytest.raises(CassetteMiss):
         replay_compare(out, tmp_path / "third", arms=["prompt_only"])
+
+
+def test_runs_spread_over_two_servers_give_one_servers_rows(project, tmp_path):
+    """The code comparison on the one runner: a pool of two servers, runs at once, the rows of one backend."""
+    from labkit.llm.pool import ServerPool
+
+    class Server(ScriptedBackend):
+        def __init__(self, url: str) -> None:
+            super().__init__(_script)
+            self.url = url
+
+        def describe(self) -> dict:
+            return {**super().describe(), "backend": "openai_http", "server": self.url, "model_sha256": "sha-a"}
+
+    config = CompareConfig(model="scripted", arms=["prompt_only", "prompt_tools", "machine_model", "machine_plus",
+                                                   "machine_oracle"], tasks_file=str(project / "tasks.yaml"))
+    alone = run_compare(config, Answers(live=Server("http://only")), tmp_path / "one")
+    a, b = Server("http://a"), Server("http://b")
+    spread = run_compare(config, Answers(live=ServerPool([a, b])), tmp_path / "two")
+    assert replay_differences(alone, spread) == [] and [r.arm for r in spread] == config.arms
+    assert [r.digest for r in spread] == [r.digest for r in alone] and a.requests and b.requests
+    assert (tmp_path / "two" / "runs.jsonl").read_text().count("\n") == len(config.arms)

@@ -17,12 +17,12 @@ import pytest
 
 from labkit.errors import LabkitError
 from labkit.experiment.planners import Decoding
-from labkit.experiment.runner import BackendSource, ExperimentConfig, SerialCalls, load_runs, run_experiment
+from labkit.experiment.runner import BackendSource, ExperimentConfig, load_runs, run_experiment
 from labkit.experiment.tasks import load_tasks
 from labkit.llm.backend import Request
 from labkit.llm.cassette import ReplayBackend, read_cassette
 from labkit.llm.fake import ScriptedBackend
-from labkit.llm.pool import ServerPool
+from labkit.llm.pool import SerialCalls, ServerPool
 
 ANSWERS = ('{"action": "read_orders", "args": {}}', '"save"', '{"done": true}', "1")
 

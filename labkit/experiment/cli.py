@@ -54,8 +54,7 @@ def _backend(args: argparse.Namespace) -> Any:
                           "in-process llama.cpp runs one call at a time; serve the model and pass --server URL.")
     servers = connect_servers(args, several=True)
     if servers:
-        from labkit.experiment.runner import SerialCalls
-        from labkit.llm.pool import ServerPool
+        from labkit.llm.pool import SerialCalls, ServerPool
 
         lent = [SerialCalls(server) if concurrency > 1 else server for server in servers]
         if len(lent) > 1:

@@ -37,7 +37,7 @@ from labkit.errors import LabkitError
 from labkit.experiment.arms import ARMS, RunRecord, run_one
 from labkit.experiment.planners import Decoding
 from labkit.experiment.tasks import load_tasks
-from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
+from labkit.llm.backend import Backend
 from labkit.llm.cassette import RecordingBackend, ReplayBackend
 from labkit.llm.pool import ServerPool
 from labkit.runtime.task import Task
@@ -77,20 +77,6 @@ class ExperimentConfig:
             raise LabkitError(f"--temperature {self.decoding.temperature} with {len(self.seeds)} seeds: greedy "
                               "decoding ignores the seed, so the model's runs would differ only in menu order",
                               "use a temperature above 0 (default 0.5), or --seeds 1 for one greedy run.")
-
-
-class SerialCalls(WrappedBackend):
-    """Holds a lock around each call of ``inner`` (see the module docstring on concurrency)."""
-
-    kind = "serial"
-
-    def __init__(self, inner: Backend) -> None:
-        super().__init__(inner)
-        self._lock = threading.Lock()
-
-    def _complete(self, request: Request) -> Completion:
-        with self._lock:
-            return self.inner._complete(request)
 
 
 def cassette_path(folder: Path, arm: str, task_id: str) -> Path:

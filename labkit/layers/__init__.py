@@ -18,7 +18,8 @@ from labkit.layers.events import (
 )
 from labkit.layers.graph import NEXT, Graph, Node, Router, declared_keys
 from labkit.layers.layer import CrossRule, Layer, Refusal
-from labkit.layers.machine import Ctx, LayeredMachine, LayeredSpec, calls_after_abort, replay_layers, timeline
+from labkit.layers.machine import Ctx, LayeredMachine, calls_after_abort, replay_layers, timeline
+from labkit.layers.spec import LayeredSpec
 from labkit.layers.state import LayeredState, reduce_layers
 
 __all__ = ["NEXT", "AbortRequested", "CrossRule", "Ctx", "Graph", "Layer", "LayerMoved", "LayeredMachine",

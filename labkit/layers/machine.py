@@ -22,13 +22,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from labkit.errors import LabkitError, TableError
+from labkit.errors import LabkitError
 from labkit.events import Event, InvariantViolated, RunStarted
-from labkit.invariants import Invariant
-from labkit.layers.diagram import layered_mermaid
 from labkit.layers.events import (
     AbortRequested,
     LayerMoved,
@@ -40,99 +37,13 @@ from labkit.layers.events import (
     RouteRefused,
     ToolCalled,
 )
-from labkit.layers.graph import NEXT, Graph, Router
-from labkit.layers.layer import CrossRule, Layer, Refusal
+from labkit.layers.graph import NEXT, Router
+from labkit.layers.layer import Refusal
+from labkit.layers.spec import LayeredSpec
 from labkit.layers.state import LayeredState, reduce_layers
 from labkit.reducer import Divergence, Replay, ReplayDivergence, replay
 from labkit.store import EventLog
 from labkit.table import Row
-
-View = Callable[[LayeredState], str]
-
-
-@dataclass(frozen=True)
-class LayeredSpec:
-    """Everything a layered machine is made of; build it with :meth:`build`, which checks how the parts fit."""
-
-    name: str
-    layers: tuple[Layer, ...]
-    graph: Graph
-    rules: tuple[CrossRule, ...]
-    view: View
-    lifecycle: Layer
-
-    @classmethod
-    def build(cls, name: str, layers: Sequence[Layer], graph: Graph, rules: Sequence[CrossRule],
-              view: View, lifecycle: Layer) -> LayeredSpec:
-        """Check that names are unique and that every rule speaks of known layers and states."""
-        spec = cls(name=name, layers=tuple(layers), graph=graph, rules=tuple(rules), view=view,
-                   lifecycle=lifecycle)
-        names = [layer.name for layer in spec.all_layers()]
-        problems = [f"two layers are named '{n}'" for n in sorted({n for n in names if names.count(n) > 1})]
-        states = {layer.name: set(layer.table.states) for layer in spec.all_layers()}
-        for rule in spec.rules:
-            for lname, wanted in ((rule.layer, rule.when), (rule.other, rule.then)):
-                if lname not in states:
-                    problems.append(f"rule {rule.name}: unknown layer '{lname}'")
-                else:
-                    problems += [f"rule {rule.name}: '{s}' is not a state of layer '{lname}'"
-                                 for s in sorted(wanted - states[lname])]
-        if graph.name != name:
-            problems.append(f"the graph is named '{graph.name}' but the machine '{name}'; "
-                            "use one name (the log's run_started names it)")
-        if problems:
-            raise TableError(problems)
-        return spec
-
-    def all_layers(self) -> tuple[Layer, ...]:
-        """The persisted layers, then the graph's position (the lifecycle is a view, not among them)."""
-        return (*self.layers, self.graph.layer)
-
-    def layer(self, name: str) -> Layer:
-        for layer in (*self.all_layers(), self.lifecycle):
-            if layer.name == name:
-                return layer
-        raise LabkitError(f"machine '{self.name}' has no layer '{name}'",
-                          f"use one of: {', '.join(x.name for x in self.all_layers())}.")
-
-    def invariants(self) -> list[Invariant]:
-        """The cross-layer rules as invariants, plus: the lifecycle view only takes its table's rows."""
-        return [*(rule.invariant() for rule in self.rules), self._view_invariant()]
-
-    def _view_invariant(self) -> Invariant:
-        def check(state: LayeredState, events: Sequence[Event]) -> str | None:
-            now = self.view(state)
-            if now not in self.lifecycle.table.states:
-                return f"the lifecycle view returned '{now}', not one of {', '.join(self.lifecycle.table.states)}"
-            return None
-        return Invariant("lifecycle_is_a_known_state", check, "the view returns a state of the lifecycle table")
-
-    # -- what core tools (labkit replay, labkit diagram) read from a catalog table
-    @property
-    def initial(self) -> str:
-        return self.graph.start
-
-    @property
-    def states(self) -> tuple[str, ...]:
-        """The graph's nodes: a layered state's ``status`` is the graph's position."""
-        return self.graph.layer.table.states
-
-    @property
-    def terminal(self) -> frozenset[str]:
-        """None for replay's absorption check: reaching the graph's end node is followed by the loop's
-        own ``loop_stopped`` record, so a layered run ends with its loop, not with a state."""
-        return frozenset()
-
-    @property
-    def rows(self) -> tuple[Row, ...]:
-        return tuple(row for layer in self.all_layers() for row in layer.table.rows)
-
-    def unhandled(self) -> list[tuple[str, str]]:
-        """Per persisted layer, (layer:state, event) pairs its table leaves open."""
-        return [(f"{layer.name}:{s}", e) for layer in self.layers for s, e in layer.table.unhandled()]
-
-    def to_mermaid(self, current: Mapping[str, str] | str | None = None) -> str:
-        return layered_mermaid(self, current)
 
 
 class _Stop(Exception):

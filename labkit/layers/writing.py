@@ -26,7 +26,7 @@ from typing import Any, Literal
 from labkit.errors import LabkitError
 from labkit.layers.graph import Graph, Node, Router
 from labkit.layers.layer import CrossRule, Layer
-from labkit.layers.machine import LayeredSpec
+from labkit.layers.spec import LayeredSpec
 from labkit.layers.state import LayeredState, reduce_layers
 from labkit.llm.backend import Backend, Request, WrappedBackend
 from labkit.llm.fake import ScriptedBackend

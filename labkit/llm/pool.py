@@ -11,6 +11,12 @@ would not be interchangeable.
 Which server a run gets: the one with the fewest runs in flight; on a tie, the one lent the fewest
 runs so far, then the first listed. With ``concurrency`` equal to the number of servers each server
 runs one run at a time; with one run at a time, the runs take turns.
+
+``slots`` bounds the runs a server holds at once (a llama.cpp server started with ``--parallel N``
+has N): a run that finds every slot taken waits for one. Without it the pool lends without bound.
+A server that keeps calls apart with a barrier request (``isolate_calls``) keeps them apart only
+while nobody else calls it, so when it has more than one slot its calls are passed one at a time
+(:class:`SerialCalls`); what overlaps is then the harness's own work, not the decoding.
 """
 
 from __future__ import annotations
@@ -21,7 +27,21 @@ from contextlib import contextmanager
 from typing import Any
 
 from labkit.errors import LabkitError
-from labkit.llm.backend import Backend, Completion, Request
+from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
+
+
+class SerialCalls(WrappedBackend):
+    """Holds a lock around each call of ``inner``: a barrier request and its call are never split."""
+
+    kind = "serial"
+
+    def __init__(self, inner: Backend) -> None:
+        super().__init__(inner)
+        self._lock = threading.Lock()
+
+    def _complete(self, request: Request) -> Completion:
+        with self._lock:
+            return self.inner._complete(request)
 
 
 class ServerPool(Backend):
@@ -33,14 +53,25 @@ class ServerPool(Backend):
 
     kind = "server_pool"
 
-    def __init__(self, servers: Sequence[Backend]) -> None:
+    def __init__(self, servers: Sequence[Backend], *, slots: int | Sequence[int] | None = None) -> None:
         if not servers:
             raise LabkitError("a server pool needs at least one server", "give --server URL once or more.")
-        self.servers = tuple(servers)
+        self.slots = None if slots is None else \
+            [slots] * len(servers) if isinstance(slots, int) else list(slots)
+        if self.slots is not None and (len(self.slots) != len(servers) or min(self.slots) < 1):
+            raise LabkitError(f"slots {slots} do not fit {len(servers)} server(s)",
+                              "give one number of at least 1 (--slots N), for every server alike, or one per server.")
+        self.servers = tuple(SerialCalls(server) if self.slots and self.slots[i] > 1
+                             and getattr(server, "isolate_calls", False) else server
+                             for i, server in enumerate(servers))
         self._in_flight = [0] * len(self.servers)
         self._runs = [0] * len(self.servers)
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._check_alike()
+
+    def capacity(self) -> int | None:
+        """How many runs the pool holds at once (None: no bound)."""
+        return None if self.slots is None else sum(self.slots)
 
     def _check_alike(self) -> None:
         first = self.servers[0]
@@ -64,9 +95,10 @@ class ServerPool(Backend):
 
     @contextmanager
     def borrow(self) -> Iterator[tuple[str, Backend]]:
-        """Lend the least busy server to one run: yields (its name, the server)."""
+        """Lend the least busy server to one run: yields (its name, the server). Waits while every slot is taken."""
         with self._lock:
-            index = min(range(len(self.servers)), key=lambda i: (self._in_flight[i], self._runs[i], i))
+            free = self._lock.wait_for(self._free)
+            index = min(free, key=lambda i: (self._in_flight[i] / self._slots(i), self._runs[i], i))
             self._in_flight[index] += 1
             self._runs[index] += 1
         try:
@@ -74,6 +106,13 @@ class ServerPool(Backend):
         finally:
             with self._lock:
                 self._in_flight[index] -= 1
+                self._lock.notify_all()
+
+    def _slots(self, index: int) -> int:
+        return 1 if self.slots is None else self.slots[index]
+
+    def _free(self) -> list[int]:
+        return [i for i in range(len(self.servers)) if self.slots is None or self._in_flight[i] < self.slots[i]]
 
     def runs_per_server(self) -> dict[str, int]:
         """How many runs each server was lent so far (the spread, for a report)."""

@@ -174,13 +174,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     """Record (or resume) a comparison into --out, or replay a recorded one and check every row."""
     import tempfile
 
-    from labkit.repoedit.compare import (
-        CompareConfig,
-        recording_backends,
-        recording_tasks_differences,
-        replay_compare,
-        run_compare,
-    )
+    from labkit.repoedit.compare import CompareConfig, recording_tasks_differences, replay_compare, run_compare
     from labkit.repoedit.compare_report import render_report
 
     if args.replay:
@@ -223,7 +217,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         live = model_backend(args.model, threads=args.threads, prefixes=prefixes)
         describe = live.describe()
     out = Path(args.out)
-    run_compare(config, recording_backends(lambda: live, out), out, describe=describe, progress=print)
+    from labkit.runs import Answers, clean_commit
+
+    clean_commit(out)  # a recording into data/ names a commit, not a dirty tree
+    run_compare(config, Answers(live=live), out, describe=describe, progress=print)
     print(render_report([out]))
     return 0
 

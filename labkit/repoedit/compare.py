@@ -1,11 +1,14 @@
-"""The runner of the code comparison: arms × tasks, each run in a fresh copy, judged by the one verifier.
+"""The code comparison: arms × tasks, each run in a fresh copy, judged by the one verifier.
 
-What lands in the output folder, written run by run (an interrupted recording loses nothing):
+What is the comparison's own lives here — its configuration, tasks, arms, verifier and rows
+(:class:`CodeComparison`); resume, cassettes, progress and spreading runs over servers are the one
+runner's (:mod:`labkit.runs`). What lands in the output folder, written run by run (an interrupted
+recording loses nothing):
 
 - ``compare.json`` — the configuration; a folder recorded with another one is refused, so a resumed
   recording can only continue the same experiment;
-- ``runs.jsonl`` — one :class:`RunRow` per (arm, task), appended as it finishes; a rerun skips the
-  rows already there (resume);
+- ``runs.jsonl`` — one :class:`RunRow` per (arm, task), appended as it finishes, in job order once the
+  runner ends; a rerun skips the rows already there (resume);
 - ``cassettes/<arm>.jsonl`` — every model call of that arm, which ``--replay`` serves (a call missing
   from it stops the replay: it is then not the recording);
 - ``logs/<arm>/<task>.jsonl`` — the machine arms' hash-chained event logs (``labkit replay`` reads them);
@@ -13,7 +16,8 @@ What lands in the output folder, written run by run (an interrupted recording lo
 - ``provenance.jsonl`` — one line per session that wrote to the folder (commit, model, versions, machine).
 
 Jobs run task by task (every arm on a task, then the next task), so a partial recording has complete
-pairs of arms on the tasks it reached, which is what the paired tests need.
+pairs of arms on the tasks it reached, which is what the paired tests need. A run whose backend fails
+(a server that stays down) stops the recording: the verifier cannot score a run the model never finished.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import json
 import platform
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields
@@ -39,6 +44,7 @@ from labkit.repoedit.budget import BudgetedBackend
 from labkit.repoedit.machine import Limits
 from labkit.repoedit.tasks import RepoTask, load_tasks, project_dir
 from labkit.repoedit.verify import Baseline, measure_baseline, verify
+from labkit.runs import Answers, Comparison, Job, Outcome, remaining, run_jobs
 
 REPO = Path(__file__).resolve().parents[2]
 SPLITS = ("test", "dev", "all")
@@ -134,9 +140,6 @@ class RunRow:
         return (self.arm, self.task)
 
 
-BackendFor = Callable[[str], Backend]
-"""The backend of one model arm (a recording of the live model, a replay, a scripted fake)."""
-
 
 def load_rows(path: Path) -> list[RunRow]:
     """The rows of a ``runs.jsonl`` (a torn last line, from a killed run, is skipped with a note)."""
@@ -167,30 +170,13 @@ def drop_torn_tail(path: Path) -> None:
         handle.truncate(keep)
 
 
-def _open_folder(out: Path, config: CompareConfig) -> None:
-    """Create ``out`` or check it holds this very configuration (resume), else refuse.
-
-    One change is allowed: more arms (the stored arms all kept). The runs already recorded are the
-    same experiment, and the new arms' runs are added beside them — an ablation recorded after the
-    headline arms lands in the same table, paired on the same tasks."""
-    stored = out / "compare.json"
-    if stored.exists():
-        try:
-            before = json.loads(stored.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise LabkitError(f"{stored} is damaged ({exc})", "restore it, or record into a new folder.") from None
-        grown = ({**before, "arms": config.arms} == config.to_dict()
-                 and set(before.get("arms", [])) <= set(config.arms))
-        if before != config.to_dict() and not grown:
-            changed = sorted(k for k in config.to_dict().keys() | before.keys() if before.get(k) != config.to_dict()
-                             .get(k))
-            raise LabkitError(f"{out} holds a comparison with another configuration (differs in: "
-                              f"{', '.join(changed)})",
-                              "resume it with the same options, or choose a new --out folder.")
-    elif out.exists() and any(out.iterdir()):
+def _check_folder(out: Path) -> bool:
+    """Whether ``out`` holds a comparison to continue; a folder with other things in it is refused."""
+    if (out / "compare.json").exists():
+        return True
+    if out.exists() and any(out.iterdir()):
         raise LabkitError(f"{out} is not empty and holds no compare.json", "choose a new or empty --out folder.")
-    out.mkdir(parents=True, exist_ok=True)
-    stored.write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
+    return False
 
 
 def sha256_file(path: Path) -> str:
@@ -368,41 +354,76 @@ def run_one(task: RepoTask, arm: str, config: CompareConfig, baseline: Baseline,
                   digest=verdict.digest, wall_s=round(wall, 3), hidden_passed=verdict.hidden_passed)
 
 
-def run_compare(config: CompareConfig, backend_for: BackendFor, out: Path, *,
+class CodeComparison(Comparison):
+    """The code comparison as :mod:`labkit.runs` reads it: (arm, task) jobs, one cassette per arm, one run."""
+
+    config_file = "compare.json"
+
+    def __init__(self, settings: CompareConfig, only: Iterable[tuple[str, str]] | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        settings.check()
+        self.settings, self.clock = settings, clock
+        wanted = None if only is None else set(only)
+        self._jobs = [(task, arm) for task, arm in settings.jobs() if wanted is None or (arm, task.id) in wanted]
+        self._tasks = {task.id: task for task, _ in self._jobs}
+        self._baselines: dict[str, Baseline] = {}
+        self._measuring = threading.Lock()
+
+    def config(self) -> dict[str, Any]:
+        return self.settings.to_dict()
+
+    def accepts(self, recorded: dict[str, Any]) -> bool:
+        """The same configuration, or one with more arms (the stored arms all kept): an ablation recorded after
+        the headline arms lands in the same table, paired on the same tasks."""
+        config = self.config()
+        return recorded == config or ({**recorded, "arms": config["arms"]} == config
+                                      and set(recorded.get("arms", [])) <= set(config["arms"]))
+
+    def jobs(self) -> list[Job]:
+        return [Job(arm, task.id, 0, task.split, ARMS[arm].uses_model) for task, arm in self._jobs]
+
+    def row_job(self, row: dict[str, Any]) -> Job:
+        return Job(row["arm"], row["task"], 0, row["split"], row["arm"] in ARMS and ARMS[row["arm"]].uses_model)
+
+    def cassette(self, folder: Path, job: Job) -> Path:
+        return cassette_path(folder, job.arm)
+
+    def baseline(self, task: RepoTask) -> Baseline:
+        """The task's project as it is before any arm touches it, measured once (its tests run in a sandbox)."""
+        with self._measuring:
+            if task.id not in self._baselines:
+                self._baselines[task.id] = measure_baseline(project_dir(task, self.settings.tasks_path().parent))
+            return self._baselines[task.id]
+
+    def run(self, job: Job, backend: Backend | None, folder: Path) -> Outcome:
+        task = self._tasks[job.task]
+        row = run_one(task, job.arm, self.settings, self.baseline(task), backend, folder, clock=self.clock)
+        return Outcome(row.to_dict(), row.fixed, f"{'FIXED' if row.fixed else 'not fixed'}, broken "
+                       f"{len(row.broken_left)}, tests run {row.test_runs}, calls {row.llm_calls}, "
+                       f"{row.wall_s:.1f} s, {row.status}")
+
+
+def run_compare(config: CompareConfig, answers: Answers, out: Path, *,
                 only: Iterable[tuple[str, str]] | None = None, describe: dict[str, Any] | None = None,
                 mode: str = "live", progress: Callable[[str], None] | None = None,
                 clock: Callable[[], float] = time.perf_counter) -> list[RunRow]:
-    """Run every job not yet in ``out/runs.jsonl`` (or only the (arm, task) keys in ``only``); return all rows."""
-    config.check()
-    jobs = config.jobs()
-    if only is not None:
-        wanted = set(only)
-        jobs = [(t, a) for t, a in jobs if (a, t.id) in wanted]
-    _open_folder(out, config)
+    """Run every job not yet in ``out/runs.jsonl`` (or only the (arm, task) keys in ``only``) with
+    :func:`labkit.runs.run_jobs`; return all rows. ``answers`` is a live model (or a pool of servers,
+    over which the runs are spread) recorded to ``out/cassettes``, or the cassettes of a recording."""
+    comparison = CodeComparison(config, only, clock)
+    resume = _check_folder(out)
     runs = out / "runs.jsonl"
     drop_torn_tail(runs)
-    rows = load_rows(runs)
-    done = {r.key() for r in rows}
-    todo = [(t, a) for t, a in jobs if (a, t.id) not in done]
+    kept = [row.to_dict() for row in load_rows(runs)] if resume else []
+    todo = remaining(comparison, kept)
+    out.mkdir(parents=True, exist_ok=True)
     with (out / "provenance.jsonl").open("a", encoding="utf-8") as handle:
         handle.write(json.dumps({**provenance(config, out, describe, mode), "jobs_left": len(todo)},
                                 sort_keys=True) + "\n")
     if progress is not None:
-        progress(f"{len(jobs)} run(s), {len(jobs) - len(todo)} already in {runs}, {len(todo)} to do")
-    baselines: dict[str, Baseline] = {}
-    for n, (task, arm) in enumerate(todo, start=1):
-        if task.id not in baselines:
-            baselines[task.id] = measure_baseline(project_dir(task, config.tasks_path().parent))
-        backend = backend_for(arm) if ARMS[arm].uses_model else None
-        row = run_one(task, arm, config, baselines[task.id], backend, out, clock=clock)
-        with runs.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
-        rows.append(row)
-        if progress is not None:
-            progress(f"[{n}/{len(todo)}] {arm:15} {task.id:28} {'FIXED' if row.fixed else 'not fixed':9} "
-                     f"broken {len(row.broken_left)}, tests run {row.test_runs}, calls {row.llm_calls}, "
-                     f"{row.wall_s:.1f} s ({row.status})")
-    return rows
+        jobs = len(comparison.jobs())
+        progress(f"{jobs} run(s), {jobs - len(todo)} already in {runs}, {len(todo)} to do")
+    return [RunRow(**row) for row in run_jobs(comparison, answers, out, resume=resume, progress=progress)]
 
 
 def read_config(folder: Path) -> CompareConfig:
@@ -432,41 +453,6 @@ def replay_differences(recorded: list[RunRow], replayed: list[RunRow]) -> list[s
     return problems
 
 
-def replay_backends(folder: Path) -> BackendFor:
-    """Each model arm answered from its cassette in ``folder`` (a missing cassette is an error)."""
-    from labkit.llm.cassette import ReplayBackend
-
-    made: dict[str, Backend] = {}
-
-    def backend_for(arm: str) -> Backend:
-        if arm not in made:
-            path = cassette_path(folder, arm)
-            if not path.exists():
-                raise LabkitError(f"no cassette for arm {arm}: {path} is missing",
-                                  "replay a complete recording (its cassettes/ folder included).")
-            made[arm] = ReplayBackend(path)
-        return made[arm]
-
-    return backend_for
-
-
-def recording_backends(live: Callable[[], Backend], out: Path) -> BackendFor:
-    """Each model arm calls the live model (made on first use, shared) through a recorder to its cassette."""
-    from labkit.llm.cassette import RecordingBackend
-
-    shared: list[Backend] = []
-    made: dict[str, Backend] = {}
-
-    def backend_for(arm: str) -> Backend:
-        if not shared:
-            shared.append(live())
-        if arm not in made:
-            made[arm] = RecordingBackend(shared[0], cassette_path(out, arm))
-        return made[arm]
-
-    return backend_for
-
-
 def replay_compare(folder: Path, out: Path, *, arms: Iterable[str] | None = None,
                    tasks: Iterable[str] | None = None, progress: Callable[[str], None] | None = None) -> list[str]:
     """Re-run every recorded row of ``folder`` (of ``arms`` and ``tasks`` only, if given) from its cassettes
@@ -477,12 +463,11 @@ def replay_compare(folder: Path, out: Path, *, arms: Iterable[str] | None = None
                 if (arms is None or r.arm in arms) and (tasks is None or r.task in tasks)]
     if not recorded:
         raise LabkitError(f"{folder / 'runs.jsonl'} holds no runs", "replay a folder with recorded runs.")
-    replayed = run_compare(config, replay_backends(folder), out, only=[r.key() for r in recorded],
+    replayed = run_compare(config, Answers(replay=folder), out, only=[r.key() for r in recorded],
                            describe={"backend": "replay", "cassettes": str(folder / "cassettes")}, mode="replay",
                            progress=progress)
     return replay_differences(recorded, replayed)
 
 
-__all__ = ["CompareConfig", "RunRow", "load_rows", "read_config", "recording_backends",
-           "recording_tasks_differences", "replay_backends", "replay_compare", "replay_differences", "run_compare",
-           "run_one", "tasks_unchanged_since"]
+__all__ = ["CodeComparison", "CompareConfig", "RunRow", "load_rows", "read_config", "recording_tasks_differences",
+           "replay_compare", "replay_differences", "run_compare", "run_one", "tasks_unchanged_since"]

@@ -12,8 +12,6 @@ from typing import Any
 from labkit.errors import LabkitError
 from labkit.llm.server_options import add_server_options, check_server_options
 
-N_CTX = 4096  # the prompt-only prompt holds four worked episodes and grows with the run
-
 
 def _grammar_notes() -> dict[str, list[str]]:
     """The keywords of every schema the arms decode under that the grammar does not enforce."""
@@ -28,65 +26,49 @@ def _grammar_notes() -> dict[str, list[str]]:
 
 
 def provenance_v2(backend: dict[str, Any], config: Any, mode: str, out: Path | None = None) -> dict[str, Any]:
-    """Where the numbers come from; ``out``, the recording's own folder, does not make the commit dirty."""
+    """Where the numbers come from (:func:`labkit.runs.provenance` with the comparison's task files and arms);
+    ``out``, the recording's own folder, does not make the commit dirty."""
     from labkit.experiment.v2.arms import ARMS
     from labkit.experiment.v2.taskfile import file_sha256
-    from labkit.provenance import git_commit, machine
+    from labkit.runs import provenance
 
     tasks = config.tasks_folder()
-    return {"mode": mode, "backend": backend, "config": config.to_dict(),
-            "task_files": {s: {"path": f"{config.tasks_dir}/{s}.json", "sha256": file_sha256(tasks / f"{s}.json")}
-                           for s in ("dev", "test")},
-            "arms": {a.name: {"label": a.label, "shape": a.shape.name, "decides": a.decides,
-                              "seed_varies": a.seed_varies} for a in ARMS.values() if a.name in config.arms},
-            "grammar_unenforced": _grammar_notes(), "labkit_commit": git_commit(own_output=out), "machine": machine(),
-            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-
-
-SEGMENT_FIELDS = ("labkit_commit", "machine", "started_utc", "backend")
+    return provenance(
+        backend, mode, out, config=config.to_dict(),
+        task_files={s: {"path": f"{config.tasks_dir}/{s}.json", "sha256": file_sha256(tasks / f"{s}.json")}
+                    for s in ("dev", "test")},
+        arms={a.name: {"label": a.label, "shape": a.shape.name, "decides": a.decides, "seed_varies": a.seed_varies}
+              for a in ARMS.values() if a.name in config.arms},
+        grammar_unenforced=_grammar_notes())
 
 
 def with_segment(prov: dict[str, Any], out: Path, *, resume: bool) -> dict[str, Any]:
-    """``prov`` with its ``segments``: one per stretch of recording (several when a recording was resumed).
+    """``prov`` with one segment per stretch of recording; a resume must keep the model file and the task files."""
+    from labkit.runs import with_segment as segmented
 
-    Each segment names the code, machine and backend it ran with; a resumed recording must use the same
-    model file and task files as the one it continues, or its runs would not belong together.
-    """
-    segment = {**{k: prov[k] for k in SEGMENT_FIELDS}, "wall_s": None}
-    earlier: list[dict[str, Any]] = []
-    recorded = out / "provenance.json"
-    if resume and recorded.exists():
-        prior = json.loads(recorded.read_text(encoding="utf-8"))
-        for field, what in (("model_sha256", "model file"), ("model", "server model")):
-            before, now = prior.get("backend", {}).get(field), prov["backend"].get(field)
-            if before != now:
-                raise LabkitError(f"{out} was recorded with another {what} ({before} there, {now} now)",
-                                  "resume with the model the recording was started with (its provenance.json).")
-        if prior.get("task_files") != prov["task_files"]:
-            raise LabkitError(f"the task files changed since {out} was recorded (sha256 differ)",
-                              "resume only with the task files the recording was started with, or record anew.")
-        first = {**{k: prior.get(k) for k in SEGMENT_FIELDS}, "wall_s": prior.get("wall_s")}
-        earlier = prior.get("segments") or [first]
-    return {**prov, "segments": [*earlier, segment]}
+    return segmented(prov, out, resume=resume, same=[("task_files", "task files")])
 
 
 def _live_backend(args: argparse.Namespace, prefixes: tuple[str, ...] = ()) -> Any:
+    """The in-process model, one server, or a pool of servers (several ``--server``, or ``--slots`` above 1)."""
     from labkit.llm.server_options import connect_servers
 
     if args.server and args.model:
         raise LabkitError("give either --model or --server, not both", "one model per experiment.")
-    servers = connect_servers(args, several=False, one_only_hint=ONE_SERVER_HINT)
+    servers = connect_servers(args, several=True)
+    if len(servers) > 1 or (servers and args.slots > 1):
+        from labkit.llm.pool import ServerPool
+
+        return ServerPool(servers, slots=args.slots)  # refuses servers that do not serve the same model alike
     if servers:
         return servers[0]
+    if args.slots > 1:
+        raise LabkitError("--slots is for servers: an in-process model runs one run at a time",
+                          "drop --slots, or give --server URL (once or more).")
+    from labkit.experiment.v2.runner import N_CTX
     from labkit.llm.models import model_backend
 
     return model_backend(args.model, n_ctx=N_CTX, threads=args.threads, prefixes=prefixes)
-
-
-# Why one server: the runner runs one run after another (prompt-only runs of one arm share a prefix the
-# model keeps), so several servers would only take turns; experiment-v1's runner spreads runs over a pool.
-ONE_SERVER_HINT = ("this comparison runs one run at a time on one server; to spread runs over several servers "
-                   "use `labkit experiment-v1`, or start one server.")
 
 
 RECORDED = "data/experiment-v2"  # one folder per model name: the committed recordings
@@ -175,9 +157,12 @@ def _cmd(args: argparse.Namespace) -> int:
         prov = {**(json.loads(recorded.read_text(encoding="utf-8")) if recorded.exists() else {}),
                 "mode": "replay", "replayed_from": str(folder)}
     else:
-        check_server_options(args, several=False, one_only_hint=ONE_SERVER_HINT)
+        check_server_options(args, several=True)
         config = _config(args)
         config.check()
+        from labkit.runs import clean_commit
+
+        clean_commit(out)  # a recording into data/ names a commit, not a dirty tree
         if config.decoding.temperature <= 0 and len(config.seeds) > 1:
             print("labkit: greedy decoding with several seeds: the seeds vary the order of examples, queues, "
                   "messages and menu options (see provenance 'arms')", file=sys.stderr)
@@ -188,12 +173,8 @@ def _cmd(args: argparse.Namespace) -> int:
         if needs_model and not args.server:
             _say_estimate(remaining_jobs(config, kept), args.model)
         prefixes = declared_prefixes(config.arms, config.seeds, config.task_sets()["dev"].example_tasks())
-        backends = Backends(live=_live_backend(args, prefixes) if needs_model else _NoModel(), out=out)
+        backends = Backends(live=_live_backend(args, prefixes) if needs_model else None)
         prov = with_segment(provenance_v2(backends.describe(), config, "live", out), out, resume=args.resume)
-        if not args.resume and (out / "cassettes").exists():
-            import shutil
-
-            shutil.rmtree(out / "cassettes")
         out.mkdir(parents=True, exist_ok=True)  # this segment's provenance first: an interruption keeps it
         (out / "provenance.json").write_text(json.dumps(prov, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     started = time.perf_counter()
@@ -209,13 +190,6 @@ def _cmd(args: argparse.Namespace) -> int:
     print(f"\n{len(runs)} runs, {prov['mode']}, wall time {prov['wall_s']:.0f} s; results, logs/ and cassettes/ "
           f"in {out}")
     return 0
-
-
-class _NoModel:
-    """Stands in for a backend when no chosen arm calls a model (describe only)."""
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "none", "why": "no chosen arm calls a model"}
 
 
 def _task_arguments(p: argparse.ArgumentParser) -> None:
@@ -262,8 +236,10 @@ def register(commands: Any, bench: Any) -> None:
     p = commands.add_parser("experiment", help="the comparison v2: task families, dev/test split, seven arms")
     _task_arguments(p)
     add_server_options(p, server_help="an OpenAI-compatible server's base URL instead of an in-process model "
-                       "(plain completions: the prompts are sent as they are, no chat template). One server only: "
-                       "the runs run one at a time (several servers: labkit experiment-v1)")
+                       "(plain completions: the prompts are sent as they are, no chat template). Give it once per "
+                       "server to spread the runs over several servers of one model; the rows are one server's")
+    p.add_argument("--slots", type=int, default=1, help="runs each --server takes at once (a llama.cpp server "
+                   "started with --parallel N has N; default 1)")
     p.add_argument("--replay", metavar="DIR", help="replay a recorded v2 experiment from its cassettes")
     p.add_argument("--out", default="results", help="output folder (default results/)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted recording in --out (same "

@@ -1,8 +1,12 @@
-"""Arms × splits × tasks × seeds of the comparison v2: run them, keep every run's log, record or replay the model.
+"""Arms × splits × tasks × seeds of the comparison v2, declared for the one runner (:mod:`labkit.runs`).
 
-What lands in the output folder, written run by run (an interrupted experiment keeps what finished):
+What is the comparison's own lives here: its configuration (:class:`ConfigV2`), its jobs and the order
+they run in, where a job's cassette and log go, and one run of an arm (:class:`ComparisonV2`). What
+every comparison shares — resume, cassettes, per-run logs, progress, spreading over servers — is the
+runner's. What lands in the output folder, written run by run (an interrupted experiment keeps what
+finished):
 
-- ``runs.jsonl`` — one :class:`~labkit.experiment.v2.arms.RunRecordV2` per line, with its split;
+- ``runs.jsonl`` — one :class:`~labkit.experiment.v2.arms.RunRecordV2` per line, with its split, in job order;
 - ``logs/<arm>/<split>/<task>-s<seed>.jsonl`` — the run's hash-chained event log (the machine's
   runtime log with its ``model_asked`` facts, or the free loop's log), readable by ``labkit replay``;
 - ``cassettes/<arm>/<split>/<task>.jsonl`` — every model call of the live run, which a replay serves
@@ -21,14 +25,14 @@ it. A cassette miss during a replay is not such a failure: it means the replay i
 and it stops the experiment.
 
 Every HTTP retry a run needed is in its record (``http_retries``): counted from its log's
-``model_asked`` events, or, for a run that failed on its backend, from the server client's count.
+``model_asked`` events, or, for a run that failed on its backend, from the retries of its calls.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,14 +43,14 @@ from labkit.experiment.v2.arms import ARMS, ArmInputs, RunRecordV2, run_arm
 from labkit.experiment.v2.choosers import Decoding
 from labkit.experiment.v2.taskfile import TaskSet, TaskV2, load_task_set
 from labkit.llm.backend import Backend
-from labkit.llm.cassette import RecordingBackend, ReplayBackend
-from labkit.llm.errors import BackendError, CassetteError, CassetteMiss
+from labkit.llm.errors import BackendError
+from labkit.runs import Answers, Comparison, Job, Outcome, recorded_rows, remaining, run_jobs
 from labkit.runtime.tools import DraftStore
-from labkit.store import write_jsonl
 
 REPO = Path(__file__).resolve().parents[3]
 TASKS_V2 = "data/tasks/v2"  # relative to the repository, so a recorded experiment.json names no machine path
 SPLITS = ("dev", "test")
+N_CTX = 4096  # the context a model is loaded with: the prompt-only prompt holds four worked episodes and grows
 
 
 @dataclass
@@ -122,46 +126,8 @@ def cassette_path(folder: Path, arm: str, split: str, task_id: str) -> Path:
     return folder / "cassettes" / arm / split / f"{task_id}.jsonl"
 
 
-class Backends:
-    """The backend of each (arm, split, task): a recording of ``live`` into ``out``, or a replay of ``replay``."""
-
-    def __init__(self, *, live: Backend | None = None, out: Path | None = None, replay: Path | None = None) -> None:
-        if (live is None) == (replay is None):
-            raise LabkitError("give either a live backend or a folder to replay", "this is a bug in the caller.")
-        self.live, self.out, self.replay = live, out, replay
-        self._made: dict[tuple[str, str, str], Backend] = {}
-
-    def describe(self) -> dict[str, Any]:
-        if self.live is not None:
-            return self.live.describe()
-        return {"backend": "replay", "cassettes": str(self.replay / "cassettes")}  # type: ignore[operator]
-
-    def http_retries(self) -> int:
-        """HTTP requests the live server backend has re-sent so far (0 in process and in a replay).
-
-        A run that fails on its backend has no log to count from; the difference of this number over
-        the run counts its retries, those of the request that gave up included.
-        """
-        stats = getattr(self.live, "stats", None)
-        return int(stats.get("retries", 0)) if isinstance(stats, dict) else 0
-
-    def __call__(self, arm: str, split: str, task_id: str) -> Backend | None:
-        if not ARMS[arm].uses_model:
-            return None
-        key = (arm, split, task_id)
-        if key not in self._made:
-            if self.replay is not None:
-                path = cassette_path(self.replay, arm, split, task_id)
-                if not path.exists():
-                    raise LabkitError(f"no cassette for {arm} on {split}/{task_id}: {path} is missing",
-                                      "replay only what was recorded (same arms, splits, tasks and seeds).")
-                self._made[key] = ReplayBackend(path)
-            else:  # an empty cassette too: a run that never needed the model replays as one
-                path = cassette_path(self.out, arm, split, task_id)  # type: ignore[arg-type]
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.touch()
-                self._made[key] = RecordingBackend(self.live, path)  # type: ignore[arg-type]
-        return self._made[key]
+# The name notebook 05 and the tests use for where the model's answers come from.
+Backends = Answers
 
 
 def _failed_run(arm: str, split: str, task: TaskV2, seed: int, error: Exception, http_retries: int) -> RunRecordV2:
@@ -173,81 +139,88 @@ def _failed_run(arm: str, split: str, task: TaskV2, seed: int, error: Exception,
                        details=[message[:300]])
 
 
+class ComparisonV2(Comparison):
+    """The comparison v2 as :mod:`labkit.runs` reads it: its jobs, cassettes and logs, and one run of an arm."""
+
+    def __init__(self, settings: ConfigV2) -> None:
+        settings.check()
+        self.settings = settings
+        sets = settings.task_sets()
+        self.examples = sets["dev"].example_tasks()
+        self._jobs = settings.jobs(sets)
+        self._tasks = {(split, task.id): task for _, split, task, _ in self._jobs}
+        self._opening = threading.Lock()  # two runs creating the draft store's tables at once would clash
+
+    def config(self) -> dict[str, Any]:
+        return self.settings.to_dict()
+
+    def jobs(self) -> list[Job]:
+        return [Job(arm, task.id, seed, split, ARMS[arm].uses_model) for arm, split, task, seed in self._jobs]
+
+    def row_job(self, row: dict[str, Any]) -> Job:
+        arm = ARMS.get(row["arm"])
+        return Job(row["arm"], row["task"], row["seed"], row["split"], arm is not None and arm.uses_model)
+
+    def cassette(self, folder: Path, job: Job) -> Path:
+        return cassette_path(folder, job.arm, job.split, job.task)
+
+    def log(self, folder: Path, job: Job) -> Path:
+        return log_path(folder, job.arm, job.split, job.task, job.seed)
+
+    def run(self, job: Job, backend: Backend | None, folder: Path) -> Outcome:
+        task = self._tasks[(job.split, job.task)]
+        with self._opening:
+            store = DraftStore(folder / "drafts.sqlite", f"{job.arm}/{job.split}/{job.task}/{job.seed}")
+        try:
+            inputs = ArmInputs(task, job.seed, backend, self.examples, self.settings.decoding)
+            record, events = run_arm(ARMS[job.arm], inputs, store)
+        finally:
+            store.close()
+        return Outcome({"split": job.split, **record.to_dict()}, record.passed, record.termination, events)
+
+    def failed(self, job: Job, error: BackendError, http_retries: int) -> Outcome:
+        record = _failed_run(job.arm, job.split, self._tasks[(job.split, job.task)], job.seed, error, http_retries)
+        return Outcome({"split": job.split, **record.to_dict()}, False, record.termination)
+
+
+def _as_runs(rows: list[dict[str, Any]]) -> list[tuple[str, RunRecordV2]]:
+    return [(row["split"], RunRecordV2(**{k: v for k, v in row.items() if k != "split"})) for row in rows]
+
+
 def finished_runs(config: ConfigV2, out: Path) -> list[tuple[str, RunRecordV2]]:
     """The runs an interrupted recording in ``out`` finished, if it ran ``config`` (else a clear error)."""
-    path = out / "experiment.json"
-    if not path.exists():
-        raise LabkitError(f"nothing to resume in {out}: {path} is missing",
-                          "start the recording without --resume (or point --out at the interrupted one).")
-    recorded = json.loads(path.read_text(encoding="utf-8"))
-    if recorded != config.to_dict():
-        changed = sorted(k for k in set(recorded) | set(config.to_dict()) if recorded.get(k) != config.to_dict().get(k))
-        raise LabkitError(f"{out} recorded another configuration ({', '.join(changed)} differ)",
-                          "resume with the options the recording was started with (see its experiment.json), "
-                          "or write a new recording to another --out.")
-    return load_runs_v2(out / "runs.jsonl")
-
-
-def _job_key(split: str, arm: str, task: str, seed: int) -> tuple[str, str, str, int]:
-    return split, arm, task, seed
+    return _as_runs(recorded_rows(ComparisonV2(config), out))
 
 
 def remaining_jobs(config: ConfigV2, kept: list[tuple[str, RunRecordV2]]) -> list[tuple[str, str, Any, int]]:
     """The jobs of ``config`` (arm, split, task, seed) that the ``kept`` runs do not already answer, in job order."""
-    finished = {_job_key(split, r.arm, r.task, r.seed) for split, r in kept}
-    return [job for job in config.jobs(config.task_sets())
-            if _job_key(job[1], job[0], job[2].id, job[3]) not in finished]
+    comparison = ComparisonV2(config)
+    todo = {job.key() for job in remaining(comparison, [{"split": split, **r.to_dict()} for split, r in kept])}
+    return [(arm, split, task, seed) for arm, split, task, seed in config.jobs(config.task_sets())
+            if (split, arm, task.id, seed) in todo]
 
 
-def run_experiment_v2(config: ConfigV2, backends: Backends, out: Path, *, resume: bool = False,
+def run_experiment_v2(config: ConfigV2, backends: Answers, out: Path, *, resume: bool = False,
                       progress: Callable[[str], None] | None = None) -> list[tuple[str, RunRecordV2]]:
-    """Run every job, appending each finished run to ``out/runs.jsonl`` and its log under ``out/logs``.
+    """Run every job with :func:`labkit.runs.run_jobs`: each finished run is appended to ``out/runs.jsonl``
+    and its log written under ``out/logs``.
 
     With ``resume``, the runs ``out`` already holds are kept and only the others run (see the module's
-    docstring); the result lists all of them, in job order.
+    docstring); the result lists all of them, in job order. ``backends`` may spread the runs over a pool
+    of servers (:class:`~labkit.llm.pool.ServerPool`); the rows are those of one server.
     """
-    config.check()
-    examples = config.task_sets()["dev"].example_tasks()
-    out.mkdir(parents=True, exist_ok=True)
-    kept = finished_runs(config, out) if resume else []
-    todo = remaining_jobs(config, kept)
+    comparison = ComparisonV2(config)
     if progress is not None:
-        with_model = sum(1 for arm, *_ in todo if ARMS[arm].uses_model)
+        kept = recorded_rows(comparison, out) if resume else []
+        todo = remaining(comparison, kept)
+        with_model = sum(1 for job in todo if job.uses_model)
+        spread = f", {backends.parallel()} at a time" if backends.parallel() > 1 else ""
         progress(f"{len(todo)} runs to do{f' ({len(kept)} already recorded)' if kept else ''}, "
-                 f"{with_model} of them call the model "
+                 f"{with_model} of them call the model{spread} "
                  f"(prompt-only runs make one call per step, machine runs one per decision plus re-asks)")
-    if not resume and (out / "logs").exists():
-        shutil.rmtree(out / "logs")
-    (out / "experiment.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
-    runs_path = out / "runs.jsonl"
-    # the runs kept, rewritten whole: a line torn by the interruption must not precede the next one
-    runs_path.write_text("".join(json.dumps({"split": split, **r.to_dict()}, ensure_ascii=False) + "\n"
-                                 for split, r in kept), encoding="utf-8")
-    drafts_path = out / "drafts.sqlite"
     for old in out.glob("drafts.sqlite*"):  # a cut-off run's drafts must not reach its rerun
         old.unlink()
-    done: list[tuple[str, RunRecordV2]] = []
-    for n, (arm, split, task, seed) in enumerate(todo, start=1):
-        store = DraftStore(drafts_path, f"{arm}/{split}/{task.id}/{seed}")
-        retries_before = backends.http_retries()
-        try:
-            inputs = ArmInputs(task, seed, backends(arm, split, task.id), examples, config.decoding)
-            record, events = run_arm(ARMS[arm], inputs, store)
-            write_jsonl(log_path(out, arm, split, task.id, seed), events)
-        except (CassetteMiss, CassetteError):
-            raise
-        except BackendError as exc:  # the model's backend failed: this run failed, the experiment goes on
-            record = _failed_run(arm, split, task, seed, exc, backends.http_retries() - retries_before)
-        finally:
-            store.close()
-        with runs_path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"split": split, **record.to_dict()}, ensure_ascii=False) + "\n")
-        done.append((split, record))
-        if progress is not None:
-            progress(f"[{n}/{len(todo)}] {arm} {split}/{task.id} s{seed}: "
-                     f"{'pass' if record.passed else 'fail'} ({record.termination})")
-    by_job = {_job_key(split, r.arm, r.task, r.seed): (split, r) for split, r in [*kept, *done]}
-    return [by_job[_job_key(j[1], j[0], j[2].id, j[3])] for j in config.jobs(config.task_sets())]
+    return _as_runs(run_jobs(comparison, backends, out, resume=resume, progress=progress))
 
 
 def load_runs_v2(path: Path) -> list[tuple[str, RunRecordV2]]:
@@ -280,5 +253,5 @@ def prepare_replay_v2(folder: Path) -> ConfigV2:
     return config
 
 
-__all__ = ["Backends", "ConfigV2", "finished_runs", "load_runs_v2", "log_path", "prepare_replay_v2", "remaining_jobs",
-           "run_experiment_v2"]
+__all__ = ["Backends", "ComparisonV2", "ConfigV2", "finished_runs", "load_runs_v2", "log_path", "prepare_replay_v2",
+           "remaining_jobs", "run_experiment_v2"]

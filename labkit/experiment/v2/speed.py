@@ -63,8 +63,7 @@ def bench_experiment_v2(config: Any, *, model: str | None = None, threads: int |
                         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
     """Run ``config`` off/on ``repeats`` times, alternating, on one loaded model; timings and the identity check."""
     from labkit.experiment.v2.arms import declared_prefixes
-    from labkit.experiment.v2.cli import N_CTX
-    from labkit.experiment.v2.runner import Backends, run_experiment_v2
+    from labkit.experiment.v2.runner import N_CTX, Backends, run_experiment_v2
     from labkit.llm.models import model_backend
     from labkit.provenance import git_commit, machine
 
@@ -89,7 +88,7 @@ def bench_experiment_v2(config: Any, *, model: str | None = None, threads: int |
                 say(f"labkit bench experiment: optimisations {name}, repeat {repeat + 1}/{repeats}")
             out = base / f"{name}-{repeat}"
             t0 = clock()
-            done = run_experiment_v2(config, Backends(live=backend, out=out), out)
+            done = run_experiment_v2(config, Backends(live=backend), out)
             walls[name].append(clock() - t0)
             if name == "on":
                 reuse = {"reused": backend.prefix_stats.reused - before[0],

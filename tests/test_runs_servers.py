@@ -1,0 +1,43 @@
+"""The one runner across two real servers: two ``python -m labkit.llm.serve`` processes (llama_cpp.server with
+the embedded model) on loopback give the rows that one of them gives alone, run after run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labkit.experiment.v2.runner import ConfigV2, run_experiment_v2
+from labkit.llm.cassette import read_cassette
+from labkit.llm.http import OpenAICompatBackend
+from labkit.llm.pool import ServerPool
+from labkit.runs import Answers, read_rows
+
+TASKS = ["dev-triage-01", "test-triage-01"]  # both splits, one short model call per run
+
+
+@pytest.mark.slow
+def test_the_v2_comparison_spread_over_two_real_servers_gives_one_servers_rows(
+        start_llama_server: Any, tmp_path: Path) -> None:
+    config = ConfigV2(arms=["machine-model", "machine-rule"], task_ids=TASKS, seeds=[0, 1])
+
+    def client(url: str) -> OpenAICompatBackend:
+        return OpenAICompatBackend(url, timeout_s=120, cache_dir=tmp_path / "cache")
+
+    with start_llama_server(threads=1) as first, start_llama_server(threads=1) as second:
+        alone = run_experiment_v2(config, Answers(live=client(first)), tmp_path / "one")
+        pool = ServerPool([client(first), client(second)])
+        spread = run_experiment_v2(config, Answers(live=pool), tmp_path / "two")
+
+    def rows(folder: str) -> list[dict[str, Any]]:
+        return [{k: v for k, v in row.items() if k != "wall_s"} for row in read_rows(tmp_path / folder / "runs.jsonl")]
+
+    assert len(alone) == len(spread) == len(TASKS) * 2 * 2
+    assert rows("two") == rows("one")  # line for line, in job order
+    assert any(r.llm_calls for _, r in spread if r.arm == "machine-model")
+    assert pool.runs_per_server()[first] > 0 and pool.runs_per_server()[second] > 0
+    servers = set()
+    for path in (tmp_path / "two" / "cassettes").rglob("*.jsonl"):
+        servers |= {c["server"] for c in read_cassette(path)[1]}
+    assert servers == {first, second}  # each call names the server that answered it
