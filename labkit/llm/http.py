@@ -1,7 +1,8 @@
-"""An OpenAI-compatible ``/v1/completions`` client (stdlib ``urllib`` only): llama.cpp servers, vLLM, Ollama.
+"""An OpenAI-compatible server client (stdlib ``urllib`` only): llama.cpp servers, vLLM, Ollama.
 
-Why plain completions: the same few-shot prompts must reach the model unchanged, whichever backend
-serves it (see :mod:`labkit.llm.llamacpp`).
+Why plain completions by default: the same few-shot prompts must reach a base model unchanged,
+whichever backend serves it (see :mod:`labkit.llm.llamacpp`); a chat model is reached through its
+template by choosing a server kind (below).
 
 How a schema reaches the server (``schema_mode``):
 
@@ -97,6 +98,10 @@ class OpenAICompatBackend(Backend):
                                "drop --schema-mode: a server kind decides where the schema goes.")
         if model_kind not in (None, "base", "chat"):
             raise BackendError(f"unknown model_kind {model_kind!r}", "use base or chat.")
+        if model_kind is not None and server_kind is None:
+            raise BackendError("model_kind is given without server_kind",
+                               "add --server-kind (auto, or the kind): only a kind knows how to reach a "
+                               "chat template.")
         if not base_url.startswith(("http://", "https://")):
             raise BackendError(f"server URL {base_url!r} does not start with http:// or https://",
                                "give the server's base URL, e.g. http://127.0.0.1:8000")

@@ -262,7 +262,8 @@ def register(commands: Any, bench: Any) -> None:
     p = commands.add_parser("experiment", help="the comparison v2: task families, dev/test split, seven arms")
     _task_arguments(p)
     add_server_options(p, server_help="an OpenAI-compatible server's base URL instead of an in-process model "
-                       "(plain completions: the prompts are sent as they are, no chat template). One server only: "
+                       "(plain completions, the prompts sent as they are, unless --server-kind says how to reach "
+                       "a chat model's template). One server only: "
                        "the runs run one at a time (several servers: labkit experiment-v1)")
     p.add_argument("--replay", metavar="DIR", help="replay a recorded v2 experiment from its cassettes")
     p.add_argument("--out", default="results", help="output folder (default results/)")
