@@ -75,7 +75,7 @@ def check_reachable(state: ServerState) -> Finding:
 
 def check_kind(state: ServerState) -> Finding:
     assert state.backend is not None
-    kind = state.kind = state.backend.server
+    kind = state.kind = state.backend.server_kind
     how = "given" if state.kind_choice != "auto" else "detected from its answers"
     fix = _KIND_HINT if state.kind_choice == "auto" and kind.name == "openai" else ""
     return Finding("server kind", True, f"{kind.name}: {kind.label} ({how}); independent calls: {kind.isolation}",

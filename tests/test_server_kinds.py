@@ -136,7 +136,7 @@ def client(stub: KindStub, kind: str = "auto", **kw: Any) -> OpenAICompatBackend
 @pytest.mark.parametrize("kind", list(SERVER_KINDS))
 def test_each_kind_is_detected_from_the_servers_answers(stub_factory, kind):
     backend = client(stub_factory(kind))
-    assert backend.server.name == kind
+    assert backend.server_kind.name == kind
     assert backend.describe()["server_kind"] == kind and backend.describe()["server_kind_source"] == "auto"
 
 
@@ -277,7 +277,7 @@ def test_the_shared_server_options_pass_the_kind_to_every_command(stub_factory):
     args = build_parser().parse_args(["experiment", "--server", stub.url, "--server-kind", "auto",
                                       "--model-sha256", SHA])
     (server,) = connect_servers(args, several=False)
-    assert server.server.name == "llama-server" and server.model_kind == "chat"
+    assert server.server_kind.name == "llama-server" and server.model_kind == "chat"
     with pytest.raises(LabkitError, match="--server-kind"):
         connect_servers(build_parser().parse_args(["experiment", "--server-kind", "vllm"]), several=False)
 

@@ -34,7 +34,7 @@ RECORD = "Record: She has 7 pears.\nAs JSON with the fruit and its count:"
 def test_a_base_model_server_is_detected_kept_on_plain_completions_and_enforces_a_schema(start_llama_server):
     with start_llama_server(threads=1) as url:
         backend = OpenAICompatBackend(url, server_kind="auto", timeout_s=120)
-        assert backend.server.name == "llama-cpp-python" and backend.model_kind == "base"
+        assert backend.server_kind.name == "llama-cpp-python" and backend.model_kind == "base"
         assert probe_schema(backend).enforced
         out = backend.complete(RECORD, max_tokens=24, schema=Fruit.model_json_schema())
         fruit, error = parse_json_output(out.text, Fruit)
@@ -56,7 +56,7 @@ def test_a_chat_model_server_takes_turns_through_its_template_and_enforces_a_sch
     turns = [("user", "Reply with one word: the colour of the sky on a clear day?")]
     with start_llama_server(threads=1, model=path) as url:
         backend = OpenAICompatBackend(url, server_kind="auto", timeout_s=180)
-        assert backend.server.name == "llama-cpp-python" and backend.model_kind == "chat"
+        assert backend.server_kind.name == "llama-cpp-python" and backend.model_kind == "chat"
         assert "registry" in backend.describe()["model_kind_source"]
         served = backend.complete(turns[0][1], max_tokens=6, messages=turns)
         out = backend.complete(RECORD, max_tokens=24, schema=Fruit.model_json_schema())

@@ -186,7 +186,7 @@ class OpenAICompatBackend(Backend):
         return ServerFacts(self.base_url, timeout_s=min(self.timeout_s, 10.0), api_key=self._api_key)
 
     @property
-    def server(self) -> ServerKind:
+    def server_kind(self) -> ServerKind:
         """The kind's declaration this server is spoken to by (detected on first use with ``"auto"``)."""
         if self._kind is None:
             choice = self.server_kind_choice or "auto"
@@ -197,7 +197,7 @@ class OpenAICompatBackend(Backend):
     def model_kind(self) -> ModelKind:
         """"chat" when calls go through the server's chat template, else "base" (plain completions)."""
         if self._model_kind is None:
-            kind = self.server
+            kind = self.server_kind
             decided, how = kind.model_kind(self.facts(), self._resolve_model())
             if decided is None:
                 decided, how = kind.unknown_model_kind, f"{how}; assumed {kind.unknown_model_kind}"
@@ -211,7 +211,7 @@ class OpenAICompatBackend(Backend):
                 "isolate_calls": self.isolate_calls, "timeout_s": self.timeout_s, "retries": self.retries,
                 "sampling": self.sampling()}  # counters live in .stats: they are not provenance
         if self.server_kind_choice is not None:  # only then: earlier provenance keeps its keys
-            kind = self.server
+            kind = self.server_kind
             info.update({"server_kind": kind.name, "server_kind_source": self.server_kind_choice,
                          "model_kind": self.model_kind, "model_kind_source": self._model_kind_source,
                          "schema_mode": kind.chat_schema if self.model_kind == "chat" else kind.plain_schema,
@@ -230,7 +230,7 @@ class OpenAICompatBackend(Backend):
                                "(schema_mode='none'), but this call asks for a schema",
                                "use schema_mode='grammar' for llama.cpp servers, or call without a schema "
                                "and validate the text.")
-        kind, chat = self.server, self.model_kind == "chat"
+        kind, chat = self.server_kind, self.model_kind == "chat"
         body = kind.body(request, self._resolve_model(), chat, request.sampling)
         if not self.isolate_calls:
             for name in kind.fresh_fields:
@@ -241,13 +241,13 @@ class OpenAICompatBackend(Backend):
         """Send the one-token barrier request; return the retries it needed."""
         self.stats["barrier_requests"] += 1
         text = "1" if prompt.startswith("0") else "0"
-        wire = self.server.wire
+        wire = self.server_kind.wire
         _, retries = self._send("POST", wire.path(False), wire.barrier_body(self._resolve_model(), text))
         return retries
 
     def _complete(self, request: Request) -> Completion:
         body = self._body(request)
-        kind, chat = self.server, self.model_kind == "chat"
+        kind, chat = self.server_kind, self.model_kind == "chat"
         barrier_retries = self._barrier(request.prompt) if self.isolate_calls and kind.barrier else 0
         started = self._clock()
         answer, call_retries = self._send("POST", kind.wire.path(chat), body)
