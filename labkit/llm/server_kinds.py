@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from labkit.llm.backend import Request
-from labkit.llm.errors import BackendError
+from labkit.llm.errors import BackendError, GrammarError
 from labkit.llm.grammar import check_gbnf_offline, compile_schema
 
 SchemaFields = Callable[[dict[str, Any]], dict[str, Any]]
@@ -242,6 +242,8 @@ def _registry_kind(facts: ServerFacts, model: str) -> ChatDecision:
 
 
 def _props_kind(facts: ServerFacts, model: str) -> ChatDecision:
+    """llama-server names the template it applies in ``/props``; for a GGUF without one it may name a stand-in
+    (such as ChatML), so a base model served by it needs ``--server-model-kind base``."""
     props = facts.get("/props")
     template = props.get("chat_template") if isinstance(props, dict) else None
     if template:
@@ -296,8 +298,6 @@ class ServerKind:
         """The body fields that carry ``schema``; refused where the endpoint cannot take one."""
         mode = self.chat_schema if chat else self.plain_schema
         if mode is None:
-            from labkit.llm.errors import GrammarError
-
             raise GrammarError(f"a {self.label} takes no schema on {self.wire.path(chat)}",
                                "call without a schema and validate the text, or use a server that "
                                "constrains decoding.")
