@@ -325,3 +325,16 @@ def test_doctor_refuses_a_model_the_server_does_not_serve(stub_factory, capsys):
 def test_doctor_refuses_server_options_without_a_server(capsys):
     assert main(["doctor", "--server-kind", "vllm"]) != 0
     assert "--server-kind describe(s) a server, but no --server is given" in capsys.readouterr().err
+
+
+def test_labkit_complete_sends_one_chat_turn_to_a_chat_model_and_records_the_kind(stub_factory, capsys):
+    stub = stub_factory("llama-server", chat_template=True)
+    assert main(["complete", "Name a fruit.", "--server", stub.url, "--server-kind", "auto", "--model-sha256", SHA,
+                 "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    ((path, body),) = stub.calls()
+    assert path == "/v1/chat/completions" and body["messages"] == [{"role": "user", "content": "Name a fruit."}]
+    assert body["cache_prompt"] is False
+    backend = printed["backend"]
+    assert (backend["server_kind"], backend["model_kind"], backend["isolation"]) == (
+        "llama-server", "chat", "per request: cache_prompt=false")
