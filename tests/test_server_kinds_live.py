@@ -1,7 +1,8 @@
 """Server kinds against a real ``llama_cpp.server`` on loopback (``python -m labkit.llm.serve``, one thread).
 
 The embedded Gemma 270M (a base model): the kind is detected, plain completions are kept, and the
-schema probe finds the schema enforced; ``labkit doctor --server`` passes it. The opt-in Qwen chat
+schema probe finds the schema enforced; ``labkit doctor --server`` passes it; sent in a field this
+server does not read (llama-server's ``json_schema``), the schema is ignored and the probe says so. The opt-in Qwen chat
 model, when it is already on this machine (never fetched here): chat turns go through the GGUF's own
 template — the server's answer equals the in-process chat backend's — and a schema is enforced on
 chat completions too. The other kinds are tested against stubs only (``test_server_kinds.py``).
@@ -42,6 +43,9 @@ def test_a_base_model_server_is_detected_kept_on_plain_completions_and_enforces_
         report = examine_server(url, timeout_s=120)
         assert report.ok, report.render()
         assert [f.check for f in report.findings][-1] == "speed"
+        # the same server ignores llama-server's field in silence; the probe catches it
+        ignored = probe_schema(OpenAICompatBackend(url, schema_mode="json_schema", timeout_s=120))
+        assert not ignored.enforced, ignored.text
 
 
 QWEN = get_model("qwen2.5-coder-1.5b")
