@@ -322,17 +322,18 @@ CHECKS: tuple[Check, ...] = (
 
 @dataclass
 class Report:
-    """The doctor's verdicts for one purpose."""
+    """The doctor's verdicts for one purpose (``heading``: the first line, when not this machine's)."""
 
     purpose: str
     findings: list[Finding] = field(default_factory=list)
+    heading: str = ""
 
     @property
     def ok(self) -> bool:
         return all(f.ok for f in self.findings)
 
     def render(self) -> str:
-        lines = [f"labkit doctor — what {self.purpose} needs on this machine"]
+        lines = [self.heading or f"labkit doctor — what {self.purpose} needs on this machine"]
         for f in self.findings:
             lines.append(f"  {'ok  ' if f.ok else 'FAIL'}  {f.check:<16} {f.detail}")
             if f.fix:  # an ok finding may still have one (the sandbox in limits-only mode)
@@ -363,7 +364,19 @@ def examine(purpose: str = "all", checks: Sequence[Check] = CHECKS,
 
 
 def _cmd_doctor(args: Any) -> int:
-    report = examine(args.purpose)
+    if args.server:
+        from labkit.doctor_server import run_server_doctor
+
+        report = run_server_doctor(args)
+    else:
+        given = [o for o, a in (("--server-model", "server_model"), ("--server-kind", "server_kind"),
+                                ("--server-model-kind", "server_model_kind")) if getattr(args, a)]
+        if given:
+            from labkit.errors import LabkitError
+
+            raise LabkitError(f"{' and '.join(given)} describe(s) a server, but no --server is given",
+                              "add --server URL to check your server, or drop the option(s).")
+        report = examine(args.purpose)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.render())
     return 0 if report.ok else 1
 
@@ -375,4 +388,14 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--for", dest="purpose", default="all", choices=[*PURPOSES, "all"],
                    help="check only what this needs (default: all)")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    from labkit.llm.server_kinds import KIND_CHOICES
+
+    p.add_argument("--server", metavar="URL", help="check this OpenAI-compatible server instead of this machine: "
+                   "reachable, its model, chat or base, whether a JSON schema is enforced (a probe call), "
+                   "tokens/s for a short prompt")
+    p.add_argument("--server-model", metavar="NAME", help="the model to ask --server for (default: the first listed)")
+    p.add_argument("--server-kind", choices=list(KIND_CHOICES), help="the kind of --server (default: auto, detected)")
+    p.add_argument("--server-model-kind", choices=["base", "chat"],
+                   help="whether --server's model is a base or a chat model (default: asked of the server)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request to --server (default 60)")
     p.set_defaults(func=_cmd_doctor)

@@ -49,12 +49,13 @@ def wait_until_answering(proc: subprocess.Popen, name: str, probe: Callable[[], 
 
 
 @contextlib.contextmanager
-def llama_server(log_dir: Path, *, threads: int = 2) -> Iterator[str]:
-    """Start ``python -m labkit.llm.serve`` with the embedded model on a free loopback port; always stop it."""
-    port = free_port()
+def llama_server(log_dir: Path, *, threads: int = 2, model: Path | None = None) -> Iterator[str]:
+    """Start ``python -m labkit.llm.serve`` with ``model`` (default: the embedded one) on a free loopback port;
+    always stop it."""
+    port, served = free_port(), model or embedded_model_path()
     log = log_dir / f"server-{port}.log"
     with log.open("wb") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "labkit.llm.serve", "--model", str(embedded_model_path()),
+        proc = subprocess.Popen([sys.executable, "-m", "labkit.llm.serve", "--model", str(served),
                                  "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(threads)],
                                 stdout=sink, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -84,12 +85,13 @@ def server_url(tmp_path_factory) -> Iterator[str]:
 
 @pytest.fixture
 def start_llama_server(tmp_path: Path) -> Callable[..., contextlib.AbstractContextManager[str]]:
-    """``start_llama_server(threads=1)`` starts one more loopback server in a ``with`` block (tests that need two).
+    """``start_llama_server(threads=1, model=None)`` starts one more loopback server in a ``with`` block (tests
+    that need two, or another model).
 
     A fixture rather than an import: the tests are not a package, so the module name ``conftest`` is not a
     reliable way to reach this file.
     """
-    return lambda threads=2: llama_server(tmp_path, threads=threads)
+    return lambda threads=2, model=None: llama_server(tmp_path, threads=threads, model=model)
 
 
 class JupyterLab:

@@ -61,7 +61,8 @@ class Request:
     ``messages``: for a conversation, its turns — alternating user and assistant, ending with the
     user's — which a chat model reads in its template instead of ``prompt`` as one user turn (without
     them a free loop's chat model would read its own earlier answers as the user's words). A base
-    model, and a server (plain completions), read ``prompt``: the same turns as one transcript.
+    model, and a server spoken to without a kind (plain completions), read ``prompt``: the same turns
+    as one transcript.
     """
 
     prompt: str

@@ -119,7 +119,8 @@ def register(commands: Any, bench: Any) -> None:
     f.set_defaults(func=_cmd_models_fetch)
     p = commands.add_parser("complete", help="complete a prompt with the embedded model, a GGUF file, a "
                             "server, or a cassette")
-    p.add_argument("prompt", help="the prompt (plain completion: no chat template is applied)")
+    p.add_argument("prompt", help="the prompt (plain completion, no chat template, unless --server-kind finds "
+                   "a chat model on --server: then one user turn in the server's template)")
     where = p.add_argument_group("backend (default: the embedded model in this process)")
     where.add_argument("--model", metavar="PATH", help="a GGUF model file to load in this process")
     where.add_argument("--n-ctx", type=int, default=2048, help="context size for --model (default 2048)")

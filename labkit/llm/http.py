@@ -1,7 +1,8 @@
-"""An OpenAI-compatible ``/v1/completions`` client (stdlib ``urllib`` only): llama.cpp servers, vLLM, Ollama.
+"""An OpenAI-compatible server client (stdlib ``urllib`` only): llama.cpp servers, vLLM, Ollama.
 
-Why plain completions: the same few-shot prompts must reach the model unchanged, whichever backend
-serves it (see :mod:`labkit.llm.llamacpp`).
+Why plain completions by default: the same few-shot prompts must reach a base model unchanged,
+whichever backend serves it (see :mod:`labkit.llm.llamacpp`); a chat model is reached through its
+template by choosing a server kind (below).
 
 How a schema reaches the server (``schema_mode``):
 
@@ -26,6 +27,13 @@ shared prompt prefix, which changed a greedy answer in our measurements. With ``
 each request is preceded by a one-token "barrier" request whose prompt shares no text with it, so
 every request starts from the same cache state (measured: the answer then equals a fresh
 in-process call). This holds only when no other client uses the server at the same time.
+
+Server kinds (``server_kind``): everything above is how a server is spoken to when no kind is
+chosen, and it stays so, so that earlier recordings keep their requests. With a kind (a name of
+:data:`~labkit.llm.server_kinds.SERVER_KINDS`, or ``"auto"`` to detect it from the server's answers)
+its declaration decides instead: chat turns through the server's template for a chat model, the
+schema in the field that server reads, a per-request cache field instead of the barrier where the
+server has one, and where the token counts are (:mod:`labkit.llm.server_kinds`).
 """
 
 from __future__ import annotations
@@ -41,8 +49,16 @@ from typing import Any
 
 from labkit.llm.backend import Backend, Completion, Request
 from labkit.llm.errors import BackendError, GrammarError, ModelFileError, ServerError
-from labkit.llm.grammar import check_gbnf_offline, compile_schema
 from labkit.llm.modelfile import check_gguf, file_sha256
+from labkit.llm.server_kinds import (
+    KIND_CHOICES,
+    ModelKind,
+    ServerFacts,
+    ServerKind,
+    detect_kind,
+    get_kind,
+    legacy_kind,
+)
 
 SCHEMA_MODES = ("grammar", "json_schema", "structured_outputs", "none")
 _START_HINT = ("start one, e.g. `python -m labkit.llm.serve --model FILE.gguf --host 127.0.0.1 --port 8000`, "
@@ -60,6 +76,9 @@ class OpenAICompatBackend(Backend):
     of the request that gave up.
     ``model_sha256``: give it when you know it; otherwise, if the server names its model by a
     local GGUF path (``llama_cpp.server`` does), that file is hashed.
+    ``server_kind``: None (plain completions, ``schema_mode``, the barrier: what the kit always
+    sent), a kind's name, or ``"auto"`` (detected on first use). ``model_kind``: "base" or "chat"
+    to say what the server does not; by default the kind asks the server (:attr:`model_kind`).
     """
 
     kind = "openai_http"
@@ -68,9 +87,21 @@ class OpenAICompatBackend(Backend):
                  timeout_s: float = 60.0, retries: int = 2, backoff_s: float = 0.5, schema_mode: str = "grammar",
                  isolate_calls: bool = True, api_key: str | None = None,
                  clock: Callable[[], float] = time.perf_counter, sleep: Callable[[float], None] = time.sleep,
-                 cache_dir: Path | None = None) -> None:
+                 cache_dir: Path | None = None, server_kind: str | None = None,
+                 model_kind: ModelKind | None = None) -> None:
         if schema_mode not in SCHEMA_MODES:
             raise BackendError(f"unknown schema_mode {schema_mode!r}", f"use one of {', '.join(SCHEMA_MODES)}.")
+        if server_kind is not None and server_kind not in KIND_CHOICES:
+            get_kind(server_kind)  # raises, listing the kinds
+        if server_kind is not None and schema_mode != "grammar":
+            raise BackendError(f"schema_mode {schema_mode!r} and server_kind {server_kind!r} are both given",
+                               "drop --schema-mode: a server kind decides where the schema goes.")
+        if model_kind not in (None, "base", "chat"):
+            raise BackendError(f"unknown model_kind {model_kind!r}", "use base or chat.")
+        if model_kind is not None and server_kind is None:
+            raise BackendError("model_kind is given without server_kind",
+                               "add --server-kind (auto, or the kind): only a kind knows how to reach a "
+                               "chat template.")
         if not base_url.startswith(("http://", "https://")):
             raise BackendError(f"server URL {base_url!r} does not start with http:// or https://",
                                "give the server's base URL, e.g. http://127.0.0.1:8000")
@@ -82,6 +113,10 @@ class OpenAICompatBackend(Backend):
         self._api_key, self._clock, self._sleep, self._cache_dir = api_key, clock, sleep, cache_dir
         self._sha256 = model_sha256
         self._sha256_source = "given" if model_sha256 else None
+        self.server_kind_choice = server_kind
+        self._kind: ServerKind | None = None if server_kind is not None else legacy_kind(schema_mode)
+        self._model_kind: ModelKind | None = model_kind
+        self._model_kind_source = "given" if model_kind else None
         self.stats = {"requests": 0, "retries": 0, "failed_calls": 0, "barrier_requests": 0}
 
     # --- HTTP -------------------------------------------------------------------------------------
@@ -146,12 +181,42 @@ class OpenAICompatBackend(Backend):
                 self._sha256_source = "unknown (pass model_sha256=)"
         return self.model
 
+    def facts(self) -> ServerFacts:
+        """A fresh view of what the server says about itself (its detection endpoints)."""
+        return ServerFacts(self.base_url, timeout_s=min(self.timeout_s, 10.0), api_key=self._api_key)
+
+    @property
+    def server_kind(self) -> ServerKind:
+        """The kind's declaration this server is spoken to by (detected on first use with ``"auto"``)."""
+        if self._kind is None:
+            choice = self.server_kind_choice or "auto"
+            self._kind = detect_kind(self.facts()) if choice == "auto" else get_kind(choice)
+        return self._kind
+
+    @property
+    def model_kind(self) -> ModelKind:
+        """"chat" when calls go through the server's chat template, else "base" (plain completions)."""
+        if self._model_kind is None:
+            kind = self.server_kind
+            decided, how = kind.model_kind(self.facts(), self._resolve_model())
+            if decided is None:
+                decided, how = kind.unknown_model_kind, f"{how}; assumed {kind.unknown_model_kind}"
+            self._model_kind, self._model_kind_source = decided, how
+        return self._model_kind
+
     def describe(self) -> dict[str, Any]:
         model = self._resolve_model()
-        return {"backend": self.kind, "server": self.base_url, "model": model, "model_sha256": self._sha256,
+        info = {"backend": self.kind, "server": self.base_url, "model": model, "model_sha256": self._sha256,
                 "model_sha256_source": self._sha256_source, "schema_mode": self.schema_mode,
                 "isolate_calls": self.isolate_calls, "timeout_s": self.timeout_s, "retries": self.retries,
                 "sampling": self.sampling()}  # counters live in .stats: they are not provenance
+        if self.server_kind_choice is not None:  # only then: earlier provenance keeps its keys
+            kind = self.server_kind
+            info.update({"server_kind": kind.name, "server_kind_source": self.server_kind_choice,
+                         "model_kind": self.model_kind, "model_kind_source": self._model_kind_source,
+                         "schema_mode": kind.chat_schema if self.model_kind == "chat" else kind.plain_schema,
+                         "isolation": kind.isolation if self.isolate_calls else "off"})
+        return info
 
     def model_id(self) -> str:
         model = self._resolve_model()
@@ -159,54 +224,42 @@ class OpenAICompatBackend(Backend):
 
     # --- completion -------------------------------------------------------------------------------
 
-    def _schema_fields(self, schema: dict[str, Any]) -> dict[str, Any]:
-        if self.schema_mode == "none":
+    def _body(self, request: Request) -> dict[str, Any]:
+        if request.schema is not None and self.server_kind_choice is None and self.schema_mode == "none":
             raise GrammarError(f"the server at {self.base_url} is used without constrained decoding "
                                "(schema_mode='none'), but this call asks for a schema",
                                "use schema_mode='grammar' for llama.cpp servers, or call without a schema "
                                "and validate the text.")
-        if self.schema_mode == "json_schema":
-            return {"json_schema": schema}
-        if self.schema_mode == "structured_outputs":
-            return {"structured_outputs": {"json": schema}}
-        compiled = compile_schema(schema)
-        check_gbnf_offline(compiled.gbnf)  # an unparsable grammar would crash a llama_cpp server
-        return {"grammar": compiled.gbnf}
-
-    def _body(self, request: Request) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self._resolve_model(), "prompt": request.prompt,
-                                "max_tokens": request.max_tokens, "temperature": request.temperature,
-                                "seed": request.seed, **request.sampling}
-        if request.stop:
-            body["stop"] = list(request.stop)
-        if request.schema is not None:
-            body.update(self._schema_fields(request.schema))
+        kind, chat = self.server_kind, self.model_kind == "chat"
+        body = kind.body(request, self._resolve_model(), chat, request.sampling)
+        if not self.isolate_calls:
+            for name in kind.fresh_fields:
+                body.pop(name, None)
         return body
 
     def _barrier(self, prompt: str) -> int:
         """Send the one-token barrier request; return the retries it needed."""
         self.stats["barrier_requests"] += 1
         text = "1" if prompt.startswith("0") else "0"
-        _, retries = self._send("POST", "/v1/completions", {"model": self.model, "prompt": text, "max_tokens": 1,
-                                                            "temperature": 0.0})
+        wire = self.server_kind.wire
+        _, retries = self._send("POST", wire.path(False), wire.barrier_body(self._resolve_model(), text))
         return retries
 
     def _complete(self, request: Request) -> Completion:
         body = self._body(request)
-        barrier_retries = self._barrier(request.prompt) if self.isolate_calls else 0
+        kind, chat = self.server_kind, self.model_kind == "chat"
+        barrier_retries = self._barrier(request.prompt) if self.isolate_calls and kind.barrier else 0
         started = self._clock()
-        answer, call_retries = self._send("POST", "/v1/completions", body)
+        answer, call_retries = self._send("POST", kind.wire.path(chat), body)
         retries = barrier_retries + call_retries  # every re-sent request this call needed
         seconds = self._clock() - started
         try:
-            choice = answer["choices"][0]
-            usage = answer["usage"]
-            return Completion(text=str(choice["text"]), prompt_tokens=int(usage["prompt_tokens"]),
-                              completion_tokens=int(usage["completion_tokens"]), seconds=seconds,
-                              grammar_used=any(f in body for f in ("grammar", "json_schema", "structured_outputs")),
-                              finish_reason=str(choice.get("finish_reason")), retries=retries)
+            reply = kind.wire.reply(answer, chat)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise ServerError(f"{self.base_url} answered without choices[0].text or usage token counts: "
-                              f"{str(answer)[:200]}",
-                              "labkit needs an OpenAI-compatible /v1/completions answer with usage counts.",
-                              attempts=call_retries + 1) from exc
+            raise ServerError(f"{self.base_url} answered without {kind.wire.needs_usage}: {str(answer)[:200]}",
+                              f"labkit needs the answer of {kind.wire.path(chat)} with its token counts; "
+                              "is --server-kind right?", attempts=call_retries + 1) from exc
+        return Completion(text=reply.text, prompt_tokens=reply.prompt_tokens,
+                          completion_tokens=reply.completion_tokens, seconds=seconds,
+                          grammar_used=request.schema is not None, finish_reason=reply.finish_reason,
+                          retries=retries)

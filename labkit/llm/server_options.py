@@ -16,9 +16,11 @@ from typing import Any
 
 from labkit.errors import LabkitError
 from labkit.llm.http import SCHEMA_MODES, OpenAICompatBackend
+from labkit.llm.server_kinds import KIND_CHOICES
 
 # (option, the argparse attribute) of the options that mean nothing without --server
-_SERVER_ONLY = (("--server-model", "server_model"), ("--model-sha256", "model_sha256"))
+_SERVER_ONLY = (("--server-model", "server_model"), ("--model-sha256", "model_sha256"),
+                ("--server-kind", "server_kind"), ("--server-model-kind", "server_model_kind"))
 
 
 def add_server_options(parser: Any, *, server_help: str) -> None:
@@ -30,6 +32,14 @@ def add_server_options(parser: Any, *, server_help: str) -> None:
     parser.add_argument("--schema-mode", choices=list(SCHEMA_MODES), default="grammar",
                         help="how a schema reaches --server: grammar (llama.cpp servers, default), "
                              "structured_outputs (vLLM), json_schema (llama-server), none")
+    parser.add_argument("--server-kind", choices=list(KIND_CHOICES),
+                        help="speak to --server as this kind of server (auto: detect it): chat turns through the "
+                             "server's template for a chat model, the schema where that server reads it, "
+                             "per-request cache control where it has one (default: plain completions, "
+                             "--schema-mode, a barrier request before each call)")
+    parser.add_argument("--server-model-kind", choices=["base", "chat"],
+                        help="with --server-kind: whether the served model is a base model (plain completions) "
+                             "or a chat model (its chat template); default: asked of the server")
     parser.add_argument("--model-sha256", help="the served model file's sha256, for provenance and cassette keys "
                         "(a llama.cpp server's local file is hashed without it)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per server request (default 60)")
@@ -66,7 +76,9 @@ def connect_servers(args: argparse.Namespace, *, several: bool,
     servers = []
     for url in urls:
         server = OpenAICompatBackend(url, model=args.server_model, model_sha256=args.model_sha256,
-                                     timeout_s=args.timeout, retries=args.retries, schema_mode=args.schema_mode)
+                                     timeout_s=args.timeout, retries=args.retries, schema_mode=args.schema_mode,
+                                     server_kind=getattr(args, "server_kind", None),
+                                     model_kind=getattr(args, "server_model_kind", None))
         server.describe()  # fails early, with a clear error, when the server is down
         servers.append(server)
     return servers

@@ -236,8 +236,9 @@ def register(commands: Any, bench: Any) -> None:
     p = commands.add_parser("experiment", help="the comparison v2: task families, dev/test split, seven arms")
     _task_arguments(p)
     add_server_options(p, server_help="an OpenAI-compatible server's base URL instead of an in-process model "
-                       "(plain completions: the prompts are sent as they are, no chat template). Give it once per "
-                       "server to spread the runs over several servers of one model; the rows are one server's")
+                       "(plain completions, the prompts sent as they are, unless --server-kind says how to reach "
+                       "a chat model's template). Give it once per server to spread the runs over several servers "
+                       "of one model; the rows are one server's")
     p.add_argument("--slots", type=int, default=1, help="runs each --server takes at once (a llama.cpp server "
                    "started with --parallel N has N; default 1)")
     p.add_argument("--replay", metavar="DIR", help="replay a recorded v2 experiment from its cassettes")
