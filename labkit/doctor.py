@@ -19,30 +19,19 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from labkit.doctor_report import PURPOSES, Finding, Report
 from labkit.llm.native import CRASH_ISSUE, OVERRIDE_ENV
 from labkit.sandbox import INSTALL_FIX, MODE_ENV
 
 GIB = 1024**3
 MIN_FREE_DISK_GIB = 1.0  # the embedded model (0.25 GiB), its cache copy, results and notebook outputs
 MIN_FREE_MEMORY_GIB = 1.0  # the 270M model needs ~0.5 GiB with its KV cache; leave room for Python
-PURPOSES = ("experiment", "lab", "test")
 REINSTALL_LLAMA = ".venv/bin/pip install --force-reinstall --no-cache-dir 'llama-cpp-python[server]>=0.3.16,<0.4'"
 NO_AMX_BUILD = ("CMAKE_ARGS=\"-DCMAKE_C_FLAGS='-mno-amx-int8 -mno-amx-tile -mno-amx-bf16' "
                 "-DCMAKE_CXX_FLAGS='-mno-amx-int8 -mno-amx-tile -mno-amx-bf16'\" " + REINSTALL_LLAMA)
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One check's verdict: what was seen, and the command that fixes it when it is not ok."""
-
-    check: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    needed_for: tuple[str, ...] = PURPOSES
 
 
 @dataclass(frozen=True)
@@ -318,32 +307,6 @@ CHECKS: tuple[Check, ...] = (
     Check("sandbox", ("experiment", "test"), _PROBE_SANDBOX, judge_sandbox, 60),
 )
 """Every check the doctor knows, in the order it runs them (the build before the completion it explains)."""
-
-
-@dataclass
-class Report:
-    """The doctor's verdicts for one purpose (``heading``: the first line, when not this machine's)."""
-
-    purpose: str
-    findings: list[Finding] = field(default_factory=list)
-    heading: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return all(f.ok for f in self.findings)
-
-    def render(self) -> str:
-        lines = [self.heading or f"labkit doctor — what {self.purpose} needs on this machine"]
-        for f in self.findings:
-            lines.append(f"  {'ok  ' if f.ok else 'FAIL'}  {f.check:<16} {f.detail}")
-            if f.fix:  # an ok finding may still have one (the sandbox in limits-only mode)
-                lines.append(f"        {'':<16} fix: {f.fix}")
-        bad = [f.check for f in self.findings if not f.ok]
-        lines.append("all checks passed" if not bad else f"{len(bad)} problem(s): {', '.join(bad)}")
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"purpose": self.purpose, "ok": self.ok, "findings": [asdict(f) for f in self.findings]}
 
 
 def examine(purpose: str = "all", checks: Sequence[Check] = CHECKS,

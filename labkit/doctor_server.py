@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from labkit.doctor import Finding, Report
+from labkit.doctor_report import Finding, Report
 from labkit.errors import LabkitError
 from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.server_kinds import SERVER_KINDS, ServerKind, probe_schema
