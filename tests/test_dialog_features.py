@@ -16,7 +16,15 @@ import pytest
 from labkit.dialog import DialogBot, PromptOnlyBot, VariableChanged, load_scenario, parse_scenario, reduce_dialog
 from labkit.dialog.arms import ABLATION, ARMS, NAMES, arm
 from labkit.dialog.contract import Violation, differing_reask_prompt, grammar_schema, reask_prompt
-from labkit.dialog.events import BotSaid, CancelAnswered, CancelRequested, DialogState, ModelCalled
+from labkit.dialog.engine import NOT_UNDERSTOOD
+from labkit.dialog.events import (
+    BotSaid,
+    CancelAnswered,
+    CancelRequested,
+    DialogState,
+    ModelCalled,
+    ValuesDropped,
+)
 from labkit.dialog.features import ALL, FEATURES, checked
 from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_bot
 from labkit.dialog.measure import score, summarize_scores
@@ -504,18 +512,39 @@ def test_a_log_resumes_only_under_the_arm_that_wrote_it(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- grounded_values, step_question
-def test_a_value_with_words_the_user_never_said_is_refused_and_reasked() -> None:
-    copied = answer("Got it.", "next", {"goal": "an app that reminds my accountant"})
+def test_an_ungrounded_value_a_move_needs_is_reasked_without_the_example() -> None:
+    copied = answer("Got it. Who will use it?", "next", {"goal": "an app that reminds my accountant"})
     own = answer("Got it.", "next", {"goal": "a tool that plans my running training"})
-    b = bot(ANALYST, [copied, own], "grounded_values")
+    b = bot(ANALYST, [copied, own], "grounded_values", "step_example")
     outcome = b.respond("A tool that plans my running training, just for me.")
     calls = [e for e in b.events if isinstance(e, ModelCalled)]
     assert outcome.outcome == "reasked" and calls[0].violation == "ungrounded_results"
-    assert "'reminds', 'accountant'" in calls[0].detail and "'app'" in calls[0].detail
+    assert "'app', 'reminds', 'accountant'" in calls[0].detail
+    assert "Example of a correct answer" in calls[0].prompt and "Example of a correct answer" not in calls[1].prompt
     assert b.state.variables["goal"] == "a tool that plans my running training" and b.state.status == "users"
     without = bot(ANALYST, [copied], "vars_memory")
     without.respond("A tool that plans my running training, just for me.")
     assert without.state.variables["goal"] == "an app that reminds my accountant"
+
+
+def test_an_ungrounded_reask_keeps_the_step_and_the_bot_asks_nothing_itself() -> None:
+    copied = answer("Got it. Who will use it?", "next", {"goal": "an app that reminds my accountant"})
+    b = bot(ANALYST, [copied, copied], "grounded_values", "step_question")
+    outcome = b.respond("A tool that plans my running training, just for me.")
+    dropped = [e for e in b.events if isinstance(e, ValuesDropped)]
+    assert len(dropped) == 1 and dropped[0].unsaid == {"goal": ["app", "reminds", "accountant"]}
+    assert (dropped[0].signal, dropped[0].kept_signal) == ("next", "stay")
+    assert "goal" not in b.state.variables and b.state.status == "goal"
+    assert outcome.reply == NOT_UNDERSTOOD and "?" not in outcome.reply  # not the step's question: see the floors
+
+
+def test_a_dropped_value_the_move_does_not_need_keeps_the_move() -> None:
+    b = bot(SUPPORT, [answer("Which product?", "next", {"issue": "the app crashes", "email": "user@example.com"})],
+            "grounded_values", "vars_memory")
+    b.respond("The app crashes every time I open my profile page.")
+    assert b.state.status == "product" and b.state.variables["issue"] == "the app crashes"
+    assert "email" not in b.state.variables
+    assert replay(b.events, reduce_dialog, DialogState(), table=SUPPORT.table).state == b.state
 
 
 def test_grounding_ignores_case_function_words_enums_and_word_endings() -> None:
@@ -541,6 +570,17 @@ def test_a_correction_may_change_only_a_known_value_of_an_earlier_step() -> None
     assert "to give users use this step's own signals" in calls[1].detail
     assert b.state.status == "must_haves" and b.state.variables["users"] == "my fans"
     assert not any(isinstance(e, VariableChanged) and e.who == "correction" for e in b.events)
+
+
+def test_the_correction_signal_is_offered_only_for_known_values_of_earlier_steps() -> None:
+    b = bot(ANALYST, [answer("Noted.", "next", {"goal": "a shop"})], "corrections", "results_grammar")
+    assert "correct" not in b.contract_step(ANALYST.step("goal")).signal_names  # nothing known yet to correct
+    b.respond("A shop.")
+    users = b.contract_step(ANALYST.step("users"))
+    assert "correct" in users.signal_names
+    alternatives = b._schema(users)["oneOf"]
+    correct = next(a for a in alternatives if a["properties"]["signal"] == {"const": "correct"})
+    assert set(correct["properties"]["results"]["properties"]) == {"goal"}  # not users, this step's own value
 
 
 def test_step_question_replaces_the_models_question_and_leaves_a_statement_alone() -> None:

@@ -14,6 +14,7 @@ each such violation; :func:`reask_prompt` turns it into the one follow-up call t
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,7 +134,8 @@ def _field_schema(f: Any, required: bool) -> dict[str, Any]:
     return base if required else {"anyOf": [base, {"type": "null"}]}
 
 
-def grammar_schema(step: Step, known: dict[str, Any]) -> dict[str, Any]:
+def grammar_schema(step: Step, known: dict[str, Any],
+                   only: Mapping[str, Collection[str]] | None = None) -> dict[str, Any]:
     """The ``results_grammar`` schema: one alternative per signal, each with its own results object.
 
     In the alternative of a signal, every value the signal ``needs`` that is not ``known`` yet is a
@@ -145,12 +147,17 @@ def grammar_schema(step: Step, known: dict[str, Any]) -> dict[str, Any]:
     The other way round, a signal that stays in the step cannot write a value that a move on from
     the step needs and that is not known yet: live, the model recorded the deadline and emitted
     ``stay``, and asked for the deadline again and again. A value given is a reason to move on.
+
+    ``only`` narrows a signal's results to the named fields (the correction signal may write only
+    the earlier steps' known values: live, the model "corrected" the step's own value with it).
     """
     forward = {n for s in step.signals if s.to != step.name for n in s.needs if _empty(known.get(n))}
     alternatives = []
     for signal in step.signals:
         required = [n for n in signal.needs if _empty(known.get(n)) and any(f.name == n for f in step.results)]
         fields = [f for f in step.results if signal.to != step.name or f.name not in forward]
+        if only is not None and signal.name in only:
+            fields = [f for f in fields if f.name in only[signal.name]]
         results = {"type": "object",
                    "properties": {f.name: _field_schema(f, f.name in required) for f in fields},
                    "required": required, "additionalProperties": False}

@@ -39,6 +39,7 @@ from labkit.dialog.events import (
     DialogState,
     ModelCalled,
     UserSaid,
+    ValuesDropped,
     VariableChanged,
     reduce_dialog,
 )
@@ -52,6 +53,7 @@ from labkit.machine import LabMachine
 from labkit.store import EventLog
 
 FALLBACK_REPLY = "Sorry, I could not process that. Could you say it again in other words?"
+NOT_UNDERSTOOD = "Sorry, I did not understand that."  # grounded_values kept the step: it asks nothing itself
 MAX_TOKENS = 160
 CANCEL_QUESTION = "Do you really want to stop here? Say yes to close this, or tell me more to go on."
 
@@ -81,6 +83,7 @@ class _Bot:
         self.backend = backend
         self.max_tokens = max_tokens
         self.on_event = on_event
+        self._attempt = 1  # the attempt of the turn being checked (1: first call, 2: the re-ask)
         params = {"scenario": scenario.name, "mode": mode, "model": backend.model_id(), "max_tokens": max_tokens}
         self.machine = LabMachine(scenario.table, reduce=reduce_dialog, empty=DialogState(), log=log, clock=clock,
                                   params={**params, **(extra_params or {})})
@@ -123,6 +126,7 @@ class _Bot:
         violation: Violation | None = None
         raw = ""
         for attempt in (1, 2):
+            self._attempt = attempt
             asked = prompt if attempt == 1 else self._reask(prompt, raw, violation, step)  # type: ignore[arg-type]
             out = self.backend.complete(asked, max_tokens=self.max_tokens, schema=schema, temperature=0.0, seed=0)
             raw = out.text
@@ -216,6 +220,7 @@ class DialogBot(_Bot):
                  arm: str = "") -> None:
         self.recent_turns = recent_turns
         self.features = checked_features(features)
+        self._dropped: ValuesDropped | None = None
         if "corrections" in self.features and scenario.corrections is None:
             raise LabkitError(f"scenario '{scenario.name}' declares no corrections, which the feature "
                               "'corrections' needs",
@@ -234,7 +239,8 @@ class DialogBot(_Bot):
 
         ``vars_memory`` and ``corrections`` let ``results`` hold the other steps' variables too
         (values given early, values corrected late); ``corrections`` adds the declared correction
-        signal (it records values and never moves, so the transition table does not change).
+        signal (it records values and never moves, so the transition table does not change) once an
+        earlier step holds a value it could correct.
         """
         if not self.features & {"vars_memory", "corrections"}:
             return step
@@ -242,33 +248,83 @@ class DialogBot(_Bot):
         others = tuple(f for f in self.scenario.variables if f.name not in own)
         signals = step.signals
         corrections = self.scenario.corrections
-        if self.has("corrections") and corrections is not None and step.signal(corrections.signal) is None:
+        if (self.has("corrections") and corrections is not None and step.signal(corrections.signal) is None
+                and self._correctable(step)):
             signals = (*signals, Signal(corrections.signal, step.name, (), corrections.when))
         return Step(step.name, step.instructions, step.instructions_file, (*step.results, *others), signals,
                     step.final, step.message, step.ask_keywords, step.example)
 
+    def _correctable(self, step: Step) -> set[str]:
+        """The values the correction signal may change in ``step``: known values of the other steps.
+
+        The step's own values are set by its ordinary signals (a value given after a ``back`` is an
+        answer, not a correction); live, the model emitted the correction for the step's own value.
+        """
+        corrections = self.scenario.corrections
+        if corrections is None:
+            return set()
+        own = {f.name for f in self.scenario.step(step.name).results}
+        known = {n for n, v in self.state.variables.items() if not _unknown(v)}
+        return (set(corrections.fields) or {f.name for f in self.scenario.variables}) & known - own
+
     def _schema(self, step: Step) -> dict[str, Any]:
-        return grammar_schema(step, self.state.variables) if self.has("results_grammar") else answer_schema(step)
+        if not self.has("results_grammar"):
+            return answer_schema(step)
+        corrections = self.scenario.corrections
+        only = ({corrections.signal: self._correctable(step)}
+                if self.has("corrections") and corrections is not None else None)
+        return grammar_schema(step, self.state.variables, only)
+
+    def _grounded(self, checked: Checked, step: Step) -> Checked:
+        """``grounded_values``: free-text values holding words the user never said are taken out.
+
+        A dropped value that the emitted move does not need is simply left out (the log says so).
+        A move that needed it is refused once, and the re-ask is shown no example (live, the re-ask
+        of the first form of this feature copied the example again: "user@example.com"). If the
+        re-ask is ungrounded too, its grounded values are kept, the move stays in the step, and the
+        reply says the bot did not understand: the model's message was written for a move that did
+        not happen, and a machine that asked its own question here would let a bot that copies the
+        examples pass the users who should be asked again (the floor tests).
+        """
+        answer = checked.answer
+        assert answer is not None
+        said = [text for who, text in self.state.turns if who == "user"]
+        unsaid = ungrounded(answer.results, step.results, said)
+        if not unsaid:
+            return checked
+        results = {k: v for k, v in answer.results.items() if k not in unsaid}
+        signal = step.signal(answer.signal)
+        known = {**self.state.variables, **results}
+        update: dict[str, Any] = {"results": results}
+        if signal is not None and any(_unknown(known.get(n)) for n in signal.needs):
+            corrections = self.scenario.corrections
+            stay = next((s for s in step.signals if s.to == step.name and not s.needs
+                         and (corrections is None or s.name != corrections.signal)), None)
+            if self._attempt == 1 or stay is None:
+                named = "; ".join(f"{name} has {', '.join(map(repr, words))}" for name, words in unsaid.items())
+                return Checked(None, Violation("ungrounded_results", f"the user never said these words: {named}. "
+                                               "Use only the user's own words; if the user has not said it, stay "
+                                               "and ask for it"))
+            update |= {"signal": stay.name, "message": NOT_UNDERSTOOD}
+        self._dropped = ValuesDropped(turn=0, step=step.name, dropped={k: answer.results[k] for k in unsaid},
+                                      unsaid=unsaid, signal=answer.signal, kept_signal=update.get("signal",
+                                                                                                 answer.signal))
+        return Checked(answer.model_copy(update=update), None)
 
     def _check(self, raw: str, step: Step) -> Checked:
+        self._dropped = None
         checked = check_answer(raw, step, self.state.variables)
         corrections = self.scenario.corrections
         if checked.answer is None:
             return checked
         if self.has("grounded_values"):
-            said = [text for who, text in self.state.turns if who == "user"]
-            unsaid = ungrounded(checked.answer.results, step.results, said)
-            if unsaid:
-                named = "; ".join(f"{name} has {', '.join(map(repr, missing))}" for name, missing in unsaid.items())
-                return Checked(None, Violation("ungrounded_results", f"the user never said these words: {named}. "
-                                               "Use only the user's own words, or leave the value out"))
+            checked = self._grounded(checked, step)
+            if checked.answer is None:
+                return checked
         if not self.has("corrections") or corrections is None or checked.answer.signal != corrections.signal:
             return checked
-        # A correction changes a value an earlier step already holds; this step's own values are set by
-        # its ordinary signals (a value given after a `back` is an answer, not a correction).
         own = {f.name for f in self.scenario.step(self.state.status).results}
-        known = {n for n, v in self.state.variables.items() if not _unknown(v)}
-        allowed = (set(corrections.fields) or {f.name for f in self.scenario.variables}) & known - own
+        allowed = self._correctable(step)
         changed = {k: v for k, v in checked.answer.results.items() if self.state.variables.get(k) != v}
         if not changed:
             return Checked(None, Violation("missing_results", f"signal '{corrections.signal}' needs the corrected "
@@ -284,6 +340,8 @@ class DialogBot(_Bot):
         return checked
 
     def _reask(self, prompt: str, raw: str, violation: Violation, step: Step) -> str:
+        if violation.code == "ungrounded_results" and self.has("step_example"):  # the example was copied
+            prompt = self._feature_prompt(self.scenario.step(self.state.status), example=False)
         if self.has("differing_reask"):
             return differing_reask_prompt(prompt, raw, violation, step, self.state.variables)
         return reask_prompt(prompt, raw, violation, step)
@@ -294,6 +352,9 @@ class DialogBot(_Bot):
         Under ``vars_memory`` the results may hold every variable; a model that repeats a known value
         in other words must not overwrite it (only the declared correction signal may).
         """
+        if self._dropped is not None:  # the check of the kept answer dropped values: the log says which
+            self._record(self._dropped.model_copy(update={"turn": turn}))
+            self._dropped = None
         if self.has("vars_memory") or self.has("corrections"):
             own = {f.name for f in self.scenario.step(step).results}
             corrections = self.scenario.corrections
@@ -326,7 +387,7 @@ class DialogBot(_Bot):
                 f"Conversation (latest last):\n{self._turns_text(self.recent_turns)}\n\n"
                 "Reply with one JSON object: message (to the user), signal, results, summary (one line).\nJSON: ")
 
-    def _feature_prompt(self, step: Step) -> str:
+    def _feature_prompt(self, step: Step, *, example: bool = True) -> str:
         """The step prompt with the features that are on (a new text: the first recording never sent it)."""
         contract = self.contract_step(step)
         own = {f.name for f in step.results}
@@ -343,7 +404,7 @@ class DialogBot(_Bot):
         if self.state.pending_cancel:
             parts.append("You asked the user whether to stop. Emit cancel only if the user confirms it; if the user "
                          "goes on, continue this step.")
-        if self.has("step_example"):
+        if self.has("step_example") and example:
             parts.append(example_text(step))
         past = "; ".join(f"{k}: {v}" for k, v in self.state.summaries.items() if k != step.name) or "none"
         parts += ["", f"Known so far: {self._variables_text()}\nEarlier steps: {past}", "",

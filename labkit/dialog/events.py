@@ -102,6 +102,23 @@ class CancelAnswered(Event):
     confirmed: bool
 
 
+@register_event
+class ValuesDropped(Event):
+    """``grounded_values`` took values out of an answer: words the user never said (per field).
+
+    ``signal`` is what the model emitted and ``kept_signal`` what the machine kept: a move whose
+    needed value was dropped stays in the step instead (the step asks again).
+    """
+
+    type: Literal["dialog_values_dropped"] = "dialog_values_dropped"
+    turn: int
+    step: str
+    dropped: dict[str, Any]
+    unsaid: dict[str, list[str]]
+    signal: str
+    kept_signal: str
+
+
 @dataclass(frozen=True)
 class DialogState:
     """Where a conversation stands; ``status`` is the machine state (the current step)."""

@@ -41,8 +41,9 @@ FEATURES: tuple[Feature, ...] = (
                               "ends the conversation, anything else withdraws it"),
     Feature("corrections", "the scenario's declared correction signal changes an earlier variable through a "
                            "VariableChanged by 'correction', without moving"),
-    Feature("grounded_values", "a free-text value whose words the user never said is refused and asked again "
-                               "(the model copied examples into results: 'me and my accountant')"),
+    Feature("grounded_values", "a free-text value whose words the user never said is dropped (ValuesDropped) and "
+                               "a move that needed it stays in the step (the model copied examples into "
+                               "results: 'me and my accountant')"),
     Feature("step_question", "while a step still needs something, the model's questions are replaced by the "
                              "step's declared question (the model asked the last step's question); a message "
                              "that asks nothing stays as it is"),
