@@ -50,6 +50,8 @@ REVEAL_TAG = "reveal"
 REVEAL_HEADING = "The answer to the prediction above (folded until a choice is checked there)"
 """The first line of a reveal cell's output: what JupyterLab's fold bar shows in place of the answer."""
 ANSWERED_CLASS = "labkit-answered"
+OUTPUT_KEY = "labkit_prediction"
+"""The key of a prediction's output metadata: ``{"reveal": bool}``, read by the notebook build."""
 
 GUARD_JS = """
 // labkit predict box: keep the next code cell (the reveal) folded until a choice is checked.
@@ -104,20 +106,28 @@ class Prediction:
         choices: the possible answers, shown in this order.
         answer: the right choice (ideally computed from the recorded run, not typed in).
         explain: why it is right; shown, with the answer, only after a checked choice.
+        reveal: whether the next code cell shows the answer (a ``reveal`` cell: folded until a choice is
+            checked, see the module's docstring). False for a prediction whose answer is only in its box:
+            then the next code cell is left alone.
     """
 
-    def __init__(self, question: str, choices: Sequence[str], answer: str, explain: str) -> None:
+    def __init__(self, question: str, choices: Sequence[str], answer: str, explain: str, *,
+                 reveal: bool = True) -> None:
         _require_choice(question, choices, answer)
         self.question, self.choices, self.answer, self.explain = question, list(choices), answer, explain
+        self.has_reveal = reveal
         self.picker = widgets.RadioButtons(options=self.choices, value=None, layout={"width": "max-content"})
         self.button = widgets.Button(description="check", icon="eye")
         self.reveal = widgets.HTML(value="")
         self.button.on_click(lambda _: self.check())
-        guard = widgets.Output(layout={"display": "none"})
-        guard.outputs = ({"output_type": "display_data", "data": {"application/javascript": GUARD_JS},
-                          "metadata": {}},)
-        self.box = widgets.VBox([widgets.HTML(value=f"<b>Predict.</b> {html.escape(question)}"), self.picker,
-                                 self.button, self.reveal, guard])
+        parts: list[widgets.Widget] = [widgets.HTML(value=f"<b>Predict.</b> {html.escape(question)}"), self.picker,
+                                       self.button, self.reveal]
+        if reveal:
+            guard = widgets.Output(layout={"display": "none"})
+            guard.outputs = ({"output_type": "display_data", "data": {"application/javascript": GUARD_JS},
+                              "metadata": {}},)
+            parts.append(guard)
+        self.box = widgets.VBox(parts)
         self.box.add_class("labkit-predict")
 
     def check(self) -> bool | None:
@@ -136,10 +146,13 @@ class Prediction:
     def __repr__(self) -> str:
         return f"Predict: {self.question}\n  " + "\n  ".join(self.choices) + f"\n({FALLBACK})"
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        _heading_for_next_cell()
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The widget, its plain-text fallback, and in the output's metadata whether a reveal cell follows
+        (what ``scripts/build_notebook.py`` checks in the executed notebook)."""
+        if self.has_reveal:
+            _heading_for_next_cell()
         bundle = self.box._repr_mimebundle_(**kwargs) or {}
-        return {**bundle, "text/plain": repr(self)}
+        return {**bundle, "text/plain": repr(self)}, {OUTPUT_KEY: {"reveal": self.has_reveal}}
 
 
 class _RevealHeading:
@@ -186,9 +199,13 @@ def _heading_for_next_cell() -> None:
     heading.shown = True
 
 
-def predict(question: str, choices: Sequence[str], answer: str, explain: str) -> Prediction:
-    """A predict-then-see moment: the answer and ``explain`` stay hidden until a choice is checked."""
-    return Prediction(question, choices, answer, explain)
+def predict(question: str, choices: Sequence[str], answer: str, explain: str, *, reveal: bool = True) -> Prediction:
+    """A predict-then-see moment: the answer and ``explain`` stay hidden until a choice is checked.
+
+    With ``reveal`` (the default) the next code cell shows the answer and must be tagged ``reveal`` in the
+    lesson's source; see :class:`Prediction`.
+    """
+    return Prediction(question, choices, answer, explain, reveal=reveal)
 
 
 @dataclass(frozen=True)

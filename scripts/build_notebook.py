@@ -29,7 +29,7 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
-from labkit.course import FALLBACK, REVEAL_TAG
+from labkit.course import FALLBACK, OUTPUT_KEY, REVEAL_TAG
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 TEXT_ONLY_CELL_METADATA = ("lines_to_next_cell",)  # jupytext keeps the .py's blank lines with it
@@ -58,25 +58,32 @@ def fold_reveals(nb: nbformat.NotebookNode) -> None:
             cell.metadata.setdefault("jupyter", {})["outputs_hidden"] = True
 
 
-def shows_prediction(cell: nbformat.NotebookNode) -> bool:
-    """Whether an executed code cell displayed a ``labkit.predict`` box (its plain text ends with the fallback)."""
-    return cell.cell_type == "code" and any(
-        f"({FALLBACK})" in "".join(output.get("data", {}).get("text/plain", ""))
-        for output in cell.get("outputs", []) if output.get("output_type") in {"display_data", "execute_result"})
+def prediction(cell: nbformat.NotebookNode) -> bool | None:
+    """Whether an executed code cell displayed a ``labkit.predict`` box (its plain text ends with the fallback),
+    and if so whether its answer is in a reveal cell after it: None (no prediction), True or False.
+
+    The box says so in its output's metadata; a box recorded before it did has a reveal."""
+    for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+        if (output.get("output_type") in {"display_data", "execute_result"}
+                and f"({FALLBACK})" in "".join(output.get("data", {}).get("text/plain", ""))):
+            return bool(output.get("metadata", {}).get(OUTPUT_KEY, {}).get("reveal", True))
+    return None
 
 
 def reveal_problems(nb: nbformat.NotebookNode) -> list[str]:
     """What is wrong with an executed notebook's predictions and reveals; empty when each prediction's next
-    code cell is tagged ``reveal`` and each ``reveal`` cell comes right after a prediction."""
+    code cell is tagged ``reveal`` (unless the prediction says ``reveal=False``) and each ``reveal`` cell comes
+    right after a prediction that has one."""
     code = [(index, cell) for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
     problems = []
     for (index, cell), (_, after) in zip(code, [*code[1:], (None, None)], strict=True):
-        if shows_prediction(cell) and (after is None or not is_reveal(after)):
+        if prediction(cell) and (after is None or not is_reveal(after)):
             problems.append(f"cell {index} shows a prediction, but the next code cell is not tagged "
                             f"{REVEAL_TAG!r}: its output would show the answer unfolded")
     for (_, before), (index, cell) in zip([(None, None), *code[:-1]], code, strict=True):
-        if is_reveal(cell) and (before is None or not shows_prediction(before)):
-            problems.append(f"cell {index} is tagged {REVEAL_TAG!r}, but the code cell before it shows no prediction")
+        if is_reveal(cell) and (before is None or not prediction(before)):
+            problems.append(f"cell {index} is tagged {REVEAL_TAG!r}, but the code cell before it shows no prediction "
+                            "that has a reveal (predict(..., reveal=False) has none)")
     return problems
 
 
@@ -92,7 +99,8 @@ def build(source: Path) -> Path:
     problems = reveal_problems(nb)
     if problems:
         sys.exit(f"{source}: " + "; ".join(problems) + f'. Tag the code cell that reveals an answer with '
-                 f'`# %% tags=["{REVEAL_TAG}"]`, right after the cell that shows the prediction.')
+                 f'`# %% tags=["{REVEAL_TAG}"]`, right after the cell that shows the prediction, or pass reveal=False '
+                 'to a prediction whose answer is only in its box.')
     fold_reveals(nb)
     for index, cell in enumerate(nb.cells):  # stable ids keep diffs small between rebuilds
         cell["id"] = f"cell-{index:03d}"
