@@ -114,7 +114,7 @@ predict("The ticket is IN_PROGRESS. What happens when `confirm` is fired?",
 # %% [markdown]
 # Run it and compare:
 
-# %%
+# %% tags=["reveal"]
 events_before = len(machine.events)
 try:
     machine.fire("confirm")
@@ -134,7 +134,7 @@ predict("`resolve` is fired twice: first with an empty fix note, then with 'repl
         "Both rows for (IN_PROGRESS, resolve) are tried; only one guard can hold. With an empty note "
         "`not has_fix_note` holds and the row loops back to IN_PROGRESS; with a note `has_fix_note` holds.")
 
-# %%
+# %% tags=["reveal"]
 machine.fire("resolve", fix_note="")
 print(machine.status)
 machine.fire("resolve", fix_note="replaced the toner")
@@ -168,7 +168,7 @@ predict("Four mistakes were planted. How many findings does the build report?", 
         "has no outgoing rows although it is not terminal (a run that got there could never end). The checks "
         "are separate rules, so one state can fail both: count findings, not mistakes.")
 
-# %%
+# %% tags=["reveal"]
 for problem in findings:
     print("-", problem)
 
@@ -213,7 +213,7 @@ predict("With the shortcut row, a new ticket is triaged (event #1) and then clos
         "checked; 'closed only straight after resolved' fails, so an invariant_violated event is appended "
         "(event #3, pointing back at #2) and the machine stops taking events.")
 
-# %%
+# %% tags=["reveal"]
 from labkit import InvariantViolation, Row
 
 shortcut = TransitionTable.build("ticket", TICKET_STATES, [*TICKET_ROWS, Row("TRIAGED", "close", "CLOSED")],

@@ -53,9 +53,12 @@ def open_trace(name):
     return Trace.from_catalog(events, project=run_view, describe=lambda e: f"#{e.seq} {describe_event(e)}")
 
 
-def predict_step(view, question, field, choices, why):
-    """A predict-then-see box for one step; the answer is ``field`` after the step, read from the replay."""
-    return predict(question, choices, str(run_view(view.after)[field]), f"{render_answer(view)}\n\n{why}")
+def predict_step(view, question, field, choices, why, reveal=True):
+    """A predict-then-see box for one step; the answer is ``field`` after the step, read from the replay.
+
+    ``reveal=False`` where no cell after it shows the answer (then only the box does)."""
+    return predict(question, choices, str(run_view(view.after)[field]), f"{render_answer(view)}\n\n{why}",
+                   reveal=reveal)
 
 
 traces = {name: open_trace(name) for name in NAMES}
@@ -127,7 +130,7 @@ predict_step(trace.step(at), "What is the status after the proposal is recorded?
 # %% [markdown]
 # Now the transition it called for:
 
-# %%
+# %% tags=["reveal"]
 print(render_question(trace.step(at + 1)))
 
 # %%
@@ -151,7 +154,7 @@ predict_step(trace.step(-1), "Where does `committed` lead from COMMITTING here?"
              ["SUCCEEDED", "PLANNING", "COMMITTING", "FAILED"],
              "`committed` has two rows: to SUCCEEDED when the goal predicate holds over the state (all three "
              "records committed and a draft that names every differing field), and back to PLANNING otherwise. "
-             "Here the goal holds.")
+             "Here the goal holds.", reveal=False)
 
 # %% [markdown]
 # The planner never says "done" in a way that counts: the stop condition is a check on the state, the
@@ -181,7 +184,7 @@ predict_step(trace.step(at), "Which transition becomes owed?", "owed", ["allowed
 # %% [markdown]
 # And the transition it called for:
 
-# %%
+# %% tags=["reveal"]
 print(render_question(trace.step(at + 1)))
 
 # %%
@@ -217,7 +220,7 @@ predict_step(trace.step(at), "Where does `denied` lead from EXECUTING?", "status
 # %% [markdown]
 # What did the person decide? The last step:
 
-# %%
+# %% tags=["reveal"]
 print(render_question(trace.step(-1)))
 
 # %%
@@ -276,7 +279,7 @@ predict_step(trace.step(at), "Where does `timeout` lead from EXECUTING for a rea
 # %% [markdown]
 # The next event is the second attempt:
 
-# %%
+# %% tags=["reveal"]
 print(render_answer(trace.step(at + 1)))
 
 # %% [markdown]
@@ -309,7 +312,7 @@ predict_step(trace.step(at), "Where does `timeout` lead from EXECUTING for a wri
 # The status query asks the draft area whether a draft with this key and this text's digest exists. It answers
 # `present`:
 
-# %%
+# %% tags=["reveal"]
 print(render_question(trace.step(at + 1)))
 
 # %% jupyter={"source_hidden": true}
@@ -321,7 +324,7 @@ predict_step(trace.step(at + 1), "Which transition does the answer `present` mak
 # %% [markdown]
 # The two events that follow:
 
-# %%
+# %% tags=["reveal"]
 print(render_answer(trace.step(at + 2)))
 print(render_answer(trace.step(at + 3)))
 

@@ -139,7 +139,7 @@ predict(f"The status query is event seq {k}. At which seq is each tampered copy 
 # %% [markdown]
 # The errors, as `load_events` words them:
 
-# %%
+# %% tags=["reveal"]
 for name, err in caught.items():
     print(f"{name:16} seq {err.seq}: {err.message}")
 
@@ -176,7 +176,7 @@ predict("The re-sealed forgery loads (every hash and link is valid). Is the lie 
         "passes that check. Replay with the invariants checks what the log says happened: a commit of a write "
         "nobody saw succeed breaks committed_implies_observed.")
 
-# %%
+# %% tags=["reveal"]
 print("forged chain loads:", len(forged), "events")
 for seq, name, detail in replay(forged, reduce_run, empty_run_state(), runtime_invariants()).violations:
     print(f"replay finds: {name} at seq {seq}: {detail}")
@@ -226,7 +226,7 @@ predict(f"The write timed out at event seq {timeout_seq} (the tool's answer), an
         "record owes `timeout`), even though nothing has moved yet. A divergence is found at the first event "
         "whose resulting state differs, not where its consequences show.")
 
-# %%
+# %% tags=["reveal"]
 print("first divergence at event seq", divergence.seq, "-", describe_event(events[divergence.seq]))
 for row in compare_states(run_view(divergence.replayed), run_view(divergence.recorded)):
     if row.changed:

@@ -149,7 +149,7 @@ predict(f"The note's order form is {_expected}. Did the machine + model arm fill
 # %% [markdown]
 # Every arm on this task, for each recorded model (the grade is the one verifier's):
 
-# %%
+# %% tags=["reveal"]
 for m in MODELS:
     print(m)
     for arm in ARMS:
@@ -190,7 +190,7 @@ predict(f"On the test split ({_po['tasks']} tasks), which solved more with {MODE
         "machine + model" if _mm["tasks_solved"] > _po["tasks_solved"] else "the same number",
         f"prompt-only {_po['tasks_solved']}/{_po['tasks']}, machine + model {_mm['tasks_solved']}/{_mm['tasks']}.")
 
-# %%
+# %% tags=["reveal"]
 Markdown("\n".join(f"**{m}**\n\n{arm_table(summaries[m]['rows'])}" for m in MODELS))
 
 # %% [markdown]
@@ -229,7 +229,7 @@ predict(f"The dev rule solves {_dev['tasks_solved']}/{_dev['tasks']} dev tasks. 
         f"{_test['tasks_solved']}/{_test['tasks']} on test ({', '.join(f'{f} {v}' for f, v in _test['families'].items())}"
         "). Rules written on dev wording meet new wording on test.")
 
-# %%
+# %% tags=["reveal"]
 Markdown(arm_table(no_model["rows"]))
 
 # %% [markdown]

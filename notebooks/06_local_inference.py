@@ -138,7 +138,7 @@ predict("On one thread each, how many times faster does the 270M model generate 
         "1.5B model is several times slower. Less than its size alone would suggest: part of each step does "
         "not grow with the model (sampling over the vocabulary, Python's own work per token).")
 
-# %%
+# %% tags=["reveal"]
 print(f"270M over 1.5B, one thread each: prompt {small['prompt_tokens_per_s'] / large['prompt_tokens_per_s']:.1f}x, "
       f"free generation {small['gen_tokens_per_s'] / large['gen_tokens_per_s']:.1f}x, "
       f"grammar generation {small['gen_grammar_tokens_per_s'] / large['gen_grammar_tokens_per_s']:.1f}x faster")
@@ -209,7 +209,7 @@ predict(f"Greedy decoding, {_prompts} recorded grammar-constrained prompts, lazy
 # only the time. Whether two batches give the same tokens as one batch is a separate question, measured too;
 # reuse is on by default only for the prefixes where it was shown. The whole record:
 
-# %%
+# %% tags=["reveal"]
 from labkit.inference import render_equality
 
 print(render_equality(equality))
@@ -224,7 +224,7 @@ predict("Same two-batch evaluation, lazy grammar on both: how much faster is a m
         "The prefix is most of each prompt, so keeping it saves most of the prompt's evaluation. What remains — "
         "each prompt's own text and the tokens it generates — is not touched by the cache, which bounds the gain.")
 
-# %%
+# %% tags=["reveal"]
 for path in ("mask", "split-fresh", "split-reuse"):
     print(f"machine arm, {path:<12} {_timing[path]['mean_s']:.3f} s per call ({_timing[path]['calls']} calls)")
 print(f"kept prefix against fresh two batches: {_speedup:.2f}x; against today's path (one batch, masking "
@@ -265,7 +265,7 @@ predict("Generation under the JSON grammar, masking first: how does the GPU comp
         "The mask is computed on the CPU against all 262,144 vocabulary entries at every step, whatever device "
         "runs the model; it dwarfs the GPU's forward pass. A lazy grammar removes most of that cost.")
 
-# %%
+# %% tags=["reveal"]
 for key, what in (("prompt_tokens_per_s", "prompt processing"), ("gen_tokens_per_s", "free generation"),
                   ("gen_grammar_tokens_per_s", "grammar generation")):
     print(f"{what:<20} GPU {gpu[key]:9.1f}  CPU x16 {cpu16[key]:8.1f} tokens/s   GPU/CPU {gpu[key] / cpu16[key]:.1f}x")
@@ -364,7 +364,7 @@ predict("Greedy decoding (temperature 0), the same prompt, seed 1 and then seed 
         "At temperature 0 the sampler always takes the most likely token; the seed is never used. At 0.9 the "
         "seed decides the draws: the same seed repeats the text, another seed may not.")
 
-# %%
+# %% tags=["reveal"]
 print("greedy, seeds 1 and 2 give the same text:", greedy_a == greedy_b)
 print("t=0.9, seed 7 twice gives the same text:", warm_a == warm_b)
 

@@ -137,7 +137,7 @@ predict("Which of these three flow moves does the whitelist refuse?", [f"{s} -> 
         "REWRITING -> REVIEWING: new text must be written (flow back to WRITING) before it is reviewed again. "
         "STEERING, a person changing direction, is reachable from every state.")
 
-# %%
+# %% tags=["reveal"]
 for source, dest in MOVES:
     answer = flow.row_to(source, dest)
     print(f"{source} -> {dest}: " + (f"allowed, row {answer}" if hasattr(answer, "event") else answer.reason))
@@ -240,7 +240,7 @@ predict("Without the cross-layer rules, what will the lifecycle say when this ru
         f"It says {_unchecked.lifecycle!r} with the layers at {dict(_unchecked.layers)}: the phase reached "
         "COMPLETE, and nothing compared it with the flow, which still has a review open.")
 
-# %%
+# %% tags=["reveal"]
 unchecked = machine(writing_spec("skip_checkpoint"), check_rules=False)
 print("lifecycle:", unchecked.run(), "| layers:", unchecked.layers)
 print("sections saved:", len(unchecked.state.memo["sections"]), "of", len(TOPICS))
@@ -335,7 +335,7 @@ predict("Without abort checkpoints, how many model calls begin after the abort?"
         f"{_late} model calls began after the abort: the naive abort only changed the view, and the loop never "
         "looked at it again before calling the model.")
 
-# %%
+# %% tags=["reveal"]
 for checkpoints in (False, True):
     m = aborted_run(abort_checkpoints=checkpoints)
     after = calls_after_abort(m.events)
@@ -392,7 +392,7 @@ predict(f"At the cut the graph says {state_at_cut.layers['writing']!r} and the p
         "The graph's position is transient: a restart puts it back at `load`, whose router reads only the "
         "persisted phase and flow (and the memo), and sends the run on from there.")
 
-# %%
+# %% tags=["reveal"]
 restarted = restart(kept)
 print("lifecycle before the restart:", restarted.lifecycle, "(nobody recorded a stop)")
 restarted.run()

@@ -123,7 +123,7 @@ predict("The task renames greet.hello to greeting. The plan names greet.py only.
         "is not in the plan, so no targeted fix may touch it: the run rolls back. DONE needs every test green, "
         "so a broken caller can never end as DONE.")
 
-# %%
+# %% tags=["reveal"]
 half = RepoEditRun(project_dir(greeter), greeter.requirement, scripted([GREET_ONLY_PLAN], [GREET_ONLY_EDIT]),
                   clock=fixed_clock)
 print(half.run().status, "-", half.state.reason)
@@ -211,7 +211,7 @@ predict("The plan names words.py. The planner proposes for words.py one edit who
         "syntax_error would also object: at the first match the line would read `len(text.split()\" \"))`. The "
         "hint tells the planner to copy more of the line.")
 
-# %%
+# %% tags=["reveal"]
 print("text.split(      ->", verdict(twice))
 print('text.split(" ")  ->', verdict(edit_case("words.py", 'text.split(" ")', "text.split()")))
 
@@ -258,7 +258,7 @@ predict("The wrong edit was applied and committed in the copy, and the tests fai
         "caches, anything a test wrote). Nobody outside the run saw the copy, so undoing it is a real rollback, "
         "not a compensation.")
 
-# %%
+# %% tags=["reveal"]
 broken = broken_run()
 broken.run()
 print(render_trace(broken.events[-6:]))
@@ -374,7 +374,7 @@ predict("On the ten test tasks, which fixes more: one whole-file prompt, or the 
         f"{_fixed['machine_plus']}/10. Which tasks, and whether the difference is more than chance, is in the "
         "table below: with ten tasks only the discordant ones carry information.")
 
-# %%
+# %% tags=["reveal"]
 print(render_report([_plus]))
 
 # %% [markdown]
@@ -435,7 +435,7 @@ predict("On mutated HumanEval functions, the whole-file prompt is shown the fail
         f"{_rates['machine_plus']:.0%} of the fix tasks. The paired test below says whether that is more than "
         "chance.")
 
-# %%
+# %% tags=["reveal"]
 print(render_report([_fix]))
 
 # %% [markdown]

@@ -137,7 +137,7 @@ predict("The cost budget is 0.10; every planner call costs 0.03, and the task ne
         "so the fourth is allowed, and it takes the total to 0.12. A budget checked before spending can be "
         "overshot by one call; keep a call's price of headroom if the limit is hard.")
 
-# %%
+# %% tags=["reveal"]
 priced_result = priced.run()
 print(priced_result.outcome, f"cost {priced_result.state.cost:g}", "-", priced_result.reason)
 dear = live(with_budget(task, max_cost=0.10), "dear", planner=MeteredPlanner(0.04)).run()
@@ -210,7 +210,7 @@ predict("After the hand edit, what does the draft area's call table hold, and do
         "first version existed, was readable, and is recorded. A compensation is an action of its own; done "
         "outside the machine, it leaves the log describing a world that no longer exists.")
 
-# %%
+# %% tags=["reveal"]
 print("saves in the call table:", len(store.calls()))
 print("the log's draft is the one in the area:", store.status(key) == logged_sha)
 
@@ -353,7 +353,7 @@ predict("In how many different ways can a tool call end, as far as the free loop
         f"{len(tool_answers(machine, 'EXECUTING'))}: {', '.join(tool_answers(machine, 'EXECUTING'))}; and its "
         "guard `side_effect_possible` splits a timeout again into a read (retry) and a write (UNKNOWN).")
 
-# %%
+# %% tags=["reveal"]
 comparison = [
     ("states", len(free_loop.states), len(machine.states)),
     ("rows", len(free_loop.rows), len(machine.rows)),

@@ -1,4 +1,4 @@
-"""What a learner sees: notebook 02 run in JupyterLab, in a real (headless) Chromium.
+"""What a learner sees: notebooks run in JupyterLab, in a real (headless) Chromium.
 
 nbval proves what the kernel returns; this proves that JupyterLab shows it. The test starts
 ``jupyter lab`` from this environment on a free loopback port with a token, opens a copy of
@@ -7,7 +7,11 @@ from this run), runs all cells through the Run menu, and checks that
 
 - the table's Mermaid block is drawn as an SVG naming every state of the table,
 - the trace viewer widget (``labkit.viewer_widget``) is drawn with its live kernel behind it,
-- clicking the step slider's track shows another step (the kernel redraws the step it is sent).
+- clicking the step slider's track shows another step (the kernel redraws the step it is sent);
+
+and, for the first prediction of notebooks 07 and 09 opened as committed (beside their ``.py``, as jupytext
+pairs them), that the answer in its reveal cell's output is not on the page when the notebook is opened, nor
+after *Run All*, and is once a choice was checked in the box (see ``labkit.course``).
 
 The browser is the system's Chromium (Debian package ``chromium``; ``LABKIT_CHROMIUM`` names another
 executable) driven by Playwright; nothing is downloaded. Without either the test is skipped, with
@@ -32,6 +36,7 @@ import nbformat
 import pytest
 from conftest import JupyterLab
 
+from labkit.course import REVEAL_HEADING, REVEAL_TAG
 from labkit.runtime import planner_executor_table
 
 if TYPE_CHECKING:
@@ -248,3 +253,98 @@ def current_states(svg: ElementTree.Element) -> list[str]:
     """Names of the states drawn with the ``current`` class (labkit's marker for where the run stands)."""
     return sorted(re.sub(r"^.*\bstate-(.+)-\d+$", r"\1", g.get("id", ""))
                   for g in svg.iter() if "current" in (g.get("class") or "").split())
+
+
+# notebook: the data folders it reads (copied beside it as in the repository)
+REVEAL_NOTEBOOKS = {"07_machines_in_layers.ipynb": ["layers"], "09_stop_recover_redact.ipynb": []}
+
+
+@pytest.fixture
+def reveal_lab(tmp_path: Path, start_jupyter_lab) -> Iterator[JupyterLab]:
+    """JupyterLab serving the committed notebooks of REVEAL_NOTEBOOKS, each beside its .py and jupytext.toml."""
+    root = tmp_path / "lab"
+    (root / "notebooks").mkdir(parents=True)
+    shutil.copy(ROOT / "notebooks" / "jupytext.toml", root / "notebooks")
+    for name, folders in REVEAL_NOTEBOOKS.items():
+        for suffix in (".ipynb", ".py"):  # the text file last: jupytext refuses a text file older than its pair
+            shutil.copy(ROOT / "notebooks" / Path(name).with_suffix(suffix).name, root / "notebooks")
+        for folder in folders:
+            shutil.copytree(ROOT / "data" / folder, root / "data" / folder, dirs_exist_ok=True)
+    home = tmp_path / "jupyter"
+    for settings, values in LAB_SETTINGS.items():
+        path = home / "lab-settings" / settings
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+           "IPYTHONDIR": str(home / "ipython")}
+    with start_jupyter_lab(root, env=env) as server:
+        yield server
+
+
+def first_reveal(name: str) -> tuple[int, int, str]:
+    """The committed notebook's first prediction: its cell index, its reveal cell's index, and the reveal's first
+    line of printed answer (what must not be on the page before a choice is checked)."""
+    notebook = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    reveal = next(i for i, c in enumerate(notebook.cells) if REVEAL_TAG in c.metadata.get("tags", []))
+    asked = max(i for i, c in enumerate(notebook.cells[:reveal]) if c.cell_type == "code")
+    printed = "".join(o.text for o in notebook.cells[reveal].outputs if o.get("name") == "stdout")
+    return asked, reveal, next(line for line in printed.splitlines() if line.strip())
+
+
+def test_a_predictions_answer_shows_only_after_a_checked_choice(chromium: str, sync_playwright,
+                                                               reveal_lab: JupyterLab, tmp_path: Path) -> None:
+    server = reveal_lab
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True,
+                                             args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(PAGE_LOAD_S * 1000)
+        shot = "reveal"
+        try:
+            for name in REVEAL_NOTEBOOKS:
+                shot = f"reveal-{name[:2]}"
+                asked, reveal, answer = first_reveal(name)
+                page.goto(f"{server.url}/lab/tree/notebooks/{name}?token={server.token}&reset")
+                notebook = page.locator(".jp-NotebookPanel").first
+                cells = notebook.locator(".jp-Cell")
+                count = len(nbformat.read(ROOT / "notebooks" / name, as_version=4).cells)
+                page.wait_for_function("n => document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length === n",
+                                       arg=count)
+                page.locator("#jp-main-statusbar .jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).wait_for()
+                answer_cell = cells.nth(reveal)
+                bar = answer_cell.locator(".jp-OutputPlaceholder")
+
+                # opened as committed: folded, the bar shows the heading, the answer is nowhere in the cell
+                assert bar.is_visible(), f"{name}: the reveal cell is not folded when the notebook is opened"
+                assert bar.inner_text().strip() == REVEAL_HEADING
+                assert answer not in answer_cell.inner_text()
+                page.screenshot(path=tmp_path / f"{shot}-opened.png")
+
+                # Run All: JupyterLab unfolds every cell it runs; the box folds its reveal again
+                page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+                page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+                page.wait_for_function(ALL_CELLS_RAN, timeout=RUN_ALL_S * 1000)
+                box = cells.nth(asked).locator(".labkit-predict")
+                box.wait_for()
+                assert "Traceback" not in "\n".join(notebook.locator(".jp-OutputArea-output").all_inner_texts())
+                assert bar.is_visible(), f"{name}: after Run All the reveal cell is unfolded before any choice"
+                assert answer not in answer_cell.inner_text()
+                page.screenshot(path=tmp_path / f"{shot}-ran.png")
+
+                # a checked choice: the box explains, and the reveal cell unfolds with the kernel's answer
+                box.locator(".widget-radio-box label").first.click()
+                box.get_by_role("button", name="check").click()
+                box.get_by_text("The answer is").wait_for(timeout=STEP_S * 1000)
+                answer_cell.get_by_text(answer).first.wait_for(timeout=STEP_S * 1000)
+                assert not bar.is_visible()
+                answer_cell.evaluate("element => element.scrollIntoView({block: 'center'})")
+                page.screenshot(path=tmp_path / f"{shot}-checked.png")
+        except Exception:
+            page.screenshot(path=tmp_path / f"{shot}-failure.png")
+            raise
+        finally:
+            browser.close()
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            for picture in tmp_path.glob("reveal-*.png"):
+                shutil.copy2(picture, SHOTS / picture.name)

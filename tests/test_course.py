@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
+import ipywidgets as widgets
 import pytest
 
 from labkit import Choice, CodeLine, LabkitError, Quiz, predict
-from labkit.course import FALLBACK, Prediction
+from labkit.course import ANSWERED_CLASS, FALLBACK, GUARD_JS, OUTPUT_KEY, Prediction
 
 SECRET_ANSWER = "UNKNOWN"
 SECRET_WHY = "a timeout is the absence of an answer"
@@ -31,7 +32,8 @@ def make() -> Prediction:
 
 def test_nothing_reveals_the_answer_before_a_checked_choice():
     p = make()
-    bundle = p._repr_mimebundle_()
+    bundle, metadata = p._repr_mimebundle_()
+    assert metadata == {OUTPUT_KEY: {"reveal": True}}
     assert FALLBACK in bundle["text/plain"]
     assert SECRET_WHY not in bundle["text/plain"] and "answer is" not in bundle["text/plain"]
     assert "application/vnd.jupyter.widget-view+json" in bundle
@@ -48,6 +50,29 @@ def test_the_button_reveals_answer_and_explanation_after_a_choice():
     assert html_escaped(SECRET_WHY) in p.reveal.value
     p.picker.value = SECRET_ANSWER
     assert p.check() is True and "Right." in p.reveal.value
+
+
+def guards(p: Prediction) -> list[str]:
+    """The scripts the box carries for JupyterLab (in hidden Output widgets)."""
+    return [o["data"]["application/javascript"] for w in p.box.children if isinstance(w, widgets.Output)
+            for o in w.outputs if "application/javascript" in o["data"]]
+
+
+def test_the_box_carries_the_guard_and_marks_itself_answered_only_after_a_checked_choice():
+    p = make()
+    assert guards(p) == [GUARD_JS] and "labkit-predict" in p.box._dom_classes
+    assert ANSWERED_CLASS in GUARD_JS  # the script waits for the class the kernel sets
+    p.check()  # no choice yet
+    assert ANSWERED_CLASS not in p.box._dom_classes
+    p.picker.value = "FAILED"
+    p.button.click()
+    assert ANSWERED_CLASS in p.box._dom_classes
+
+
+def test_a_prediction_without_a_reveal_carries_no_guard_and_says_so():
+    p = predict("Where does timeout lead?", ["EXECUTING", SECRET_ANSWER], SECRET_ANSWER, SECRET_WHY, reveal=False)
+    assert guards(p) == []
+    assert p._repr_mimebundle_()[1] == {OUTPUT_KEY: {"reveal": False}}
 
 
 def html_escaped(text: str) -> str:
