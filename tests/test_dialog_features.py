@@ -544,6 +544,10 @@ def test_a_dropped_value_the_move_does_not_need_keeps_the_move() -> None:
     b.respond("The app crashes every time I open my profile page.")
     assert b.state.status == "product" and b.state.variables["issue"] == "the app crashes"
     assert "email" not in b.state.variables
+    early = bot(SUPPORT, [answer("Where?", "next", {"issue": "the app logs me out", "severity": "medium",
+                                                   "product": "app"})], "grounded_values", "vars_memory")
+    early.respond("The app logs me out every few minutes.")
+    assert early.state.variables["product"] == "app" and "severity" not in early.state.variables  # never said
     assert replay(b.events, reduce_dialog, DialogState(), table=SUPPORT.table).state == b.state
 
 
@@ -557,19 +561,26 @@ def test_grounding_ignores_case_function_words_enums_and_word_endings() -> None:
     assert ungrounded({"product": "billing", "issue": "a crash"}, fields, ["It crashes."]) == {}  # crash ~ crashes
     assert ungrounded({"issue": "a login crash"}, fields, ["It crashes."]) == {"issue": ["login"]}
     assert ungrounded({"product": "billing"}, fields, ["hello"]) == {}  # an enum value is the script's word
+    assert ungrounded({"product": "billing"}, fields, ["hello"], enums=["product"]) == {"product": ["billing"]}
+    assert ungrounded({"product": "app"}, fields, ["the mobile app"], enums=["product"]) == {}
 
 
-def test_a_correction_may_change_only_a_known_value_of_an_earlier_step() -> None:
+def test_a_correction_of_the_steps_own_value_is_the_steps_answer() -> None:
     b = bot(ANALYST, [answer("Noted.", "next", {"goal": "a shop"}),
-                      answer("Updated.", "correct", {"users": "my fans"}),
-                      answer("Thanks.", "next", {"users": "my fans"})], "corrections")
+                      answer("Updated.", "correct", {"users": "my fans"})], "corrections")
     b.respond("A shop.")
     outcome = b.respond("My fans.")
-    calls = [e for e in b.events if isinstance(e, ModelCalled)]
-    assert outcome.outcome == "reasked" and calls[1].violation == "invalid_results"
-    assert "to give users use this step's own signals" in calls[1].detail
-    assert b.state.status == "must_haves" and b.state.variables["users"] == "my fans"
+    assert outcome.calls == 1 and b.state.status == "must_haves" and b.state.variables["users"] == "my fans"
     assert not any(isinstance(e, VariableChanged) and e.who == "correction" for e in b.events)
+    assert [e.signal for e in b.events if isinstance(e, BotSaid)][-1] == "next"  # the log says what was kept
+    refused = bot(ANALYST, [answer("Noted.", "next", {"goal": "a shop"}),
+                            answer("Updated.", "correct", {"deadline": "May"}),
+                            answer("Updated.", "correct", {"goal": "a bakery"})], "corrections")
+    refused.respond("A shop.")
+    refused.respond("Actually a bakery.")
+    calls = [e for e in refused.events if isinstance(e, ModelCalled)]
+    assert calls[1].violation == "invalid_results" and "may not change deadline: it may change goal" in calls[1].detail
+    assert refused.state.variables["goal"] == "a bakery" and refused.state.status == "users"
 
 
 def test_the_correction_signal_is_offered_only_for_known_values_of_earlier_steps() -> None:
@@ -580,14 +591,18 @@ def test_the_correction_signal_is_offered_only_for_known_values_of_earlier_steps
     assert "correct" in users.signal_names
     alternatives = b._schema(users)["oneOf"]
     correct = next(a for a in alternatives if a["properties"]["signal"] == {"const": "correct"})
-    assert set(correct["properties"]["results"]["properties"]) == {"goal"}  # not users, this step's own value
+    # goal only: never a later step's value, and the unknown users is what the move on needs (a staying signal
+    # cannot write it); a known own value may be re-given under it (see the test above)
+    assert set(correct["properties"]["results"]["properties"]) == {"goal"}
 
 
-def test_step_question_replaces_the_models_question_and_leaves_a_statement_alone() -> None:
+def test_step_question_replaces_the_models_question_and_asks_after_a_move_only() -> None:
     b = bot(ANALYST, [answer("Great idea! Who else will use the project?", "next", {"goal": "a shop"}),
                       answer("Noted.", "next", {"users": "me"})], "step_question")
     assert b.respond("A shop.").reply == "Great idea! Who will use it?"
-    assert b.respond("Me.").reply == "Noted."  # the model asked nothing: the machine adds nothing
+    assert b.respond("Me.").reply == "Noted. Which features must the first version have?"  # moved: the step asks
+    stays = bot(ANALYST, [answer("Noted.", "stay", {})], "step_question")
+    assert stays.respond("Hello.").reply == "Noted."  # the model stayed and asked nothing: nothing is added
     said = [e for e in b.events if isinstance(e, BotSaid)]
     assert said[0].text == "Great idea! Who will use it?"  # the log records what the user read
     plain = bot(ANALYST, [answer("Great idea! Who else will use the project?", "next", {"goal": "a shop"})])

@@ -255,10 +255,10 @@ class DialogBot(_Bot):
                     step.final, step.message, step.ask_keywords, step.example)
 
     def _correctable(self, step: Step) -> set[str]:
-        """The values the correction signal may change in ``step``: known values of the other steps.
+        """The values the correction signal corrects in ``step``: known values of the other steps.
 
-        The step's own values are set by its ordinary signals (a value given after a ``back`` is an
-        answer, not a correction); live, the model emitted the correction for the step's own value.
+        The signal is offered only where one exists. It may also carry the step's own value, which
+        is then the step's answer (see :meth:`_check`), never a correction that keeps the step.
         """
         corrections = self.scenario.corrections
         if corrections is None:
@@ -271,7 +271,7 @@ class DialogBot(_Bot):
         if not self.has("results_grammar"):
             return answer_schema(step)
         corrections = self.scenario.corrections
-        only = ({corrections.signal: self._correctable(step)}
+        only = ({corrections.signal: self._correctable(step) | {f.name for f in self.scenario.step(step.name).results}}
                 if self.has("corrections") and corrections is not None else None)
         return grammar_schema(step, self.state.variables, only)
 
@@ -289,7 +289,9 @@ class DialogBot(_Bot):
         answer = checked.answer
         assert answer is not None
         said = [text for who, text in self.state.turns if who == "user"]
-        unsaid = ungrounded(answer.results, step.results, said)
+        own = {f.name for f in self.scenario.step(self.state.status).results}
+        later = [f.name for f in step.results if f.type == "enum" and f.name not in own]
+        unsaid = ungrounded(answer.results, step.results, said, enums=later)
         if not unsaid:
             return checked
         results = {k: v for k, v in answer.results.items() if k not in unsaid}
@@ -329,14 +331,22 @@ class DialogBot(_Bot):
         if not changed:
             return Checked(None, Violation("missing_results", f"signal '{corrections.signal}' needs the corrected "
                                            "value in results, but the results change nothing"))
-        refused = sorted(set(changed) - allowed)
+        refused = sorted(set(changed) - allowed - own)
         if refused:
             hint = (f"it may change {', '.join(sorted(allowed))}" if allowed else "nothing is known yet to correct")
-            mine = sorted(set(refused) & own)
-            if mine:
-                hint += f"; to give {', '.join(mine)} use this step's own signals"
             return Checked(None, Violation("invalid_results", f"signal '{corrections.signal}' may not change "
                                            f"{', '.join(refused)}: {hint}"))
+        if set(changed) <= own:
+            # The step's own value is its answer, not a correction: live, after a `back` to the deadline the
+            # model "corrected" the deadline and the step stayed, asking again. It moves on as its answer would.
+            forward = step.signal("next")
+            known = {**self.state.variables, **checked.answer.results}
+            ready = forward is not None and not any(_unknown(known.get(n)) for n in forward.needs)
+            stay = next((s for s in step.signals if s.to == step.name and not s.needs
+                         and s.name != corrections.signal), None)
+            kept = forward if ready else stay
+            if kept is not None:
+                return Checked(checked.answer.model_copy(update={"signal": kept.name}), None)
         return checked
 
     def _reask(self, prompt: str, raw: str, violation: Violation, step: Step) -> str:
@@ -430,7 +440,8 @@ class DialogBot(_Bot):
         target = self.scenario.step(self.machine.table.rows_for(step.name, answer.signal)[0].dest)
         skipping = (self.has("vars_memory") and answer.signal != "back" and target.name != step.name
                     and not self._needs_more(target, moving_on=True))
-        message = answer.message if target.final or skipping else self._asking(answer.message, target)
+        message = (answer.message if target.final or skipping
+                   else self._asking(answer.message, target, moved=target.name != step.name))
         self._record(BotSaid(turn=turn, step=step.name, text=message, summary=answer.summary, signal=answer.signal))
         if target.final and target.message:  # a final step is absorbing: its message is recorded before entering it
             self._record(BotSaid(turn=turn, step=target.name, text=target.message))
@@ -459,21 +470,23 @@ class DialogBot(_Bot):
         needed = {n for s in step.signals for n in s.needs}
         return not step.results or not needed or any(_unknown(self.state.variables.get(n)) for n in needed)
 
-    def _asking(self, message: str, step: Step) -> str:
+    def _asking(self, message: str, step: Step, *, moved: bool = False) -> str:
         """``step_question``: the model's questions replaced by the step's declared one.
 
-        The model decides whether to ask (a message without a question stays as it is); the script
-        says what to ask. Live, the model's questions were often the last step's ("Who else will use
-        the project?" after the users were known). Adding a question where the model asked none would
-        let a model that never does anything pass a user who should be asked again and again: the
-        machine would be doing the asking for it (the floor bots would score).
+        Live, the model's questions were often the last step's ("Who else will use the project?"
+        after the users were known). Where the model asked nothing the message stays as it is, except
+        after a move into a step that still needs something (``moved``): the machine has changed the
+        step, so it asks what the new step needs (live, the model wrote "The first version must be
+        ready by June." on its way into the review). The machine never adds a question in a step the
+        model did not leave: a model that never does anything would then pass the users who should be
+        asked again and again, because the machine would be doing the asking for it (the floor bots).
         """
         question = self.scenario.questions.get(step.name)
         if not self.has("step_question") or not question or not self._needs_more(step):
             return message
         sentences = [s for s in re.split(r"(?<=[.!?])\s+", message.strip()) if s]
         kept = [s for s in sentences if not s.endswith("?")]
-        if len(kept) == len(sentences):
+        if len(kept) == len(sentences) and not moved:
             return message
         return " ".join([*kept, self._question(step)])
 

@@ -6,7 +6,8 @@ instructions' own example), a constraint ``"it must run on old Android phones"``
 example), a deadline ``"May 1st"`` when the user said "before the marathon in May". A grammar
 cannot catch this (the shape is right); code can, because every free-text value the script asks for
 is the user's own words: each content word of the value must occur in what the user has said so
-far. Enum values are the script's words, not the user's, so they are not checked.
+far. Enum values are the script's words, not the user's, so the current step's are not checked; a
+later step's choice recorded early is (see :func:`ungrounded`).
 
 What counts as the same word is kept simple and declared here, so a learner can predict it: case
 and punctuation are ignored, short function words are skipped (and "none", the word the scripts ask for when a user has
@@ -18,7 +19,7 @@ edits a value, so what the log records is what the model said.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from labkit.dialog.scenario import ResultField
@@ -61,9 +62,15 @@ def unsaid_words(value: Any, said: Iterable[str]) -> list[str]:
     return missing
 
 
-def ungrounded(results: Mapping[str, Any], fields: Iterable[ResultField], said: Iterable[str]) -> dict[str, list[str]]:
-    """For each free-text field of ``results`` holding words the user never said: those words."""
+def ungrounded(results: Mapping[str, Any], fields: Iterable[ResultField], said: Iterable[str],
+               enums: Collection[str] = ()) -> dict[str, list[str]]:
+    """For each free-text field of ``results`` holding words the user never said: those words.
+
+    ``enums`` names enum fields checked too: a later step's choice taken early must be the user's
+    word (live, the model recorded ``severity = medium`` from "The app logs me out"); the current
+    step's own choice may be inferred ("I cannot use it at all" is ``high``).
+    """
     said = list(said)
-    free = {f.name for f in fields if f.type in ("string", "list")}
+    free = {f.name for f in fields if f.type in ("string", "list") or (f.type == "enum" and f.name in enums)}
     found = {name: unsaid_words(value, said) for name, value in results.items() if name in free}
     return {name: missing for name, missing in found.items() if missing}
