@@ -73,7 +73,8 @@ def bot(scenario, answers, *features: str, log=None) -> DialogBot:
 # ----------------------------------------------------------------------------- declarations
 def test_features_are_declared_once_and_unknown_names_are_refused() -> None:
     assert [f.name for f in FEATURES] == ["step_example", "results_grammar", "vars_memory", "cancel_confirm",
-                                          "corrections", "grounded_values", "step_question", "differing_reask"]
+                                          "corrections", "grounded_values", "step_question", "carry_over",
+                                             "differing_reask"]
     assert checked(["vars_memory"]) == {"vars_memory"}
     with pytest.raises(LabkitError, match="unknown dialog machine feature") as err:
         checked(["vars_memroy"])
@@ -525,6 +526,48 @@ def test_an_ungrounded_value_a_move_needs_is_reasked_without_the_example() -> No
     without = bot(ANALYST, [copied], "vars_memory")
     without.respond("A tool that plans my running training, just for me.")
     assert without.state.variables["goal"] == "an app that reminds my accountant"
+
+
+def test_the_reask_after_an_ungrounded_move_cannot_take_that_move_again() -> None:
+    copied = answer("Noted.", "next", {"must_haves": ["a reminder on the phone"]})
+    b = bot(ANALYST, [answer("Who?", "next", {"goal": "a room booking app"}),
+                      answer("Which features?", "next", {"users": "my team"}),
+                      copied, answer("Updated. Which features?", "correct", {"users": "the two team leads"})],
+            "grounded_values", "results_grammar", "corrections")
+    for text in ("A room booking app.", "My team.", "Sorry, only the two team leads will use it."):
+        b.respond(text)
+    first, reask = b.backend.requests[2:]
+    signals = [a["properties"]["signal"]["const"] for a in first.schema["oneOf"]]
+    assert "next" in signals and "next" not in [a["properties"]["signal"]["const"] for a in reask.schema["oneOf"]]
+    assert b.state.variables["users"] == "the two team leads" and b.state.status == "must_haves"
+    plain = bot(ANALYST, [answer("Who?", "next", {"goal": "a room booking app"}), copied, copied],
+                "grounded_values", "results_grammar")
+    plain.respond("A room booking app.")
+    plain.respond("Nobody yet.")  # refused for a missing value, not an ungrounded one: the re-ask keeps next
+    assert [a["properties"]["signal"]["const"] for a in plain.backend.requests[2].schema["oneOf"]].count("next") == 1
+
+
+def test_a_message_the_step_recorded_late_is_read_again_by_the_next_step(tmp_path: Path) -> None:
+    answers = [answer("What should it achieve?", "stay"),
+               answer("Who will use it?", "next", {"goal": "a shop"}),  # the goal, from the first message
+               answer("Noted.", "next", {"users": "me"})]  # the users step reads "Me." again
+    log = JsonlLog(tmp_path / "carried.jsonl")
+    b = DialogBot(ANALYST, ScriptedBackend(answers), features=frozenset({"carry_over", "step_question"}),
+                  clock=lambda: 0.0, log=log)
+    b.respond("A shop.")
+    outcome = b.respond("Me.")
+    assert (outcome.calls, outcome.outcome, b.state.status) == (2, "carried", "must_haves")
+    assert b.state.variables == {"goal": "a shop", "users": "me"}
+    said = [e.text for e in b.events if isinstance(e, BotSaid)]
+    assert said[-2:] == ["", "Noted. Which features must the first version have?"]  # no question for the users
+    assert outcome.reply == "Noted. Which features must the first version have?"
+    assert replay(read_jsonl(tmp_path / "carried.jsonl").events, reduce_dialog, DialogState(),
+                  table=ANALYST.table).state == b.state
+    on_time = bot(ANALYST, [answer("Who?", "next", {"goal": "a shop"})], "carry_over")
+    assert on_time.respond("A shop.").calls == 1 and on_time.state.status == "users"  # the latest message's words
+    off = bot(ANALYST, answers[:2], "step_question")
+    off.respond("A shop.")
+    assert off.respond("Me.").calls == 1 and off.state.status == "users"
 
 
 def test_an_ungrounded_reask_keeps_the_step_and_the_bot_asks_nothing_itself() -> None:

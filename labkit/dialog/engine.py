@@ -44,7 +44,7 @@ from labkit.dialog.events import (
     reduce_dialog,
 )
 from labkit.dialog.features import checked as checked_features
-from labkit.dialog.grounding import ungrounded
+from labkit.dialog.grounding import ungrounded, unsaid_words
 from labkit.dialog.scenario import ResultField, Scenario, Signal, Step
 from labkit.errors import LabkitError
 from labkit.events import Event, RunStarted
@@ -66,7 +66,7 @@ class TurnOutcome:
     step_before: str
     step_after: str
     calls: int
-    outcome: str  # "ok" | "reasked" | "contract_failed" | "finished"
+    outcome: str  # "ok" | "reasked" | "carried" (read again by the next step) | "contract_failed" | "finished"
 
 
 def _fmt(value: Any) -> str:
@@ -84,6 +84,7 @@ class _Bot:
         self.max_tokens = max_tokens
         self.on_event = on_event
         self._attempt = 1  # the attempt of the turn being checked (1: first call, 2: the re-ask)
+        self._calls_this_turn = 0  # model calls for the current user message (a carried message adds some)
         params = {"scenario": scenario.name, "mode": mode, "model": backend.model_id(), "max_tokens": max_tokens}
         self.machine = LabMachine(scenario.table, reduce=reduce_dialog, empty=DialogState(), log=log, clock=clock,
                                   params={**params, **(extra_params or {})})
@@ -122,11 +123,11 @@ class _Bot:
 
     def _ask(self, prompt: str, step: Step, turn: int) -> tuple[Answer | None, Violation | None, int]:
         """First call, and one corrective re-ask if the contract is broken; returns (answer, last violation, calls)."""
-        schema = self._schema(step)
         violation: Violation | None = None
         raw = ""
         for attempt in (1, 2):
             self._attempt = attempt
+            schema = self._schema(step)  # after a refusal, a bot may narrow what the re-ask can answer
             asked = prompt if attempt == 1 else self._reask(prompt, raw, violation, step)  # type: ignore[arg-type]
             out = self.backend.complete(asked, max_tokens=self.max_tokens, schema=schema, temperature=0.0, seed=0)
             raw = out.text
@@ -174,6 +175,11 @@ class _Bot:
             self._record(UserSaid(turn=turn, step=step.name, text=text))
         else:  # resumed after a crash mid-turn: the message is already in the log
             turn -= 1
+        return self._answer_turn(step, turn)
+
+    def _answer_turn(self, step: Step, turn: int) -> TurnOutcome:
+        """The model's answer to the turn's message in ``step``, checked, recorded and acted on."""
+        self._calls_this_turn = 0
         prompt = self.prompt(step)
         contract_step = self.contract_step(step)
         answer, violation, calls = self._ask(prompt, contract_step, turn)
@@ -183,8 +189,12 @@ class _Bot:
             self._record(BotSaid(turn=turn, step=step.name, text=FALLBACK_REPLY))
             return TurnOutcome(FALLBACK_REPLY, step.name, self.state.status, calls, "contract_failed")
         self._apply_results(answer, step.name, turn)
+        self._calls_this_turn = calls
         reply = self._after_answer(answer, step, turn)
-        return TurnOutcome(reply, step.name, self.state.status, calls, "ok" if calls == 1 else "reasked")
+        outcome = "ok" if calls == 1 else "reasked"
+        if self._calls_this_turn > calls:
+            calls, outcome = self._calls_this_turn, "carried"
+        return TurnOutcome(reply, step.name, self.state.status, calls, outcome)
 
     # hooks the two bots fill in
     def prompt(self, step: Step) -> str:
@@ -221,6 +231,8 @@ class DialogBot(_Bot):
         self.recent_turns = recent_turns
         self.features = checked_features(features)
         self._dropped: ValuesDropped | None = None
+        self._refused: frozenset[str] = frozenset()  # grounded_values: the move the re-ask may not take
+        self._carrying = False  # carry_over: the step moved to is reading the turn's message again
         if "corrections" in self.features and scenario.corrections is None:
             raise LabkitError(f"scenario '{scenario.name}' declares no corrections, which the feature "
                               "'corrections' needs",
@@ -273,18 +285,21 @@ class DialogBot(_Bot):
         corrections = self.scenario.corrections
         only = ({corrections.signal: self._correctable(step) | {f.name for f in self.scenario.step(step.name).results}}
                 if self.has("corrections") and corrections is not None else None)
-        return grammar_schema(step, self.state.variables, only)
+        return grammar_schema(step, self.state.variables, only, self._refused if self._attempt == 2 else ())
 
     def _grounded(self, checked: Checked, step: Step) -> Checked:
         """``grounded_values``: free-text values holding words the user never said are taken out.
 
         A dropped value that the emitted move does not need is simply left out (the log says so).
-        A move that needed it is refused once, and the re-ask is shown no example (live, the re-ask
-        of the first form of this feature copied the example again: "user@example.com"). If the
-        re-ask is ungrounded too, its grounded values are kept, the move stays in the step, and the
-        reply says the bot did not understand: the model's message was written for a move that did
-        not happen, and a machine that asked its own question here would let a bot that copies the
-        examples pass the users who should be asked again (the floor tests).
+        A move that needed it is refused once; the re-ask is shown no example (live, the re-ask of
+        the first form of this feature copied the example again: "user@example.com") and, under
+        ``results_grammar``, cannot take that move again (live, re-asks repeated it with other
+        invented words and the turn ended in the fallback); the model has to stay, or to take
+        another declared move such as a correction. If the re-ask is ungrounded too, its grounded
+        values are kept, the move stays in the step, and the reply says the bot did not understand:
+        the model's message was written for a move that did not happen, and a machine that asked its
+        own question here would let a bot that copies the examples pass the users who should be
+        asked again (the floor tests).
         """
         answer = checked.answer
         assert answer is not None
@@ -303,6 +318,7 @@ class DialogBot(_Bot):
             stay = next((s for s in step.signals if s.to == step.name and not s.needs
                          and (corrections is None or s.name != corrections.signal)), None)
             if self._attempt == 1 or stay is None:
+                self._refused = frozenset({answer.signal})
                 named = "; ".join(f"{name} has {', '.join(map(repr, words))}" for name, words in unsaid.items())
                 return Checked(None, Violation("ungrounded_results", f"the user never said these words: {named}. "
                                                "Use only the user's own words; if the user has not said it, stay "
@@ -315,6 +331,8 @@ class DialogBot(_Bot):
 
     def _check(self, raw: str, step: Step) -> Checked:
         self._dropped = None
+        if self._attempt == 1:
+            self._refused = frozenset()
         checked = check_answer(raw, step, self.state.variables)
         corrections = self.scenario.corrections
         if checked.answer is None:
@@ -417,6 +435,10 @@ class DialogBot(_Bot):
         if self.has("step_example") and example:
             parts.append(example_text(step))
         past = "; ".join(f"{k}: {v}" for k, v in self.state.summaries.items() if k != step.name) or "none"
+        corrections = self.scenario.corrections
+        if corrections is not None and step.signal(corrections.signal) is None and contract.signal(corrections.signal):
+            past += (f"\nIf the latest message changes a value known so far, emit {corrections.signal} with only the "
+                     "new value.")
         parts += ["", f"Known so far: {self._variables_text()}\nEarlier steps: {past}", "",
                   f"Conversation (latest last):\n{self._turns_text(self.recent_turns)}", "",
                   "Reply with one JSON object: message (to the user), signal, results, summary (one line).\nJSON: "]
@@ -440,19 +462,50 @@ class DialogBot(_Bot):
         target = self.scenario.step(self.machine.table.rows_for(step.name, answer.signal)[0].dest)
         skipping = (self.has("vars_memory") and answer.signal != "back" and target.name != step.name
                     and not self._needs_more(target, moving_on=True))
-        message = (answer.message if target.final or skipping
-                   else self._asking(answer.message, target, moved=target.name != step.name))
+        carrying = not (target.final or skipping) and self._late(answer, step, target)
+        if carrying:  # the next step answers the message: this step's words end without a question
+            message = " ".join(s for s in re.split(r"(?<=[.!?])\s+", answer.message.strip()) if s and s[-1] != "?")
+        else:
+            message = (answer.message if target.final or skipping
+                       else self._asking(answer.message, target, moved=target.name != step.name))
         self._record(BotSaid(turn=turn, step=step.name, text=message, summary=answer.summary, signal=answer.signal))
         if target.final and target.message:  # a final step is absorbing: its message is recorded before entering it
             self._record(BotSaid(turn=turn, step=target.name, text=target.message))
         self._fire(answer.signal, turn)
         if target.final and target.message:
             return f"{message}\n{target.message}"
+        if carrying:
+            calls, self._carrying = self._calls_this_turn, True
+            try:
+                carried = self._answer_turn(target, turn)
+            finally:
+                self._carrying = False
+            self._calls_this_turn = calls + carried.calls
+            return f"{message}\n{carried.reply}" if message else carried.reply
         if skipping:
             skipped = self._skip_known(turn)
             if skipped:
                 return f"{message}\n{skipped}"
         return message
+
+    def _late(self, answer: Answer, step: Step, target: Step) -> bool:
+        """``carry_over``: whether the move recorded earlier words, leaving the latest message unread.
+
+        Live, the model often recorded a step's value one message late: asked for the product after
+        "The checkout button on the website does nothing", and told "High, I cannot buy anything",
+        it recorded ``product = website`` and moved on, and the severity the user had just given was
+        lost. Every value the move recorded for this step holds a word of earlier messages that the
+        latest message does not: the latest message then belongs to the step moved to, which reads
+        it in the same turn (once: the carried call is never carried again).
+        """
+        if not self.has("carry_over") or self._carrying or answer.signal == "back" or target.name == step.name:
+            return False
+        own = {f.name for f in step.results}
+        recorded = [v for k, v in answer.results.items() if k in own and not _unknown(v)]
+        said = [text for who, text in self.state.turns if who == "user"]
+        if not recorded or len(said) < 2:
+            return False
+        return all(unsaid_words(v, said[-1:]) and not unsaid_words(v, said) for v in recorded)
 
     def _needs_more(self, step: Step, *, moving_on: bool = False) -> bool:
         """Whether ``step`` still needs something from the user (a needed value, or a confirmation).

@@ -46,7 +46,12 @@ FEATURES: tuple[Feature, ...] = (
                                "results: 'me and my accountant')"),
     Feature("step_question", "while a step still needs something, the model's questions are replaced by the "
                              "step's declared question (the model asked the last step's question); a message "
-                             "that asks nothing stays as it is"),
+                             "that asks nothing stays as it is, unless the model moved into a step that still "
+                             "needs something"),
+    Feature("carry_over", "a message that gave the step nothing new is read again by the step the machine moved "
+                          "to, in the same turn: when the value a move recorded holds words of earlier messages "
+                          "but not of the latest one (the model recorded the last answer one turn late), the "
+                          "latest message is the next step's (one more call)"),
     Feature("differing_reask", "a re-ask names the violation, shows the previous answer and says what to change, "
                                "so greedy decoding does not repeat itself"),
 )
