@@ -24,6 +24,7 @@
 
 # %%
 import json
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -41,15 +42,17 @@ from labkit.dialog import (
     load_user_scripts,
     render_text,
 )
-from labkit.dialog.simulate import load_scenarios, measure
+from labkit.dialog.comparison import replay
+from labkit.dialog.simulate import load_scenarios, result_from_dict, summarize
 from labkit.drawio import to_drawio
 from labkit.llm.cassette import ReplayBackend
+from labkit.runs import read_rows
 from labkit.stats import paired_test
 from labkit.store import read_jsonl
 
 DATA = Path("..") / "data" / "dialog"
 RUNS = DATA / "runs"
-MODELS = [m for m in ("gemma3-270m", "qwen2.5-coder-1.5b") if (RUNS / m / "summary.json").exists()]
+MODELS = [m for m in ("gemma3-270m", "qwen2.5-coder-1.5b") if (RUNS / m / "runs.jsonl").exists()]
 analyst = load_scenario(DATA / "analyst" / "scenario.yaml")
 print("recorded models:", ", ".join(MODELS))
 
@@ -118,7 +121,7 @@ print("…", xml.count('vertex="1"'), "vertices,", xml.count('edge="1"'), "edges
 TRACE_MODEL = MODELS[-1]
 users = {u.name: u for u in load_user_scripts(DATA / "users")}
 viewer = ChatViewer()
-bot = DialogBot(analyst, ReplayBackend(RUNS / TRACE_MODEL / "cassette.jsonl"), clock=lambda: 0.0,
+bot = DialogBot(analyst, ReplayBackend(RUNS / TRACE_MODEL / "cassettes" / "machine.jsonl"), clock=lambda: 0.0,
                 on_event=viewer.push)
 for text in users["a02_offtopic"].turns:
     if bot.finished:
@@ -139,7 +142,7 @@ predict("The user's first message is off-topic. Which signal did the recorded mo
         "grammar lets it choose only `next` or `stay`; the step's instructions ask for `stay` on an off-topic "
         "message; and `next` needs `goal`, which nobody has given yet, so the engine would have refused it anyway.")
 
-# %%
+# %% tags=["reveal"]
 print(f"ended in step {bot.state.status}; variables: {json.dumps(bot.state.variables)}")
 print(render_text(turns))
 
@@ -191,7 +194,7 @@ _repaired = bool(_found and len(_found[1]) > 1 and not _found[1][1].violation)
          "columns of the table in section 5 for every model.")
  if _found else Markdown("No recorded model broke the contract, so there is nothing to predict here."))
 
-# %%
+# %% tags=["reveal"]
 for model in MODELS:
     found = first_violation(model)
     if found is None:
@@ -217,7 +220,7 @@ for model in MODELS:
 # it says it is in after its reply, and its `results` everything it has learned.
 #
 # Both models ran all 22 users in both arms, greedy. (The 1.5B model was recorded in batches; each batch's
-# command, commit and users are in its `provenance.json`.)
+# command, commit and users are in its `provenance.jsonl`.)
 #
 # The table is recomputed here by replaying every recorded conversation from its cassette, and checked against
 # the results written when it was recorded. The seed material reports about 1.03 model calls per user message for
@@ -228,13 +231,12 @@ scenarios = load_scenarios(DATA)
 all_users = load_user_scripts(DATA / "users")
 summaries = {}
 for model in MODELS:
-    recorded = json.loads((RUNS / model / "results.json").read_text(encoding="utf-8"))
-    provenance = json.loads((RUNS / model / "provenance.json").read_text(encoding="utf-8"))
-    ran = [u for u in all_users if u.name in provenance["users"]]
-    results, summary = measure(scenarios, ran, ReplayBackend(RUNS / model / "cassette.jsonl"), provenance["arms"])
-    assert [r.to_dict() for r in results] == recorded, f"{model}: replay differs from the recording"
-    summaries[model] = summary
-    print(f"{model}: {len(results)} conversations replayed, identical to the recording "
+    recorded = read_rows(RUNS / model / "runs.jsonl")
+    provenance = json.loads((RUNS / model / "provenance.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert replay(RUNS / model, Path(tempfile.mkdtemp())) == [], f"{model}: replay differs from the recording"
+    summaries[model] = {arm: summarize([result_from_dict(r) for r in recorded if r["arm"] == arm])
+                        for arm in provenance["arms"]}
+    print(f"{model}: {len(recorded)} conversations replayed, identical to the recording "
           f"(model sha256 {provenance['backend']['model_sha256'][:12]}…, llama-cpp-python "
           f"{provenance['backend']['llama_cpp_python']}, commit {provenance['git_commit'][:10]})")
 
@@ -256,7 +258,7 @@ predict(f"For {MODELS[0]}, does the machine arm adhere to the script more often 
         f"{_p['adhered']}/{_p['conversations']} ({pct(_p['adherence_ci95'])}). With this few conversations, read "
         "the intervals, not the counts; the cells below show where the conversations of each arm ended.")
 
-# %%
+# %% tags=["reveal"]
 rows = ["| model | arm | conversations | adhered (95% Wilson) | calls / user message | re-asks (repaired) | "
         "violations | failed twice | prompt tokens (mean / max) |", "|---|---|---|---|---|---|---|---|---|"]
 for model, summary in summaries.items():
@@ -305,17 +307,17 @@ plt.show()
 # %%
 final_steps = {name for sc in scenarios.values() for name, step in sc.steps.items() if step.final}
 for model in MODELS:
-    recorded = json.loads((RUNS / model / "results.json").read_text(encoding="utf-8"))
+    recorded = read_rows(RUNS / model / "runs.jsonl")
     expected = {u.name: u.expect_step for u in all_users}
     for arm in ("machine", "prompt_only"):
         mine = [r for r in recorded if r["arm"] == arm]
-        right_step = sum(r["end_step"] == expected[r["user"]] for r in mine)
-        false_done = sum(r["end_step"] in final_steps and not r["adhered"] for r in mine)
+        right_step = sum(r["end_step"] == expected[r["task"]] for r in mine)
+        false_done = sum(r["end_step"] in final_steps and bool(r["legacy_misses"]) for r in mine)
         misses = Counter("end step" if m.startswith("ended") else m.split("=")[0]
-                         for r in mine for m in r["misses"])
+                         for r in mine for m in r["legacy_misses"])
         print(f"{model:20s} {arm:12s} right end step {right_step}/{len(mine)}; false completions "
               f"{false_done}/{len(mine)}; conversations missing each check: {dict(misses)}")
-    by_arm = {arm: {r["user"]: (int(r["adhered"]), 1) for r in recorded if r["arm"] == arm}
+    by_arm = {arm: {r["task"]: (int(not r["legacy_misses"]), 1) for r in recorded if r["arm"] == arm}
               for arm in ("machine", "prompt_only")}
     print(f"{'':20s} adherence paired by user: "
           + paired_test(by_arm["machine"], by_arm["prompt_only"], names=("machine", "prompt_only")).describe())
@@ -329,11 +331,11 @@ for model in MODELS:
 # %%
 fig, ax = plt.subplots(figsize=(7, 3))
 model = MODELS[-1]
-recorded = json.loads((RUNS / model / "results.json").read_text(encoding="utf-8"))
+recorded = read_rows(RUNS / model / "runs.jsonl")
 for arm, style in (("machine", "-o"), ("prompt_only", "-s")):
     longest = max((r for r in recorded if r["arm"] == arm), key=lambda r: len(r["prompt_tokens"]))
     ax.plot(range(1, len(longest["prompt_tokens"]) + 1), longest["prompt_tokens"], style,
-            label=f"{arm} ({longest['user']})")
+            label=f"{arm} ({longest['task']})")
 ax.set_xlabel("model call")
 ax.set_ylabel("prompt tokens")
 ax.set_title(f"Prompt size per call, longest conversation ({model})")

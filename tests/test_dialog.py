@@ -326,30 +326,13 @@ def test_models_list_shows_kind_and_presence(tmp_path: Path, monkeypatch: pytest
     assert rows["gemma3-270m"][0] == "base"
 
 
-def test_measure_replays_a_recording_exactly(tmp_path: Path) -> None:
-    from labkit.dialog.simulate import measure
-    from labkit.llm.cassette import RecordingBackend, ReplayBackend
-
-    scenario = parse_scenario(MINI)
-    user = UserScript("u1", "mini", ("hello", "red"), "done", {"colour": ("red",)})
-    answers = iter(["{", answer("Which colour?", "stay"), answer("Red.", "next", {"colour": "red"}),
-                    answer("Which colour?", "ask"), answer("Red.", "done", {"colour": "red"})])
-    recording = RecordingBackend(ScriptedBackend(lambda r: next(answers)), tmp_path / "c.jsonl")
-    live, live_summary = measure({"mini": scenario}, [user], recording, ["machine", "prompt_only"],
-                                 log_dir=tmp_path / "logs")
-    again, again_summary = measure({"mini": scenario}, [user], ReplayBackend(tmp_path / "c.jsonl"),
-                                   ["machine", "prompt_only"])
-    assert [r.to_dict() for r in again] == [r.to_dict() for r in live] and again_summary == live_summary
-    assert live_summary["machine"]["calls_per_message"] == 1.5 and live_summary["machine"]["adhered"] == 1
-    assert (tmp_path / "logs" / "machine" / "u1.jsonl").exists()
-
-
 def test_chat_script_replays_a_recorded_conversation(capsys: pytest.CaptureFixture) -> None:
     from labkit.cli import main
+    from labkit.runs import read_rows
 
-    cassette = ROOT / "data" / "dialog" / "runs" / "gemma3-270m" / "cassette.jsonl"
-    recorded = json.loads((cassette.parent / "results.json").read_text(encoding="utf-8"))
-    expected = next(r for r in recorded if r["arm"] == "machine" and r["user"] == "s01_happy")
+    run = ROOT / "data" / "dialog" / "runs" / "gemma3-270m"
+    cassette = run / "cassettes" / "machine.jsonl"
+    expected = next(r for r in read_rows(run / "runs.jsonl") if r["arm"] == "machine" and r["task"] == "s01_happy")
     assert main(["chat", str(SUPPORT), "--script", str(ROOT / "data" / "dialog" / "users" / "s01_happy.yaml"),
                  "--replay", str(cassette)]) == 0
     out = capsys.readouterr().out
@@ -377,10 +360,14 @@ def test_a_crash_mid_turn_resumes_without_repeating_the_user_message(tmp_path: P
     assert [e.type for e in resumed.events].count("dialog_user") == 1
 
 
-def test_results_read_back_give_the_same_summary() -> None:
+def test_rows_read_back_give_the_legacy_summary() -> None:
     from labkit.dialog.simulate import result_from_dict
+    from labkit.runs import read_rows
 
-    recorded = json.loads((ROOT / "data" / "dialog" / "runs" / "gemma3-270m" / "results.json").read_text())
-    machine = [result_from_dict(r) for r in recorded if r["arm"] == "machine"]
-    assert [r.to_dict() for r in machine] == [r for r in recorded if r["arm"] == "machine"]
-    assert summarize(machine)["calls"] == sum(r["calls"] for r in recorded if r["arm"] == "machine")
+    recorded = [r for r in read_rows(ROOT / "data" / "dialog" / "runs" / "gemma3-270m" / "runs.jsonl")
+                if r["arm"] == "machine"]
+    machine = [result_from_dict(r) for r in recorded]
+    assert [r.misses for r in machine] == [tuple(r["legacy_misses"]) for r in recorded]
+    summary = summarize(machine)
+    assert summary["calls"] == sum(r["calls"] for r in recorded) and summary["adhered"] == 2  # the legacy 2/22
+

@@ -29,7 +29,7 @@ from labkit.dialog.features import ALL, FEATURES, checked
 from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_bot
 from labkit.dialog.measure import score, summarize_scores
 from labkit.dialog.scenario import ScenarioError
-from labkit.dialog.simulate import load_scenarios, measure, run_user
+from labkit.dialog.simulate import load_scenarios, run_user
 from labkit.dialog.users import load_user_scripts
 from labkit.errors import LabkitError
 from labkit.events import RunStarted, Transitioned
@@ -105,17 +105,16 @@ def test_the_old_arms_start_their_logs_as_recorded() -> None:
 
 @pytest.mark.parametrize("model", ["gemma3-270m", "qwen2.5-coder-1.5b"])
 def test_the_old_recordings_replay_byte_for_byte(model: str, tmp_path: Path) -> None:
-    from labkit.llm.cassette import ReplayBackend
+    from labkit.dialog.comparison import replay
+    from labkit.runs import read_rows
 
     run = DATA / "runs" / model
-    provenance = json.loads((run / "provenance.json").read_text(encoding="utf-8"))
-    users = [u for u in USERS if u.name in provenance["users"]]
-    results, _ = measure(SCENARIOS, users, ReplayBackend(run / "cassette.jsonl"), provenance["arms"],
-                         log_dir=tmp_path)
-    assert [r.to_dict() for r in results] == json.loads((run / "results.json").read_text(encoding="utf-8"))
-    logs = sorted((run / "logs").rglob("*.jsonl"))
-    assert len(logs) == 2 * len(users)
-    assert [p for p in logs if (tmp_path / p.relative_to(run / "logs")).read_bytes() != p.read_bytes()] == []
+    assert replay(run, tmp_path / "again") == []  # every row and every event log
+    rows = read_rows(run / "runs.jsonl")
+    assert len(rows) == 44 and len(sorted((run / "logs").rglob("*.jsonl"))) == 44
+    # the first recording's own check, kept in each row: 2/22 (270M) and 4/22 (1.5B) in both arms
+    legacy = {arm: sum(not r["legacy_misses"] for r in rows if r["arm"] == arm) for arm in ("machine", "prompt_only")}
+    assert legacy == ({"machine": 2, "prompt_only": 2} if model == "gemma3-270m" else {"machine": 4, "prompt_only": 4})
 
 
 # ----------------------------------------------------------------------------- scenario declarations
@@ -413,26 +412,22 @@ def test_a_machine_plus_conversation_replays_and_resumes_after_a_kill(tmp_path: 
     assert resumed.state.calls == len(user.turns)  # one call per user message
 
 
-def test_new_arms_record_and_replay_through_measure(tmp_path: Path) -> None:
-    from labkit.llm.cassette import RecordingBackend, ReplayBackend
+def test_new_arms_record_and_replay_through_the_runner(tmp_path: Path) -> None:
+    from labkit.dialog.comparison import DialogConfig, read_config, record, replay
+    from labkit.runs import Answers
 
-    user = BY_NAME["a12_goal_and_users"]
     plus = iter(_plus_answers())
     only = iter([answer("Who?", "users", {"goal": "a tool that plans my running training"})] * 5)
 
     def scripted(request) -> str:
         return next(plus) if "Current step:" in request.prompt else next(only)
 
-    recording = RecordingBackend(ScriptedBackend(scripted), tmp_path / "c.jsonl")
-    live, _ = measure({"analyst": ANALYST}, [user], recording, ["machine_plus", "prompt_only_checked"],
-                      log_dir=tmp_path / "logs")
-    again, _ = measure({"analyst": ANALYST}, [user], ReplayBackend(tmp_path / "c.jsonl"),
-                       ["machine_plus", "prompt_only_checked"], log_dir=tmp_path / "again")
-    assert [r.to_dict() for r in again] == [r.to_dict() for r in live]
-    assert live[0].end_step == "brief" and live[0].adhered
-    for name in ("machine_plus", "prompt_only_checked"):
-        assert (tmp_path / "logs" / name / "a12_goal_and_users.jsonl").read_bytes() == \
-            (tmp_path / "again" / name / "a12_goal_and_users.jsonl").read_bytes()
+    settings = DialogConfig(model="scripted", arms=("machine_plus", "prompt_only_checked"), split="dev",
+                            scenarios=str(DATA), users_dir=str(DATA / "users"))
+    rows = record(settings, Answers(live=ScriptedBackend(scripted)), tmp_path / "rec", only=["a12"])
+    assert rows[0]["end_step"] == "brief" and rows[0]["passed"], rows[0]["misses"]
+    assert read_config(tmp_path / "rec") == settings
+    assert replay(tmp_path / "rec", tmp_path / "again") == []
 
 
 def test_the_cli_offers_the_declared_arms_and_a_split(capsys: pytest.CaptureFixture) -> None:
@@ -475,17 +470,13 @@ def test_the_report_pairs_the_new_arms(tmp_path: Path) -> None:
     assert out["paired"] == {} and "| m | machine_plus | 5 |" in out["table"]
 
 
-def test_dialog_measure_replay_prints_the_new_measure(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
-    import shutil
-
+def test_dialog_measure_replay_checks_and_prints_the_new_measure(capsys: pytest.CaptureFixture) -> None:
     from labkit.cli import main
 
-    run = DATA / "runs" / "gemma3-270m"
-    out = tmp_path / "runs"
-    shutil.copytree(run, out / "gemma3-270m", ignore=shutil.ignore_patterns("logs"))
-    assert main(["dialog-measure", "--model", "gemma3-270m", "--replay", "--out", str(out)]) == 0
+    assert main(["dialog-measure", "--replay", str(DATA / "runs" / "gemma3-270m"), "--quiet"]) == 0
     printed = capsys.readouterr().out
-    assert "results identical" in printed and "machine on the measure: adhered 0/22" in printed
+    assert "every conversation reproduced" in printed and "machine: adhered 0/22" in printed
+    assert "false completions 3" in printed  # the 270M machine's three cancels on the first message
 
 
 def test_a_known_value_of_another_step_changes_only_through_a_correction() -> None:

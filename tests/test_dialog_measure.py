@@ -24,6 +24,7 @@ from labkit.dialog.rescore import report, score_runs
 from labkit.dialog.simulate import load_scenarios, run_user
 from labkit.dialog.users import ExpectedValue, check_users, load_user_scripts
 from labkit.llm.fake import ScriptedBackend
+from labkit.runs import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "dialog"
@@ -150,8 +151,8 @@ def test_recordings_rescore_from_their_logs() -> None:
     scored = score_runs(DATA / "runs", SCENARIOS, USERS)
     assert set(scored) == {"gemma3-270m", "qwen2.5-coder-1.5b"}
     for model, arms in scored.items():
-        recorded = json.loads((DATA / "runs" / model / "results.json").read_text(encoding="utf-8"))
-        ends = {(r["arm"], r["user"]): r["end_step"] for r in recorded}
+        recorded = read_rows(DATA / "runs" / model / "runs.jsonl")
+        ends = {(r["arm"], r["task"]): r["end_step"] for r in recorded}
         for arm, scores in arms.items():
             assert len(scores) == 22
             # the log-read trace agrees with the end steps recorded by the live run

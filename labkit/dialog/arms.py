@@ -11,16 +11,15 @@ are checked like the machine's (``needs`` and the script's moves).
   the machine, so that a violation means the same thing in both arms;
 - ``machine_plus`` has every feature; ``machine_plus_no_<feature>`` each lack one (the ablation).
 
-Recording them (a live model; each into its own folder, so ``data/dialog/runs`` keeps replaying)::
+Recording them (a live model; one folder per split and model, :mod:`labkit.dialog.comparison`)::
 
     # design and the ablation: dev users only
-    labkit dialog-measure --model qwen2.5-coder-1.5b --threads 1 --split dev --out data/dialog/runs_plus_dev \
-        --arms machine prompt_only_checked machine_plus machine_plus_no_step_example \
-        machine_plus_no_results_grammar machine_plus_no_vars_memory machine_plus_no_cancel_confirm \
-        machine_plus_no_corrections machine_plus_no_differing_reask
-    # the report: test users, the three arms of the comparison
-    labkit dialog-measure --model qwen2.5-coder-1.5b --threads 1 --split test --out data/dialog/runs_plus_test \
-        --arms machine_plus prompt_only_checked machine
+    labkit dialog-measure --model qwen2.5-coder-1.5b --threads 2 --split dev \
+        --out data/dialog/runs_dev/qwen2.5-coder-1.5b --arms machine_plus prompt_only_checked machine \
+        machine_plus_no_step_example machine_plus_no_results_grammar ...
+    # the report: test users, the three arms of the comparison (in stretches: --only a01,a02, then --resume)
+    labkit dialog-measure --model qwen2.5-coder-1.5b --threads 2 --split test \
+        --out data/dialog/runs_test/qwen2.5-coder-1.5b --arms machine_plus prompt_only_checked machine
 
 :func:`labkit.dialog.rescore.score_runs` then scores either folder from its logs.
 """

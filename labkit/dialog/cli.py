@@ -6,10 +6,6 @@ Registered by ``labkit.cli`` through :func:`register`.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,20 +13,12 @@ from labkit.dialog.arms import ARMS, NAMES
 from labkit.dialog.arms import arm as declared_arm
 from labkit.dialog.engine import current_step
 from labkit.dialog.scenario import load_scenario
-from labkit.dialog.simulate import (
-    load_scenarios,
-    load_user_script,
-    load_user_scripts,
-    measure,
-    result_from_dict,
-    summarize,
-    write_json,
-)
+from labkit.dialog.simulate import load_scenarios, load_user_script, load_user_scripts
 from labkit.dialog.viewer import conversation_view, render_text
 from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
-from labkit.llm.models import cli_backend, model_backend
-from labkit.provenance import git_commit
+from labkit.llm.models import DEFAULT_MODEL, cli_backend, model_backend
+from labkit.llm.server_options import add_server_options, add_slots_option
 from labkit.store import JsonlLog
 
 
@@ -70,76 +58,62 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 
 def _cmd_measure(args: argparse.Namespace) -> int:
-    scenarios = load_scenarios(args.scenarios)
-    users = load_user_scripts(args.users, split=args.split)
-    if args.only:
-        wanted = set(args.only.split(","))
-        users = [u for u in users if u.name in wanted or u.name.split("_")[0] in wanted]
-    out = Path(args.out) / args.model
-    from labkit.llm.cassette import RecordingBackend, ReplayBackend
+    """Record (or resume) arms × users into --out with the one runner, or replay a recording and check it."""
+    import tempfile
 
-    previous = None
-    if (args.add or args.replay) and (out / "provenance.json").exists():
-        previous = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
-    if args.replay and previous is not None and not args.only:
-        users = [u for u in users if u.name in previous["users"]]
-    if args.add:
-        if previous is None or previous["arms"] != args.arms:
-            raise LabkitError(f"--add extends an earlier recording with the same arms; none found in {out}",
-                              "record without --add first, with the same --arms.")
-        users = [u for u in users if u.name not in previous["users"]]
-    commit = git_commit(own_output=out)
-    backend: Backend
+    from labkit.dialog import comparison
+    from labkit.runs import Answers, clean_commit
+
     if args.replay:
-        backend = ReplayBackend(out / "cassette.jsonl")
-    else:
-        backend = RecordingBackend(model_backend(args.model, threads=args.threads), out / "cassette.jsonl")
+        folder = Path(args.replay)
+        with tempfile.TemporaryDirectory(prefix="labkit-dialog-replay-") as scratch:
+            problems = comparison.replay(folder, Path(scratch), progress=None if args.quiet else print)
+        for line in problems:
+            print(f"DIFFERS: {line}")
+        print("every conversation reproduced, row and event log" if not problems
+              else f"{len(problems)} difference(s)")
+        if not problems:
+            _print_report(folder)
+        return 0 if not problems else 1
+    if not args.out:
+        raise LabkitError("--out is missing", "give a folder to record into (or --replay a recorded one).")
+    model = args.model or ("" if args.server else DEFAULT_MODEL)
+    settings = comparison.DialogConfig(model=(args.server_model or "server") if args.server else model,
+                                       arms=tuple(args.arms), split=args.split,
+                                       scenarios=comparison.repo_relative(Path(args.scenarios)),
+                                       users_dir=comparison.repo_relative(Path(args.users)))
+    out = Path(args.out)
+    comparison.DialogComparison(settings, args.only.split(",") if args.only else None)  # bad input fails here
+    clean_commit(out)  # a recording into data/ names a commit, not a dirty tree
+    from labkit.llm.server_options import live_backend
 
-    def progress(r: Any) -> None:
-        print(f"{args.model} {r.arm:11s} {r.user:26s} end={r.end_step:12s} calls={r.calls}/{r.user_messages} "
-              f"adhered={r.adhered}", flush=True)
+    live = live_backend(args, lambda: model_backend(model, threads=args.threads))
+    comparison.record(settings, Answers(live=live), out, only=args.only.split(",") if args.only else None,
+                      resume=args.resume, progress=None if args.quiet else print)
+    _print_report(out)
+    return 0
 
-    started = time.perf_counter()
-    results, summary = measure(scenarios, users, backend, args.arms, log_dir=out / "logs", progress=progress)
-    seconds = round(time.perf_counter() - started, 1)
-    if args.replay:
-        recorded = json.loads((out / "results.json").read_text(encoding="utf-8"))
-        if [r.to_dict() for r in results] != recorded:
-            raise LabkitError(f"replaying {out / 'cassette.jsonl'} does not give the recorded {out / 'results.json'}",
-                              "the engine's prompts or checks changed since the recording; record again.")
-        print(f"replayed from the cassette: results identical to {out / 'results.json'}; event logs rewritten")
-    else:
-        rows = [r.to_dict() for r in results]
-        batch = {"argv": sys.argv[1:], "git_commit": commit, "users": [u.name for u in users], "seconds": seconds}
-        batches = [batch]
-        if args.add and previous is not None:
-            order = {arm: i for i, arm in enumerate(args.arms)}
-            old = json.loads((out / "results.json").read_text(encoding="utf-8"))
-            rows = sorted(old + rows, key=lambda r: (order[r["arm"]], r["user"]))
-            batches = previous.get("batches", [{k: previous[k] for k in ("argv", "git_commit", "users", "seconds")}])
-            batches = [*batches, batch]
-            summary = {arm: summarize([result_from_dict(r) for r in rows if r["arm"] == arm]) for arm in args.arms}
-        write_json(out / "results.json", rows)
-        write_json(out / "summary.json", summary)
-        write_json(out / "provenance.json", {
-            "backend": backend.describe(), "git_commit": batches[0]["git_commit"], "python": platform.python_version(),
-            "argv": batches[0]["argv"], "arms": args.arms, "users": sorted(u for b in batches for u in b["users"]),
-            "seconds": round(sum(b["seconds"] for b in batches), 1), "batches": batches,
-            "decoding": "greedy (temperature 0, seed 0)", "machine": platform.machine()})
-    for arm, row in summary.items():
-        print(f"{arm}: adhered {row['adhered']}/{row['conversations']} {row['adherence_ci95']}, calls/message "
-              f"{row['calls_per_message']}, re-asks {row['reasks']}, violations {row['contract_violations']}, "
-              f"failures {row['contract_failures']}, prompt tokens mean {row['prompt_tokens_mean']}")
+
+def _print_report(folder: Path) -> None:
+    """The measure's parts per arm, read from the recording's logs, and the legacy counts from its rows."""
+    from labkit.dialog.comparison import read_config, repo_path
     from labkit.dialog.measure import summarize_scores
-    from labkit.dialog.rescore import score_recording
+    from labkit.dialog.rescore import score_folder
+    from labkit.runs import read_rows
 
-    for arm, scores in score_recording(out, scenarios, load_user_scripts(args.users)).items():
+    config = read_config(folder)
+    scenarios = load_scenarios(repo_path(config.scenarios))
+    users = load_user_scripts(repo_path(config.users_dir))
+    rows = read_rows(folder / "runs.jsonl")
+    for arm, scores in score_folder(folder, scenarios, users).items():
         row = summarize_scores(scores)
-        print(f"{arm} on the measure: adhered {row['adhered']['count']}/{row['conversations']}, "
+        mine = [r for r in rows if r["arm"] == arm]
+        calls, messages = sum(r["calls"] for r in mine), sum(r["user_messages"] for r in mine)
+        print(f"{arm}: adhered {row['adhered']['count']}/{row['conversations']}, "
               + ", ".join(f"{part} {row[part]['count']}" for part in ("end_step", "values", "no_invented", "moves",
                                                                          "asks"))
-              + f", false completions {row['false_completions']['count']}, cancels {row['cancels']['count']}")
-    return 0
+              + f", false completions {row['false_completions']['count']}, cancels {row['cancels']['count']}; "
+              f"calls/message {calls / messages if messages else 0:.3f} ({calls}/{messages})")
 
 
 def register(commands: Any, bench: Any) -> None:
@@ -162,21 +136,27 @@ def register(commands: Any, bench: Any) -> None:
                    "1 thread was several times faster than 2 here, because busy threads wait for each other)")
     p.set_defaults(func=_cmd_chat)
 
-    p = commands.add_parser("dialog-measure", help="run the scripted users against both bots and record the runs")
-    p.add_argument("--model", default="gemma3-270m", help="registered model name (default gemma3-270m)")
-    p.add_argument("--arms", nargs="+", choices=NAMES, default=["machine", "prompt_only"], metavar="ARM",
-                   help="the arms (labkit/dialog/arms.py): machine and prompt_only as first recorded, "
-                   "prompt_only_checked, machine_plus (every feature), machine_plus_no_<feature> (ablation); "
-                   "one or more of: " + ", ".join(NAMES))
+    p = commands.add_parser("dialog-measure", help="the dialog comparison: every arm with every scripted user, "
+                            "scored on the measure (record, resume, or --replay)")
+    p.add_argument("--model", help="registered model name or GGUF path (default gemma3-270m, the embedded model)")
+    p.add_argument("--arms", nargs="+", choices=NAMES, default=["machine_plus", "prompt_only_checked", "machine"],
+                   metavar="ARM", help="the arms (labkit/dialog/arms.py; default machine_plus prompt_only_checked "
+                   "machine): machine and prompt_only as first recorded, prompt_only_checked, machine_plus (every "
+                   "feature), machine_plus_no_<feature> (ablation); one or more of: " + ", ".join(NAMES))
     p.add_argument("--split", choices=["dev", "test"], help="only the dev users (design) or the test users (report)")
     p.add_argument("--scenarios", default="data/dialog", help="folder of <name>/scenario.yaml (default data/dialog)")
     p.add_argument("--users", default="data/dialog/users", help="folder of user scripts (default data/dialog/users)")
-    p.add_argument("--only", help="comma-separated user script names or prefixes (a01,s03) to run a subset")
-    p.add_argument("--out", default="data/dialog/runs", help="results folder (default data/dialog/runs)")
-    p.add_argument("--add", action="store_true", help="record only users not yet in the recording and merge them "
-                   "into it (a long run in batches)")
-    p.add_argument("--replay", action="store_true", help="re-run from the recorded cassette (no model): check the "
-                   "results against results.json and rewrite the event logs")
+    p.add_argument("--only", help="comma-separated user script names or prefixes (a01,s03): this stretch records "
+                   "only them (--resume adds the others later)")
+    p.add_argument("--out", help="the recording's folder (e.g. data/dialog/runs_test/qwen2.5-coder-1.5b)")
+    p.add_argument("--resume", action="store_true", help="continue the recording in --out (the same options; more "
+                   "users with --only, or more arms): its conversations are kept, the others run")
+    p.add_argument("--replay", metavar="DIR", help="re-run a recording from its cassettes (no model) and check every "
+                   "row and event log against it")
+    p.add_argument("--quiet", action="store_true", help="no per-conversation progress lines")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core; on a shared, busy machine "
                    "1 thread was several times faster than 2 here, because busy threads wait for each other)")
+    add_server_options(p, server_help="an OpenAI-compatible server's base URL instead of an in-process model; give "
+                       "it once per server to spread the conversations over several servers of one model")
+    add_slots_option(p)
     p.set_defaults(func=_cmd_measure)

@@ -44,11 +44,47 @@ def score_recording(run_dir: str | Path, scenarios: dict[str, Scenario], users: 
     return out
 
 
+def score_folder(folder: str | Path, scenarios: dict[str, Scenario], users: list[UserScript],
+                 split: str | None = None) -> dict[str, list[Score]]:
+    """A recording of ``labkit dialog-measure`` (:mod:`labkit.dialog.comparison`) scored per arm, from its logs.
+
+    Arms in the configuration's order, users in the order of ``runs.jsonl``; an arm recorded for some
+    users only is scored on those (a paired test pairs users both arms hold).
+    """
+    from labkit.dialog.comparison import log_path, read_config
+    from labkit.runs import read_rows
+
+    run = Path(folder)
+    config = read_config(run)
+    by_name = {u.name: u for u in users}
+    rows = read_rows(run / "runs.jsonl")
+    missing = sorted({r["task"] for r in rows} - set(by_name))
+    if missing:
+        raise LabkitError(f"{run}: the recording covers users with no script: {', '.join(missing)}",
+                          "restore their files in data/dialog/users, or record again.")
+    out: dict[str, list[Score]] = {arm: [] for arm in config.arms}
+    for row in rows:
+        user = by_name[row["task"]]
+        if split is not None and user.split != split:
+            continue
+        scenario = scenarios[user.scenario]
+        events = read_jsonl(log_path(run, row["arm"], user.name)).events
+        out[row["arm"]].append(score(events, scenario, user, row["arm"]))
+    return {arm: scores for arm, scores in out.items() if scores}
+
+
 def score_runs(runs_dir: str | Path, scenarios: dict[str, Scenario], users: list[UserScript],
                split: str | None = None) -> dict[str, dict[str, list[Score]]]:
     """Every recording under ``runs_dir`` (one folder per model), scored per arm."""
-    return {p.name: score_recording(p, scenarios, users, split)
-            for p in sorted(Path(runs_dir).iterdir()) if (p / "provenance.json").is_file()}
+    from labkit.dialog.comparison import CONFIG_FILE
+
+    found: dict[str, dict[str, list[Score]]] = {}
+    for p in sorted(Path(runs_dir).iterdir()):
+        if (p / CONFIG_FILE).is_file():
+            found[p.name] = score_folder(p, scenarios, users, split)
+        elif (p / "provenance.json").is_file():
+            found[p.name] = score_recording(p, scenarios, users, split)
+    return found
 
 
 # the paired comparisons a report makes, where a recording holds both arms: (arm a, arm b)

@@ -1,4 +1,6 @@
-"""Scripted users and the adherence check: the measurement behind notebook 04.
+"""Scripted users, one conversation (:func:`run_user`), and the first recording's adherence check.
+
+The recording itself is :mod:`labkit.dialog.comparison` (arms × users on the one runner).
 
 A user script (:mod:`labkit.dialog.users`) is a YAML file with the scenario it talks to, the user's
 messages in order, and the expected end state. :func:`adherence` here is the legacy check the
@@ -9,18 +11,16 @@ gives its recorded verdicts; :mod:`labkit.dialog.measure` is the measure a do-no
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from labkit.dialog.engine import DialogBot, PromptOnlyBot, current_step
 from labkit.dialog.events import ModelCalled
-from labkit.dialog.scenario import ScenarioError
 from labkit.dialog.users import UserScript, load_user_script, load_user_scripts
 
 __all__ = ["ConversationResult", "UserScript", "adherence", "load_scenarios", "load_user_script",
-           "load_user_scripts", "measure", "result_from_dict", "run_user", "summarize", "write_json"]
+           "load_user_scripts", "result_from_dict", "run_user", "summarize"]
 
 
 def _text(value: Any) -> str:
@@ -72,8 +72,9 @@ class ConversationResult:
 
 
 def result_from_dict(data: dict[str, Any]) -> ConversationResult:
-    """A result read back from ``results.json`` (the inverse of :meth:`ConversationResult.to_dict`)."""
-    known = {k: data[k] for k in ConversationResult.__dataclass_fields__}
+    """A result read back from a recording's row (``runs.jsonl``: the legacy verdict is ``legacy_misses``)."""
+    known = {k: data[k] for k in ConversationResult.__dataclass_fields__ if k != "misses"}
+    known["misses"] = data["legacy_misses"]
     known["prompt_tokens"], known["misses"] = tuple(known["prompt_tokens"]), tuple(known["misses"])
     return ConversationResult(**known)
 
@@ -122,41 +123,3 @@ def load_scenarios(folder: str | Path) -> dict[str, Any]:
     return {p.parent.name: load_scenario(p) for p in sorted(Path(folder).glob("*/scenario.yaml"))}
 
 
-def measure(scenarios: dict[str, Any], users: list[UserScript], backend: Any, arms: list[str], *,
-            log_dir: Path | None = None, progress: Any = None) -> tuple[list[ConversationResult], dict[str, Any]]:
-    """Run every user against every arm on ``backend``; return the results and one summary per arm.
-
-    ``log_dir``: write each conversation's event log to ``<log_dir>/<arm>/<user>.jsonl`` (replaced).
-    The clock is fixed at 0 so that logs of the same answers are identical byte for byte.
-    """
-    from labkit.dialog.arms import checked_arms
-    from labkit.store import EventLog, JsonlLog
-
-    bots = {a.name: a for a in checked_arms(arms)}
-    unknown = sorted({u.scenario for u in users} - set(scenarios))
-    if unknown:
-        raise ScenarioError(f"user scripts name unknown scenario(s): {', '.join(unknown)}",
-                            f"known: {', '.join(scenarios)}.")
-    results: list[ConversationResult] = []
-    summary: dict[str, Any] = {}
-    for arm in arms:
-        mine = []
-        for user in users:
-            log: EventLog | None = None
-            if log_dir is not None:
-                path = log_dir / arm / f"{user.name}.jsonl"
-                path.unlink(missing_ok=True)
-                log = JsonlLog(path)
-            bot = bots[arm].make(scenarios[user.scenario], backend, log=log, clock=lambda: 0.0)
-            result = run_user(bot, user, arm)
-            mine.append(result)
-            if progress is not None:
-                progress(result)
-        results += mine
-        summary[arm] = summarize(mine)
-    return results, summary
-
-
-def write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -12,6 +12,7 @@ help says about that.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from labkit.errors import LabkitError
@@ -82,3 +83,31 @@ def connect_servers(args: argparse.Namespace, *, several: bool,
         server.describe()  # fails early, with a clear error, when the server is down
         servers.append(server)
     return servers
+
+
+def add_slots_option(parser: Any) -> None:
+    """``--slots``: how many runs each ``--server`` takes at once (a comparison that spreads its runs)."""
+    parser.add_argument("--slots", type=int, default=1, help="runs each --server takes at once (a llama.cpp "
+                        "server started with --parallel N has N; default 1)")
+
+
+def live_backend(args: argparse.Namespace, local: Callable[[], Any]) -> Any:
+    """The model a comparison records with: one server, a pool of servers (several ``--server``, or
+    ``--slots`` above 1), or else ``local()``, the in-process model.
+
+    Why a pool even for one server with slots: the runner asks the pool how many runs go at once.
+    """
+    if args.server and getattr(args, "model", None):
+        raise LabkitError("give either --model or --server, not both", "one model per recording.")
+    servers = connect_servers(args, several=True)
+    slots = getattr(args, "slots", 1)
+    if len(servers) > 1 or (servers and slots > 1):
+        from labkit.llm.pool import ServerPool
+
+        return ServerPool(servers, slots=slots)  # refuses servers that do not serve the same model alike
+    if servers:
+        return servers[0]
+    if slots > 1:
+        raise LabkitError("--slots is for servers: an in-process model runs one run at a time",
+                          "drop --slots, or give --server URL (once or more).")
+    return local()
