@@ -26,7 +26,7 @@ from labkit.dialog.events import (
     ValuesDropped,
 )
 from labkit.dialog.features import ALL, FEATURES, checked
-from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_bot
+from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_bot, floor_runs
 from labkit.dialog.measure import score, summarize_scores
 from labkit.dialog.scenario import ScenarioError
 from labkit.dialog.simulate import load_scenarios, run_user
@@ -373,11 +373,7 @@ def test_the_checked_prompt_only_bot_is_held_to_the_script_moves_and_needs() -> 
 @pytest.mark.parametrize("floor", [NeverMoves, CopiesExamples])
 @pytest.mark.parametrize("arm_name", [n for n in NAMES if n not in ("machine", "prompt_only")])
 def test_floor_bots_score_zero_under_every_new_arm(floor: type, arm_name: str) -> None:
-    scores = []
-    for user in USERS:
-        b = floor_bot(floor, SCENARIOS[user.scenario], arm_name)
-        run_user(b, user, arm_name)
-        scores.append(score(b.events, SCENARIOS[user.scenario], user, arm_name))
+    scores = [s for s, _ in floor_runs(floor, SCENARIOS, USERS, arm_name)]
     assert len(scores) == 50 and [s.user for s in scores if s.adhered] == []
     assert summarize_scores(scores)["adhered"]["count"] == 0
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from labkit.dialog import DialogBot, PromptOnlyBot
-from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_bot
+from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_runs
 from labkit.dialog.measure import (
     PARTS,
     asks_for,
@@ -116,17 +116,16 @@ def test_a_cancel_the_user_did_not_ask_for_is_a_false_completion() -> None:
 # ----------------------------------------------------------------------------- floors
 @pytest.mark.parametrize("floor", [NeverMoves, CopiesExamples])
 def test_floor_bots_score_zero_on_every_user(floor: type) -> None:
-    scores = []
-    for user in USERS:
-        bot = floor_bot(floor, SCENARIOS[user.scenario])
-        run_user(bot, user, floor.__name__)
-        scores.append(score(bot.events, SCENARIOS[user.scenario], user, floor.__name__))
+    runs = floor_runs(floor, SCENARIOS, USERS)
+    scores = [s for s, _ in runs]
     assert len(scores) == 50
     assert [s.user for s in scores if s.adhered] == []
     assert summarize_scores(scores)["adhered"]["count"] == 0
     if floor is NeverMoves:  # it fails the users who should stay put through the asks part
         stay_put = [s for s in scores if s.user in ("a07_vague_goal", "s07_no_issue")]
         assert all(s.parts["end_step"] and s.parts["values"] and not s.parts["asks"] for s in stay_put)
+        # the first recording's legacy check passed it on exactly those two: the do-nothing floor of 2/22
+        assert sorted(r.user for _, r in runs if r.adhered) == ["a07_vague_goal", "s07_no_issue"]
     else:  # it moves with example phrases: invented or wrong values everywhere
         assert all(not (s.parts["values"] and s.parts["no_invented"]) for s in scores)
 

@@ -41,3 +41,29 @@ def test_the_v2_comparison_spread_over_two_real_servers_gives_one_servers_rows(
     for path in (tmp_path / "two" / "cassettes").rglob("*.jsonl"):
         servers |= {c["server"] for c in read_cassette(path)[1]}
     assert servers == {first, second}  # each call names the server that answered it
+
+
+@pytest.mark.slow
+def test_the_dialog_measurement_spread_over_two_real_servers_gives_one_servers_rows(
+        start_llama_server: Any, tmp_path: Path) -> None:
+    from labkit.dialog.comparison import DialogConfig, record
+
+    data = Path(__file__).resolve().parents[1] / "data" / "dialog"
+    settings = DialogConfig(model="gemma3-270m", arms=("machine_plus", "prompt_only_checked"), split="dev",
+                            scenarios=str(data), users_dir=str(data / "users"))
+    users = ["s03", "s15"]  # one and three messages
+
+    def client(url: str) -> OpenAICompatBackend:
+        return OpenAICompatBackend(url, timeout_s=120, cache_dir=tmp_path / "cache")
+
+    with start_llama_server(threads=1) as first, start_llama_server(threads=1) as second:
+        alone = record(settings, Answers(live=client(first)), tmp_path / "one", only=users)
+        pool = ServerPool([client(first), client(second)])
+        spread = record(settings, Answers(live=pool), tmp_path / "two", only=users)
+    assert len(alone) == 4 and spread == alone  # row for row, in one order
+    assert all(r["calls"] >= r["user_messages"] > 0 for r in alone)
+    assert pool.runs_per_server()[first] > 0 and pool.runs_per_server()[second] > 0
+    for arm in settings.arms:
+        for user in ("s03_cancel", "s15_smalltalk_then_cancel"):
+            one, two = (tmp_path / f / "logs" / arm / f"{user}.jsonl" for f in ("one", "two"))
+            assert one.read_bytes() == two.read_bytes()

@@ -13,7 +13,8 @@ exactly like a model, with its contract checks and event log.
   the ``step_example`` feature shows the model; else a quoted phrase from its instructions, the
   first enum value, else the field's description) and says the first sentence of the instructions.
 
-:func:`floor_bot` runs a floor under any declared arm (:mod:`labkit.dialog.arms`). Under a
+:func:`floor_bot` runs a floor under any declared arm (:mod:`labkit.dialog.arms`); :func:`floor_runs` runs
+one over every user. Under a
 prompt-only arm, whose signal is the step the bot claims to be in, a floor's signal is translated
 into the step it leads to.
 """
@@ -22,12 +23,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from labkit.dialog.engine import DialogBot, PromptOnlyBot, current_step
 from labkit.dialog.scenario import ResultField, Scenario, Step
 from labkit.llm.backend import Backend, Completion, Request
+
+if TYPE_CHECKING:
+    from labkit.dialog.measure import Score
+    from labkit.dialog.simulate import ConversationResult
+    from labkit.dialog.users import UserScript
 
 ACKNOWLEDGEMENT = "OK."
 
@@ -117,3 +123,19 @@ def floor_bot(kind: type[_Floor], scenario: Scenario, arm: str = "machine") -> D
     backend = kind(scenario, where)
     holder["bot"] = declared_arm(arm).make(scenario, backend, clock=lambda: 0.0)
     return holder["bot"]
+
+
+def floor_runs(kind: type[_Floor], scenarios: Mapping[str, Scenario], users: Iterable[UserScript],
+               arm: str = "machine") -> list[tuple[Score, ConversationResult]]:
+    """Every user talked to by the floor ``kind`` under ``arm``: each conversation's score on the measure,
+    with its result under the first recording's legacy check (which a floor could pass)."""
+    from labkit.dialog.measure import score
+    from labkit.dialog.simulate import run_user
+
+    out = []
+    for user in users:
+        scenario = scenarios[user.scenario]
+        bot = floor_bot(kind, scenario, arm)
+        result = run_user(bot, user, arm)
+        out.append((score(bot.events, scenario, user, arm), result))
+    return out
