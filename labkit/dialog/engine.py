@@ -435,10 +435,6 @@ class DialogBot(_Bot):
         if self.has("step_example") and example:
             parts.append(example_text(step))
         past = "; ".join(f"{k}: {v}" for k, v in self.state.summaries.items() if k != step.name) or "none"
-        corrections = self.scenario.corrections
-        if corrections is not None and step.signal(corrections.signal) is None and contract.signal(corrections.signal):
-            past += (f"\nIf the latest message changes a value known so far, emit {corrections.signal} with only the "
-                     "new value.")
         parts += ["", f"Known so far: {self._variables_text()}\nEarlier steps: {past}", "",
                   f"Conversation (latest last):\n{self._turns_text(self.recent_turns)}", "",
                   "Reply with one JSON object: message (to the user), signal, results, summary (one line).\nJSON: "]

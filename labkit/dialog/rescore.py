@@ -105,3 +105,15 @@ def report(scored: dict[str, dict[str, list[Score]]]) -> dict[str, Any]:
                      for a, b in PAIRS if {a, b} <= set(arms)}
              for model, arms in scored.items()}
     return {"summaries": summaries, "paired": tests, "paired_arms": pairs, "table": table(summaries)}
+
+
+def counts(folder: str | Path) -> dict[str, dict[str, Any]]:
+    """The call and contract counts per arm of a recording (calls per user message, re-asks, violations,
+    prompt tokens), from its rows: what the measure's parts do not say."""
+    from labkit.dialog.comparison import read_config
+    from labkit.dialog.simulate import result_from_dict, summarize
+    from labkit.runs import read_rows
+
+    rows = read_rows(Path(folder) / "runs.jsonl")
+    return {arm: summarize([result_from_dict(r) for r in rows if r["arm"] == arm])
+            for arm in read_config(Path(folder)).arms if any(r["arm"] == arm for r in rows)}
