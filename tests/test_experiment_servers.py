@@ -19,8 +19,8 @@ import pytest
 
 from labkit.cli import build_parser, main
 from labkit.errors import LabkitError
-from labkit.experiment.metered import MeteredBackend
 from labkit.llm.http import OpenAICompatBackend
+from labkit.llm.metered import MeteredBackend
 from labkit.store import load_events
 
 SHA = "ab" * 32

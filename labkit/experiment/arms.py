@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from labkit.events import Event, Transitioned
-from labkit.experiment.metered import MeteredBackend
 from labkit.experiment.planners import (
     DEFAULT_DECODING,
     Decoding,
@@ -32,6 +31,7 @@ from labkit.experiment.planners import (
     TextOrderPlanner,
 )
 from labkit.llm.backend import Backend
+from labkit.llm.metered import MeteredBackend
 from labkit.runtime.clock import TickClock
 from labkit.runtime.events import StatusChecked, ToolCalled, Validation
 from labkit.runtime.free_loop import FreeRun, run_free
