@@ -73,8 +73,9 @@ def _per_call_why(r: Record) -> str:
     return (f"{t['mask']['mean_s']:.2f} s per call today (one batch, masking first), "
             f"{t['split-fresh']['mean_s']:.2f} s with the lazy grammar and the prefix evaluated afresh, "
             f"{t['split-reuse']['mean_s']:.2f} s with its KV state kept: what remains is each prompt's own text "
-            f"and the generated tokens; {r['prompts'][PER_CALL_ARM]} prompts of {r['source']}, "
-            "one pass per path on a shared machine")
+            f"and the generated tokens; {r['prompts'][PER_CALL_ARM]} prompts of {r['source']}, one pass per path "
+            f"on a shared machine (load {r['machine']['load_average_at_start'][0]:.1f} at the start on "
+            f"{r['machine']['cpu_count']} CPUs: passes minutes apart met different loads)")
 
 
 def _experiment_why(r: Record) -> str:
