@@ -153,7 +153,7 @@ def test_sampled_grammar_calls_stay_on_the_masking_path_under_auto(llm):
 def test_a_declared_prefix_keeps_calls_independent_of_the_call_before(tmp_path_factory):
     prefix, a, b = _free_prompts()
     backend = LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"), n_ctx=N_CTX, prefixes=(prefix,))
-    schema = {"enum": ['{"action": "read_message"}', '{"action": "read_record"}', '{"action": "done"}']}
+    schema = {"enum": ["read_message", "read_record", "done"]}
     first = backend.complete(a, max_tokens=12, schema=schema)
     ids = backend.last_token_ids
     backend.complete(b, max_tokens=12, schema=schema)
