@@ -44,7 +44,6 @@ TABLE_MODULES: list[str] = [
 COMMAND_MODULES: list[str] = [
     "labkit.runtime.cli",
     "labkit.llm.cli",
-    "labkit.experiment.cli",
     "labkit.experiment.v2.cli",
     "labkit.inference.cli",
     "labkit.doctor",

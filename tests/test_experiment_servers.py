@@ -1,4 +1,4 @@
-"""Both comparisons against an OpenAI-compatible server: the shared server options, and HTTP retries counted.
+"""The comparison against an OpenAI-compatible server: the shared server options, and HTTP retries counted.
 
 The server is a real HTTP server on loopback that fails its first requests (503) and then answers
 like a completion server that reads the request's ``json_schema``: the first option of an enum, an
@@ -19,8 +19,8 @@ import pytest
 
 from labkit.cli import build_parser, main
 from labkit.errors import LabkitError
-from labkit.experiment.metered import MeteredBackend
 from labkit.llm.http import OpenAICompatBackend
+from labkit.llm.metered import MeteredBackend
 from labkit.store import load_events
 
 SHA = "ab" * 32
@@ -97,18 +97,16 @@ def test_the_barrier_requests_retries_are_counted_in_the_call(flaky: FlakyServer
     assert backend.complete("again").retries == 0
 
 
-def test_the_first_comparison_counts_the_barriers_retries_in_its_meter(flaky: FlakyServer) -> None:
-    """experiment-v1 builds its server from the shared options and counts retries from each call's Completion."""
-    from labkit.experiment.cli import _backend
-
-    args = build_parser().parse_args(["experiment-v1", *_server_args(flaky.url), "--retries", "3"])
-    server = _backend(args)
-    assert isinstance(server, OpenAICompatBackend) and server.retries == 3 and server.schema_mode == "json_schema"
-    assert server.describe()["model"] == "stub-model" and server.describe()["model_sha256"] == SHA
+def test_a_meter_counts_each_calls_retries_from_its_completion(flaky: FlakyServer) -> None:
+    """MeteredBackend (the code comparison's call budget builds on it) sums what each Completion reports."""
+    server = OpenAICompatBackend(flaky.url, model="stub-model", model_sha256=SHA, sleep=lambda s: None)
     metered = MeteredBackend(server)
+    metered.purpose = "probe"
     metered.complete("a prompt")
-    assert metered.meter.retries == 2
-    assert {b["model"] for b in flaky.bodies} == {"stub-model"}
+    metered.complete("another prompt")
+    assert metered.meter.retries == 2 and [c.retries for c in metered.meter.calls] == [2, 0]
+    assert [c.purpose for c in metered.meter.calls] == ["probe", "probe"]
+    assert metered.meter.completion_tokens == 10  # the stub reports 5 per call
 
 
 def test_a_v2_run_records_its_retries_in_record_log_summary_and_report(
@@ -159,24 +157,23 @@ def test_a_server_that_stays_down_fails_each_run_with_its_retries_counted(tmp_pa
 
 
 def test_the_server_options_need_a_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    for command, task in (("experiment", "dev-triage-01"), ("experiment-v1", "diff2")):
-        assert main([command, "--server-model", "m", "--arms", "machine-oracle", "--task-ids", task,
-                     "--out", str(tmp_path / command)]) != 0
-        assert "--server-model describe(s) a server, but no --server is given" in capsys.readouterr().err
+    assert main(["experiment", "--server-model", "m", "--arms", "machine-oracle", "--task-ids", "dev-triage-01",
+                 "--out", str(tmp_path / "experiment")]) != 0
+    assert "--server-model describe(s) a server, but no --server is given" in capsys.readouterr().err
     assert main(["experiment", "--slots", "2", "--arms", "machine-model", "--task-ids", "dev-triage-01",
                  "--splits", "dev", "--out", str(tmp_path / "slots")]) != 0
     assert "--slots is for servers" in capsys.readouterr().err
 
 
-def test_the_server_options_are_declared_once_for_both_comparisons() -> None:
+def test_the_server_options_are_declared_once_for_the_comparison_and_complete() -> None:
     parser = build_parser()
     options = {}
-    for command in ("experiment", "experiment-v1"):
-        args = parser.parse_args([command, "--server", "http://x:1", "--server-model", "n", "--model-sha256", SHA,
+    for command in (["experiment"], ["complete", "a prompt"]):
+        args = parser.parse_args([*command, "--server", "http://x:1", "--server-model", "n", "--model-sha256", SHA,
                                   "--schema-mode", "none", "--timeout", "5", "--retries", "0"])
-        options[command] = {k: getattr(args, k) for k in ("server", "server_model", "model_sha256", "schema_mode",
-                                                          "timeout", "retries")}
-    assert options["experiment"] == options["experiment-v1"] == {
+        options[command[0]] = {k: getattr(args, k) for k in ("server", "server_model", "model_sha256",
+                                                             "schema_mode", "timeout", "retries")}
+    assert options["experiment"] == options["complete"] == {
         "server": ["http://x:1"], "server_model": "n", "model_sha256": SHA, "schema_mode": "none", "timeout": 5.0,
         "retries": 0}
     with pytest.raises(LabkitError, match="--retries must be 0 or more"):

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from labkit.events import Event
-from labkit.experiment.tasks import TaskFileError
 from labkit.experiment.v2 import generate
 from labkit.experiment.v2.families import FAMILIES, check_draft, grade, oracle_draft
 from labkit.experiment.v2.taskfile import (
@@ -19,6 +18,7 @@ from labkit.experiment.v2.taskfile import (
     CompareTask,
     ExtractionTask,
     SelectionTask,
+    TaskFileError,
     TaskSet,
     TriageTask,
     file_sha256,

@@ -8,8 +8,10 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from labkit.experiment.prompts import STEP_PREFIX, step_prompt, step_schema
-from labkit.inference.equality import recorded_prompts, run_equality
+from labkit.experiment.v2.arms import example_order
+from labkit.experiment.v2.prompts import whole_prefix, whole_prompt
+from labkit.experiment.v2.runner import N_CTX, ConfigV2
+from labkit.inference.equality import DEFAULT_RECORDING, declared_prefixes_by_arm, recorded_prompts, run_equality
 from labkit.llm import (
     GrammarError,
     LlamaCppBackend,
@@ -99,7 +101,23 @@ def test_recorded_real_calls_replay_exactly(llm, tmp_path):
 
 # --- lazy grammar and prefix reuse (the full proof: data/bench/equality.json, tests/test_llm_speed.py) ---
 
-CASSETTES = Path(__file__).resolve().parents[1] / "data" / "experiment" / "cassettes"
+RECORDING = Path(__file__).resolve().parents[1] / DEFAULT_RECORDING
+
+
+@pytest.fixture(scope="module")
+def llm_long(tmp_path_factory):
+    """The embedded model with the context the comparison v2 loads it with (its prompt-only prompts need it)."""
+    return LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"), n_ctx=N_CTX)
+
+
+def _free_prompts() -> tuple[str, str, str]:
+    """The prompt-only arms' declared prefix and two prompts that start with it (dev examples, seed 0)."""
+    examples = example_order(ConfigV2().task_sets()["dev"].example_tasks(), 0)
+    a = whole_prompt(examples, "Route message M901 to one queue and save it under key route-M901.", [],
+                     helpers=False)
+    b = whole_prompt(examples, "Compare records R901 and R902 and save the differences under key diff-R901.",
+                     [('{"action": "read_record", "args": {"id": "R901"}}', "ok {}")], helpers=False)
+    return whole_prefix(examples, helpers=False), a, b
 
 
 def test_the_prompt_tokens_are_the_ones_create_completion_reads(llm):
@@ -108,16 +126,18 @@ def test_the_prompt_tokens_are_the_ones_create_completion_reads(llm):
     assert len(tokens) == out.prompt_tokens and list(llm._llm.input_ids[:len(tokens)]) == tokens
 
 
-def test_recorded_prompts_give_the_same_token_ids_on_every_fast_path(llm):
-    """The CI smoke of `labkit bench equality`: 10 recorded prompts, greedy, all four paths."""
-    prompts = recorded_prompts(CASSETTES, {"machine-model": STEP_PREFIX}, ["machine-model", "prompt-grammar"], 5)
-    result = run_equality(llm, prompts)
+def test_recorded_prompts_give_the_same_token_ids_on_every_fast_path(llm_long):
+    """The CI smoke of `labkit bench equality`: 6 prompts of the v2 recording, greedy, all four paths."""
+    declared = declared_prefixes_by_arm(RECORDING)
+    prompts = recorded_prompts(RECORDING / "cassettes", declared, ["machine-model", "prompt-grammar"], 3)
+    result = run_equality(llm_long, prompts)
     assert [(r["comparison"], r["arm"], r["prompts"], r["differ"]) for r in result["comparisons"]] == [
-        ("lazy-vs-mask", "machine-model", 5, 0), ("lazy-vs-mask", "prompt-grammar", 5, 0),
-        ("reuse-vs-fresh", "machine-model", 5, 0), ("two-batches-vs-one", "machine-model", 5, 0),
-        ("optimised-vs-today", "machine-model", 5, 0)]
-    assert result["reuse_hits"] == 4  # the first prompt evaluates the prefix, the other four reuse it
-    assert (llm.grammar_mode, llm.prefixes, llm.prefix_reuse) == ("auto", (), True)  # options restored
+        ("lazy-vs-mask", "machine-model", 3, 0), ("lazy-vs-mask", "prompt-grammar", 3, 0),
+        ("reuse-vs-fresh", "prompt-grammar", 3, 0), ("two-batches-vs-one", "prompt-grammar", 3, 0),
+        ("optimised-vs-today", "prompt-grammar", 3, 0)]
+    # the first prompt-grammar prompt evaluates the prefix, the other two reuse it
+    assert (result["reuse_hits"], result["prefix_evaluations"]) == (2, 1)
+    assert (llm_long.grammar_mode, llm_long.prefixes, llm_long.prefix_reuse) == ("auto", (), True)  # restored
 
 
 def test_sampled_grammar_calls_stay_on_the_masking_path_under_auto(llm):
@@ -131,18 +151,18 @@ def test_sampled_grammar_calls_stay_on_the_masking_path_under_auto(llm):
 
 
 def test_a_declared_prefix_keeps_calls_independent_of_the_call_before(tmp_path_factory):
-    backend = LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"), prefixes=(STEP_PREFIX,))
-    a = step_prompt("Compare records R01 and R02: read both.", ["R01"], ["R02", "save"])
-    b = step_prompt("Compare records R03 and R04: read both.", [], ["R04", "R03"])
-    first = backend.complete(a, max_tokens=6, schema=step_schema(["R02", "save"]))
+    prefix, a, b = _free_prompts()
+    backend = LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"), n_ctx=N_CTX, prefixes=(prefix,))
+    schema = {"enum": ["read_message", "read_record", "done"]}
+    first = backend.complete(a, max_tokens=12, schema=schema)
     ids = backend.last_token_ids
-    backend.complete(b, max_tokens=6, schema=step_schema(["R04", "R03"]))
-    again = backend.complete(a, max_tokens=6, schema=step_schema(["R02", "save"]))
+    backend.complete(b, max_tokens=12, schema=schema)
+    again = backend.complete(a, max_tokens=12, schema=schema)
     assert again.text == first.text and backend.last_token_ids == ids
     assert backend.prefix_stats.reused == 2 and backend.prefix_stats.evaluated == 1
     assert "declared prefixes" in backend.describe()["prefix_cache"]
     with pytest.raises(Exception, match="n_ctx") as info:
-        backend.complete(STEP_PREFIX + "word " * 3000, max_tokens=4)
+        backend.complete(prefix + "word " * N_CTX, max_tokens=4)
     assert type(info.value).__name__ == "BackendError"
 
 

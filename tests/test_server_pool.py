@@ -1,8 +1,8 @@
-"""Runs spread over several servers: the pool's choice, its refusals, and what the results record.
+"""The server pool on its own: which server a run borrows, which servers it refuses, shared cassettes.
 
 Logic only, with scripted servers that answer as a deterministic function of the request (as one
-model file would). The same spread over two real llama.cpp servers is in
-``tests/test_experiment_live.py``.
+model file would). What a comparison's rows look like when spread over a pool is tested with the one
+runner (``tests/test_runs.py``, and over two real llama.cpp servers in ``tests/test_runs_servers.py``).
 """
 
 from __future__ import annotations
@@ -16,13 +16,10 @@ from typing import Any
 import pytest
 
 from labkit.errors import LabkitError
-from labkit.experiment.planners import Decoding
-from labkit.experiment.runner import BackendSource, ExperimentConfig, load_runs, run_experiment
-from labkit.experiment.tasks import load_tasks
 from labkit.llm.backend import Request
-from labkit.llm.cassette import ReplayBackend, read_cassette
+from labkit.llm.cassette import read_cassette
 from labkit.llm.fake import ScriptedBackend
-from labkit.llm.pool import SerialCalls, ServerPool
+from labkit.llm.pool import ServerPool
 
 ANSWERS = ('{"action": "read_orders", "args": {}}', '"save"', '{"done": true}', "1")
 
@@ -83,64 +80,6 @@ def test_the_pool_refuses_servers_whose_answers_would_differ() -> None:
     assert pool.describe()["servers"] == ["http://a"] and pool.model_id() == "sha-a"
 
 
-def _experiment(tmp_path: Path, live: Any, concurrency: int) -> list[Any]:
-    chosen = {t.id: t for t in load_tasks()}
-    tasks = [chosen["diff2"], chosen["distractor2"]]
-    config = ExperimentConfig(seeds=[0, 1, 2], arms=["prompt-only", "machine-model", "machine-rule"],
-                              decoding=Decoding(temperature=0.5, max_tokens_whole=24, max_tokens_step=8),
-                              concurrency=concurrency)
-    return run_experiment(config, tasks, BackendSource(live=live, record_to=tmp_path), tmp_path, progress=False)
-
-
-def _outcome(r: Any) -> tuple[Any, ...]:
-    return (r.arm, r.task, r.seed, r.passed, r.termination, r.llm_calls, r.prompt_tokens, r.completion_tokens,
-            tuple(r.outputs), r.trace)
-
-
-def test_runs_spread_over_two_servers_equal_one_server_and_name_their_server(tmp_path: Path) -> None:
-    one = _experiment(tmp_path / "one", FakeServer("http://only"), concurrency=1)
-    a, b = FakeServer("http://a"), FakeServer("http://b")
-    two = _experiment(tmp_path / "two", ServerPool([SerialCalls(a), SerialCalls(b)]), concurrency=4)
-    assert [_outcome(r) for r in two] == [_outcome(r) for r in one]  # the spread changes nothing
-    model_runs = [r for r in two if r.arm != "machine-rule"]
-    assert {r.server for r in model_runs} == {"http://a", "http://b"}  # both servers were used
-    assert all(r.server == "" for r in two if r.arm == "machine-rule")  # no model, no server
-    assert {r.server for r in one if r.arm != "machine-rule"} == {"http://only"}
-    assert len(a.requests) + len(b.requests) == sum(r.llm_calls for r in two)
-    written = {(r.arm, r.task, r.seed): r.server for r in load_runs(tmp_path / "two" / "runs.jsonl")}
-    assert written == {(r.arm, r.task, r.seed): r.server for r in two}
-    # Every recorded call names its server, and it is the server of the run it belongs to.
-    served = {(r.arm, r.task, r.seed): r.server for r in model_runs}
-    for r in model_runs:
-        _, calls = read_cassette(tmp_path / "two" / "cassettes" / r.arm / f"{r.task}.jsonl")
-        mine = [c for c in calls if c["request"]["seed"] // 1000 == r.seed]
-        assert len(mine) == r.llm_calls and {c["server"] for c in mine} == {served[(r.arm, r.task, r.seed)]}
-
-
-def test_a_cassette_filled_from_two_servers_replays(tmp_path: Path) -> None:
-    _experiment(tmp_path, ServerPool([SerialCalls(FakeServer("http://a")), SerialCalls(FakeServer("http://b"))]),
-                concurrency=2)
-    path = tmp_path / "cassettes" / "machine-model" / "diff2.jsonl"
-    backends, calls = read_cassette(path)
-    assert {b["server"] for b in backends} <= {"http://a", "http://b"} and calls
-    replay = ReplayBackend(path)
-    call = calls[0]
-    req = call["request"]
-    again = replay.complete(req["prompt"], max_tokens=req["max_tokens"], stop=req["stop"], schema=req["schema"],
-                            temperature=req["temperature"], seed=req["seed"])
-    assert again.text == call["completion"]["text"] and again.replayed
-
-
-def test_a_pool_lends_no_server_to_a_run_that_needs_no_model(tmp_path: Path) -> None:
-    pool = ServerPool([FakeServer("http://a")])
-    source = BackendSource(live=pool, record_to=tmp_path)
-    with source.for_run("machine-rule", "diff2") as (backend, server):
-        assert backend is None and server == ""
-    assert pool.runs_per_server() == {"http://a": 0}
-    with pytest.raises(LabkitError, match="lends a server per run"):
-        source("machine-model", "diff2")
-
-
 def test_recorders_sharing_a_cassette_never_tear_each_others_lines(tmp_path: Path) -> None:
     from labkit.llm.cassette import RecordingBackend
 
@@ -159,18 +98,3 @@ def test_recorders_sharing_a_cassette_never_tear_each_others_lines(tmp_path: Pat
         t.join()
     _, calls = read_cassette(path)  # a torn or interleaved line would be an error here
     assert len(calls) == 40 and {c["server"] for c in calls} == {"http://a", "http://b", "http://c", "http://d"}
-
-
-def test_a_regrade_keeps_the_server_each_run_was_recorded_on(tmp_path: Path) -> None:
-    from labkit.experiment.runner import prepare_replay, with_recorded_timings
-
-    recorded = _experiment(tmp_path / "live", ServerPool([SerialCalls(FakeServer("http://a")),
-                                                          SerialCalls(FakeServer("http://b"))]), concurrency=2)
-    config, tasks = prepare_replay(tmp_path / "live")
-    replayed = run_experiment(config, tasks, BackendSource(replay_dir=tmp_path / "live"), tmp_path / "replay",
-                              progress=False)
-    assert all(r.server == "" for r in replayed)  # a replay asks no server
-    assert [_outcome(r) for r in replayed] == [_outcome(r) for r in recorded]
-    kept = with_recorded_timings(replayed, recorded)
-    assert [r.server for r in kept] == [r.server for r in recorded]
-    assert {r.server for r in kept if r.arm != "machine-rule"} == {"http://a", "http://b"}

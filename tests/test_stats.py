@@ -6,7 +6,6 @@ import pytest
 
 from labkit.dialog import wilson_interval as dialog_wilson
 from labkit.errors import LabkitError
-from labkit.experiment.metrics import pass_hat_k as metrics_pass_hat_k
 from labkit.stats import (
     PairedTest,
     StatsError,
@@ -20,7 +19,6 @@ from labkit.stats import (
 
 def test_one_implementation_is_shared() -> None:
     assert dialog_wilson is wilson_interval
-    assert metrics_pass_hat_k is pass_hat_k
 
 
 def test_wilson_interval_hand_computed() -> None:
@@ -52,6 +50,16 @@ def test_pass_hat_k_hand_computed() -> None:
     assert pass_hat_k(per_task, 3) == pytest.approx(0.55)
     with pytest.raises(StatsError):
         pass_hat_k(per_task, 6)
+    # one task: k=2 of 4/5 is C(4,2)/C(5,2) = 6/10; of 2/6 it is C(2,2)/C(6,2) = 1/15; k=3 of 2/6 is 0
+    assert pass_hat_k({"t": (4, 5)}, 2) == pytest.approx(6 / 10)
+    assert pass_hat_k({"t": (2, 6)}, 2) == pytest.approx(1 / 15)
+    assert pass_hat_k({"t": (2, 6)}, 3) == 0.0
+
+
+@pytest.mark.parametrize("per_task,k", [({"t": (1, 2)}, 0), ({"t": (1, 2)}, 3), ({"t": (3, 2)}, 1), ({}, 1)])
+def test_pass_hat_k_refuses_impossible_input(per_task: dict[str, tuple[int, int]], k: int) -> None:
+    with pytest.raises(StatsError):
+        pass_hat_k(per_task, k)
 
 
 def test_sign_test_hand_computed() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.errors import LabkitError
+from labkit.inference.equality import DEFAULT_RECORDING
 from labkit.inference.fit import (
     DEFAULT_RESERVE_GIB,
     GIB,
@@ -49,9 +50,8 @@ def _cmd_bench_equality(args: argparse.Namespace) -> int:
 
     from labkit.inference.equality import bench_equality, render_equality
 
-    result = bench_equality(Path(args.cassettes), arms=args.arms.split(",") if args.arms else None,
-                            limit=args.limit, threads=args.threads, all_candidates=args.all_candidates,
-                            timing_rounds=args.timing_rounds,
+    result = bench_equality(Path(args.recording), arms=args.arms.split(",") if args.arms else None,
+                            limit=args.limit, threads=args.threads, timing_rounds=args.timing_rounds,
                             progress=not args.quiet)
     if args.out:
         out = Path(args.out)
@@ -134,14 +134,12 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     b.set_defaults(func=_cmd_bench_inference)
 
     e = bench.add_parser("equality", help="lazy grammar and prefix reuse against today's path, token by token")
-    e.add_argument("--cassettes", default="data/experiment/cassettes",
-                   help="a recorded experiment's cassettes (default data/experiment/cassettes)")
+    e.add_argument("--recording", default=DEFAULT_RECORDING,
+                   help=f"a folder written by `labkit experiment` (default {DEFAULT_RECORDING})")
     e.add_argument("--arms", help="comma-separated arms (default: every arm with recorded calls)")
     e.add_argument("--limit", type=int, help="at most this many prompts per arm (default: all)")
     e.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
     e.add_argument("--out", help="write the result as JSON here (e.g. data/bench/equality.json)")
-    e.add_argument("--all-candidates", action="store_true",
-                   help="also test the prefixes not reused by default (the prompt-only arms')")
     e.add_argument("--timing-rounds", type=int, default=0,
                    help="also time today's path against the optimised one in this many alternating blocks")
     e.add_argument("--quiet", action="store_true", help="no progress lines")

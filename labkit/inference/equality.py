@@ -1,15 +1,21 @@
 """``labkit bench equality``: the fast paths give the same token ids as today's path, prompt by prompt.
 
 The proof behind :mod:`labkit.llm.lazy_grammar` and :mod:`labkit.llm.prefix_cache`, run on the real
-embedded model and on every prompt the comparison recorded (its cassettes), decoded greedily:
+embedded model and on the prompts a recorded comparison v2 sent (``data/experiment-v2/<model>/``: its
+cassettes, and its ``experiment.json`` for the prefixes its arms declared), decoded greedily:
 
 * ``lazy-vs-mask``: lazy grammar against masking first (every prompt with a grammar);
 * ``reuse-vs-fresh``: [prefix][rest] with the prefix's KV state kept against the same two batches
-  from an empty cache (every prompt that starts with a candidate prefix);
+  from an empty cache (every prompt that starts with a declared prefix);
 * ``two-batches-vs-one``: [prefix][rest] against today's one batch. Reuse is equal to a fresh
-  two-batch evaluation by construction; whether the *cut* changes tokens is what decides where reuse
-  may be the default (:data:`labkit.experiment.prompts.REUSED_PREFIXES`);
+  two-batch evaluation by construction; whether the *cut* changes tokens is what says whether
+  declaring a prefix changes an answer at all (the comparison declares the prompt-only arms' worked
+  episodes, :func:`labkit.experiment.v2.arms.declared_prefixes`);
 * ``optimised-vs-today``: both optimisations together against today's path.
+
+Why the prefixes are read from the recording's configuration and not guessed from the prompts: a
+declared prefix is what the comparison told the backend, and the seed decides the order of the worked
+episodes, so only the configuration says which text each arm declared.
 
 Each path runs over all its prompts in one pass, in the recorded order, so the reuse pass really
 reuses (consecutive prompts share the prefix). The mean seconds per call of each path and arm are
@@ -22,7 +28,7 @@ import hashlib
 import json
 import statistics
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -70,7 +76,7 @@ COMPARISONS: tuple[Comparison, ...] = (
 
 @dataclass(frozen=True)
 class Prompt:
-    """A recorded request of one arm, replayed greedily; ``prefix`` is its arm's candidate prefix."""
+    """A recorded request of one arm, replayed greedily; ``prefix`` is the declared prefix it starts with."""
 
     arm: str
     key: str
@@ -92,21 +98,45 @@ class Prompt:
         return {self.resolve(p) for c in COMPARISONS if self.applies(c) for p in (c.path, c.reference)}
 
 
-def recorded_prompts(cassettes: Path, prefixes: dict[str, str], arms: Sequence[str] | None = None,
+DEFAULT_RECORDING = "data/experiment-v2/gemma3-270m"  # the embedded model's recording of the comparison v2
+
+
+def declared_prefixes_by_arm(recording: Path) -> dict[str, tuple[str, ...]]:
+    """The prompt prefixes each arm of the recorded comparison v2 in ``recording`` declared (arms without: absent).
+
+    Rebuilt from the recording's ``experiment.json`` (arms, seeds, task files) with the same function
+    the live run used, so the proof tests exactly the prefixes the recording was made with.
+    """
+    from labkit.experiment.v2.arms import declared_prefixes
+    from labkit.experiment.v2.runner import prepare_replay_v2
+
+    config = prepare_replay_v2(recording)
+    examples = config.task_sets()["dev"].example_tasks()
+    found = {arm: declared_prefixes([arm], config.seeds, examples) for arm in config.arms}
+    return {arm: prefixes for arm, prefixes in found.items() if prefixes}
+
+
+def recorded_prompts(cassettes: Path, prefixes: Mapping[str, Sequence[str]], arms: Sequence[str] | None = None,
                      limit: int | None = None) -> list[Prompt]:
-    """Every distinct recorded request under ``cassettes/<arm>/*.jsonl``, made greedy (temperature 0)."""
+    """Every distinct recorded request under ``cassettes/<arm>/`` (any depth), made greedy (temperature 0).
+
+    ``prefixes`` are each arm's declared prefixes; a prompt gets the longest one it starts with. The
+    files are read in sorted order (the comparison v2 keeps ``<arm>/<split>/<task>.jsonl``), so
+    ``limit`` takes the first prompts of each arm in that order.
+    """
     from labkit.llm.cassette import read_cassette
+    from labkit.llm.prefix_cache import longest_declared
 
     if not cassettes.is_dir():
         raise LabkitError(f"{cassettes} is not a folder of cassettes",
-                          "point --cassettes at a recorded experiment's cassettes/ (e.g. data/experiment/cassettes).")
+                          f"point --recording at a recorded comparison v2 (e.g. {DEFAULT_RECORDING}).")
     found: list[Prompt] = []
     for arm_dir in sorted(p for p in cassettes.iterdir() if p.is_dir()):
         if arms and arm_dir.name not in arms:
             continue
         seen: set[str] = set()
         taken: list[Prompt] = []
-        for file in sorted(arm_dir.glob("*.jsonl")):
+        for file in sorted(arm_dir.rglob("*.jsonl")):
             for call in read_cassette(file)[1]:
                 r = call["request"]
                 request = Request(prompt=r["prompt"], max_tokens=int(r["max_tokens"]), stop=tuple(r.get("stop") or ()),
@@ -115,14 +145,23 @@ def recorded_prompts(cassettes: Path, prefixes: dict[str, str], arms: Sequence[s
                 if key in seen:
                     continue
                 seen.add(key)
-                prefix = prefixes.get(arm_dir.name)
-                taken.append(Prompt(arm_dir.name, key, request,
-                                    prefix if prefix and request.prompt.startswith(prefix) else None))
+                prefix = longest_declared(request.prompt, prefixes.get(arm_dir.name, ()))
+                taken.append(Prompt(arm_dir.name, key, request, prefix))
         found += taken[:limit] if limit else taken
     if not found:
         raise LabkitError(f"no recorded calls found under {cassettes}" + (f" for arms {list(arms)}" if arms else ""),
-                          "check --cassettes and --arms.")
+                          "check --recording and --arms.")
     return found
+
+
+def prefix_evaluations(prompts: Sequence[Prompt]) -> int:
+    """How often the reuse pass must evaluate a prefix: at its first prompt and wherever the prefix changes.
+
+    Every other prompt with a prefix reuses the kept state; a recorded run's ``reuse_hits`` must be
+    the prompts with a prefix minus this number, or the cache did not keep what it should.
+    """
+    order = [p.prefix for p in prompts if p.prefix is not None]
+    return sum(1 for i, prefix in enumerate(order) if i == 0 or prefix != order[i - 1])
 
 
 def compare(prompts: Sequence[Prompt], ids: dict[tuple[str, str], tuple[int, ...]]) -> list[dict[str, Any]]:
@@ -145,7 +184,8 @@ def default_problems(result: dict[str, Any], reused_arms: Iterable[str]) -> list
     """Every comparison that backs a default and found a difference (empty: the defaults are proven).
 
     Lazy grammar (greedy) and reuse-vs-fresh back defaults everywhere; two batches against one (and
-    so optimised-vs-today) only for the arms whose prefix is declared for reuse.
+    so optimised-vs-today) only for the arms that declare a prefix (``reused_arms``): for them it says
+    that declaring the prefix changed no answer against one batch.
     """
     reused = set(reused_arms)
     problems = []
@@ -171,12 +211,13 @@ def run_equality(backend: Any, prompts: Sequence[Prompt], *, progress: Callable[
     saved = (backend.grammar_mode, backend.prefixes, backend.prefix_reuse)
     ids: dict[tuple[str, str], tuple[int, ...]] = {}
     seconds: dict[tuple[str, str], list[float]] = {}
-    reuse_hits = 0
+    reuse_hits = evaluations = 0
     try:
         for name, path in PATHS.items():
             todo = [p for p in prompts if name in p.paths()]
             backend.grammar_mode, backend.prefix_reuse = path.grammar_mode, path.reuse
-            before = backend.prefix_stats.reused
+            backend.forget_kept_prefix()  # each pass starts from an empty cache
+            before = (backend.prefix_stats.reused, backend.prefix_stats.evaluated)
             for n, p in enumerate(todo, start=1):
                 backend.prefixes = (p.prefix,) if path.split and p.prefix else ()
                 out = backend._complete(p.request)
@@ -185,7 +226,8 @@ def run_equality(backend: Any, prompts: Sequence[Prompt], *, progress: Callable[
                 if progress and (n % 25 == 0 or n == len(todo)):
                     progress(f"{name}: {n}/{len(todo)}")
             if path.reuse:
-                reuse_hits += backend.prefix_stats.reused - before
+                reuse_hits += backend.prefix_stats.reused - before[0]
+                evaluations += backend.prefix_stats.evaluated - before[1]
     finally:
         backend.grammar_mode, backend.prefixes, backend.prefix_reuse = saved
     timing: dict[str, dict[str, Any]] = {}
@@ -195,7 +237,8 @@ def run_equality(backend: Any, prompts: Sequence[Prompt], *, progress: Callable[
                for arm, t in timing.items() if "mask" in t and "split-reuse" in t}
     rows = compare(prompts, ids)
     return {"comparisons": rows, "all_equal": all(r["differ"] == 0 for r in rows),
-            "timing": timing, "mean_call_speedup_mask_to_split_reuse": speedup, "reuse_hits": reuse_hits}
+            "timing": timing, "mean_call_speedup_mask_to_split_reuse": speedup, "reuse_hits": reuse_hits,
+            "prefix_evaluations": evaluations}
 
 
 def alternating_call_time(backend: Any, prompts: Sequence[Prompt], *, rounds: int = 5, block: int = 20,
@@ -210,7 +253,7 @@ def alternating_call_time(backend: Any, prompts: Sequence[Prompt], *, rounds: in
     chosen = [p for p in prompts if p.prefix is not None][:block]
     if not chosen or rounds < 1:
         raise LabkitError("no prompt with a declared prefix to time (or rounds < 1)",
-                          "time the machine arm (--arms machine-model) with --timing-rounds 1 or more.")
+                          "time an arm that declares a prefix (--arms prompt-grammar) with --timing-rounds 1 or more.")
     saved = (backend.grammar_mode, backend.prefixes, backend.prefix_reuse)
     means: dict[str, list[float]] = {name: [] for name in paths}
     try:
@@ -231,30 +274,29 @@ def alternating_call_time(backend: Any, prompts: Sequence[Prompt], *, rounds: in
             "ratio_min": min(ratios), "ratio_max": max(ratios)}
 
 
-def bench_equality(cassettes: Path, *, arms: Sequence[str] | None = None, limit: int | None = None,
-                   threads: int | None = None, all_candidates: bool = False, timing_rounds: int = 0,
-                   progress: bool = True,
+def bench_equality(recording: Path, *, arms: Sequence[str] | None = None, limit: int | None = None,
+                   threads: int | None = None, timing_rounds: int = 0, progress: bool = True,
                    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
-    """Load the embedded model, replay the recorded prompts on every path, return the result with provenance.
+    """Load the embedded model, replay a recorded comparison's prompts on every path, return the result.
 
-    The prefix comparisons run for the arms whose prefix is reused by default; ``all_candidates``
-    adds every candidate prefix (to find out whether another arm's prefix could be reused too).
-    A prompt with neither a grammar nor a tested prefix decodes on today's path unchanged.
+    ``recording`` is a folder written by ``labkit experiment`` (its ``cassettes/`` and ``experiment.json``).
+    The prefix comparisons run for the arms that declared a prefix; a prompt with neither a grammar
+    nor a declared prefix decodes on today's path unchanged. The result carries its provenance.
     """
-    from labkit.experiment.prompts import PREFIX_CANDIDATES, REUSED_PREFIXES
+    from labkit.experiment.v2.runner import N_CTX
     from labkit.llm.llamacpp import LlamaCppBackend
     from labkit.provenance import git_commit, machine
 
-    tested = {arm: p for arm, p in PREFIX_CANDIDATES.items() if all_candidates or p in REUSED_PREFIXES}
-    prompts = recorded_prompts(cassettes, tested, arms, limit)
+    declared = declared_prefixes_by_arm(recording)
+    prompts = recorded_prompts(recording / "cassettes", declared, arms, limit)
     started = now()
     commit, host = git_commit(), machine()  # at the start: the code that ran, the load it met
-    backend = LlamaCppBackend(n_threads=threads)
+    backend = LlamaCppBackend(n_threads=threads, n_ctx=N_CTX)
     say = (lambda m: print(f"labkit bench equality: {m}", file=sys.stderr, flush=True)) if progress else None
     result = run_equality(backend, prompts, progress=say)
     if timing_rounds:
         result["alternating_timing"] = alternating_call_time(backend, prompts, rounds=timing_rounds)
-    reused_arms = sorted(arm for arm, prefix in PREFIX_CANDIDATES.items() if prefix in REUSED_PREFIXES)
+    reused_arms = sorted({p.arm for p in prompts if p.prefix is not None})
     counts: dict[str, int] = {}
     unchanged: dict[str, int] = {}
     for p in prompts:
@@ -267,12 +309,13 @@ def bench_equality(cassettes: Path, *, arms: Sequence[str] | None = None, limit:
         "finished_utc": now().isoformat(timespec="seconds"),
         "labkit_commit": commit, "machine": host, "backend": backend.describe(),
         "model_sha256": backend.model_sha256, "llama_cpp_python": backend.llama_cpp_version,
-        "source": str(cassettes), "limit_per_arm": limit, "prompts": counts,
-        "prompts_on_todays_path_unchanged": unchanged, "prefixes_tested": sorted(tested),
+        "source": str(recording), "limit_per_arm": limit, "prompts": counts,
+        "prompts_on_todays_path_unchanged": unchanged, "prefixes_tested": reused_arms,
         "decoding": "greedy (temperature 0, seed 0); max_tokens, stop, schema and sampling knobs as recorded",
         "paths": {name: path.meaning for name, path in PATHS.items()},
-        "prefixes": {arm: {"chars": len(p), "sha256": hashlib.sha256(p.encode()).hexdigest(),
-                           "reused_by_default": arm in reused_arms} for arm, p in PREFIX_CANDIDATES.items()},
+        "prefixes": {arm: [{"chars": len(p), "sha256": hashlib.sha256(p.encode()).hexdigest()} for p in prefixes]
+                     for arm, prefixes in declared.items()},
+        "prefix_evaluations_expected": prefix_evaluations(prompts),
         **result,
         "default_problems": default_problems(result, reused_arms),
     }

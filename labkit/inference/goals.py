@@ -63,11 +63,19 @@ def _lazy_why(r: Record) -> str:
             f"the chosen token and masks only when it is rejected (same tokens: {r['lazy_grammar_same_tokens']})")
 
 
+# The arm whose calls both optimisations reach: its prompts start with the declared worked episodes
+# (prefix reuse) and its answers are grammar-constrained (lazy grammar).
+PER_CALL_ARM = "prompt-grammar"
+
+
 def _per_call_why(r: Record) -> str:
-    t = r["timing"]["machine-model"]
-    return (f"reuse skips only the shared prefix: {t['split-fresh']['mean_s']:.2f} s per call without the cache, "
-            f"{t['split-reuse']['mean_s']:.2f} s with it, spent on each prompt's own text and the generated tokens; "
-            f"{r['prompts']['machine-model']} prompts, one pass per path on a shared machine")
+    t = r["timing"][PER_CALL_ARM]
+    return (f"{t['mask']['mean_s']:.2f} s per call today (one batch, masking first), "
+            f"{t['split-fresh']['mean_s']:.2f} s with the lazy grammar and the prefix evaluated afresh, "
+            f"{t['split-reuse']['mean_s']:.2f} s with its KV state kept: what remains is each prompt's own text "
+            f"and the generated tokens; {r['prompts'][PER_CALL_ARM]} prompts of {r['source']}, one pass per path "
+            f"on a shared machine (load {r['machine']['load_average_at_start'][0]:.1f} at the start on "
+            f"{r['machine']['cpu_count']} CPUs: passes minutes apart met different loads)")
 
 
 def _experiment_why(r: Record) -> str:
@@ -96,8 +104,8 @@ def _core_why(r: Record) -> str:
 SPEED_GOALS: tuple[SpeedGoal, ...] = (
     SpeedGoal("grammar / free generation speed, embedded model", "inference-lazy-grammar.json",
               lambda r: r["lazy_grammar_to_free_ratio"], 0.8, "×", _lazy_why),
-    SpeedGoal("machine arm, mean time per call, today ÷ optimised", "equality.json",
-              lambda r: r["mean_call_speedup_mask_to_split_reuse"]["machine-model"], 3.0, "×", _per_call_why),
+    SpeedGoal("prompt + grammar arm, mean time per call, today ÷ optimised", "equality.json",
+              lambda r: r["mean_call_speedup_mask_to_split_reuse"][PER_CALL_ARM], 3.0, "×", _per_call_why),
     SpeedGoal("whole experiment, wall time off ÷ on", "experiment-speed-v2.json",
               lambda r: r["wall_ratio_off_to_on"], 2.0, "×", _experiment_why),
     SpeedGoal("embedded model on a data-centre GPU, free generation", "gpu/gemma3-270m-gpu.json",

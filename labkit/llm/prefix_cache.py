@@ -16,7 +16,8 @@ The prefix must be *declared* by whoever writes the prompts (the arm's instructi
 examples), never guessed from the previous call: the cut then depends on the prompt alone. Which
 cut point a prompt gets is :func:`split_point`, a pure function of its tokens and the prefix's.
 Whether the two-batch evaluation gives the same tokens as today's one-batch evaluation is a separate,
-measured question (``labkit bench equality``); reuse is switched on only for prefixes where it does.
+measured question (``labkit bench equality``, ``data/bench/equality.json``): on the comparison v2's recorded
+prompts it does for two of its three declared prefixes, and not on 7 of 25 prompt + helpers prompts.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ more failed call: the runner re-raises it, since a replay that differs from its 
 
 from __future__ import annotations
 
-from labkit.experiment.metered import MeteredBackend
 from labkit.llm.backend import Backend, Completion, Request
 from labkit.llm.errors import BackendError, CassetteMiss
+from labkit.llm.metered import MeteredBackend
 
 
 class BudgetSpent(BackendError):

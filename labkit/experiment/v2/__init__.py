@@ -1,8 +1,8 @@
 """The comparison, version 2: task families where reading matters, a held-out split, paired statistics.
 
-``labkit experiment`` and notebook 05 run this version, on the one runner (:mod:`labkit.runs`). Version 1
-(the parent package, ``labkit experiment-v1``: one compare family) stays for its recording, which the
-inference benchmarks replay.
+``labkit experiment`` and notebook 05 run this version, on the one runner (:mod:`labkit.runs`);
+``labkit bench equality`` and ``labkit bench experiment`` replay and re-run its prompts. (Version 1, one
+compare family, is retired; see the parent package.)
 The parts:
 
 - :mod:`~labkit.experiment.v2.taskfile` — the task file format (pydantic): one entry per task, each of

@@ -37,7 +37,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from labkit.experiment.tasks import TaskFileError
+from labkit.errors import LabkitError
 from labkit.runtime.policy import Budget
 from labkit.runtime.records import DIFF_FIELDS, record_ids_in
 from labkit.runtime.tools import RECORD_ID_PATTERN, check_key
@@ -46,6 +46,14 @@ MESSAGE_ID_PATTERN = r"^M\d{2,4}$"
 TASK_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 FORMAT = "labkit-tasks-v2"
 FAMILY_NAMES = ("triage", "extraction", "selection", "compare")
+
+
+class TaskFileError(LabkitError):
+    """A task file could not be read as v2 tasks; the message names the file, the task and the field.
+
+    Its own class so that a caller (a test, a teacher's script) can tell a broken task file from any
+    other failure before a single model call is spent.
+    """
 FORM_FIELDS = ("order", "date", "amount", "name")
 
 

@@ -1,7 +1,8 @@
 """Per-run counting of model calls: how many, how many tokens, how long, how many HTTP retries.
 
-Why a wrapper: the arms call the model through different code (the free loop, the runtime), and
-the metrics must be counted the same way for all of them, at the one place every call passes.
+Why a wrapper: the arms of a comparison call the model through different code (a free loop, the
+runtime's planner), and the counts must be made the same way for all of them, at the one place every
+call passes. The code comparison's call budget (:mod:`labkit.repoedit.budget`) is built on it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
 
 @dataclass
 class CallNote:
-    """One call as the experiment reports it (no text: that lives in the cassette)."""
+    """One call as a run reports it (no text: that lives in the cassette)."""
 
     purpose: str
     prompt_tokens: int
@@ -26,6 +27,8 @@ class CallNote:
 
 @dataclass
 class Meter:
+    """The calls of one run, with the totals a run's record reports."""
+
     calls: list[CallNote] = field(default_factory=list)
 
     @property
