@@ -5,10 +5,13 @@
 - :class:`PromptOnlyBot` — the comparison: the whole script in one prompt (``checked``: its claimed moves
   held to the script's moves and ``needs``);
 - :mod:`labkit.dialog.features` — the machine's switchable features (worked example, per-signal results
-  grammar, vars_memory, cancel confirmation, corrections, differing re-asks), one declaration each;
+  grammar, vars_memory, cancel confirmation, corrections, grounded values, the step's question, carried
+  messages, differing re-asks), one declaration each;
 - :mod:`labkit.dialog.arms` — the declared arms ``labkit dialog-measure --arms`` runs: ``machine`` and
   ``prompt_only`` as first recorded, ``prompt_only_checked``, ``machine_plus`` and its ablations;
-- :func:`run_user` / :func:`summarize` — scripted users and the legacy adherence check the recordings replay with;
+- :mod:`labkit.dialog.comparison` — ``labkit dialog-measure``: arms × scripted users on the one runner
+  (:mod:`labkit.runs`), recorded, resumed, replayed;
+- :func:`run_user` / :func:`summarize` — one scripted conversation, and the first recording's legacy check;
 - :func:`score` / :func:`summarize_scores` / :func:`compare_arms` — the five-part measure a do-nothing bot cannot
   pass (:mod:`labkit.dialog.measure`); :func:`score_runs` re-scores recordings from their logs;
   :mod:`labkit.dialog.floors` holds the floor bots;

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.errors import LabkitError
-from labkit.llm.server_options import add_server_options, check_server_options
+from labkit.llm.server_options import add_server_options, add_slots_option, check_server_options
 
 
 def _grammar_notes() -> dict[str, list[str]]:
@@ -50,25 +50,12 @@ def with_segment(prov: dict[str, Any], out: Path, *, resume: bool) -> dict[str, 
 
 
 def _live_backend(args: argparse.Namespace, prefixes: tuple[str, ...] = ()) -> Any:
-    """The in-process model, one server, or a pool of servers (several ``--server``, or ``--slots`` above 1)."""
-    from labkit.llm.server_options import connect_servers
-
-    if args.server and args.model:
-        raise LabkitError("give either --model or --server, not both", "one model per experiment.")
-    servers = connect_servers(args, several=True)
-    if len(servers) > 1 or (servers and args.slots > 1):
-        from labkit.llm.pool import ServerPool
-
-        return ServerPool(servers, slots=args.slots)  # refuses servers that do not serve the same model alike
-    if servers:
-        return servers[0]
-    if args.slots > 1:
-        raise LabkitError("--slots is for servers: an in-process model runs one run at a time",
-                          "drop --slots, or give --server URL (once or more).")
+    """The in-process model (v2's context and declared prefixes), one server, or a pool of servers."""
     from labkit.experiment.v2.runner import N_CTX
     from labkit.llm.models import model_backend
+    from labkit.llm.server_options import live_backend
 
-    return model_backend(args.model, n_ctx=N_CTX, threads=args.threads, prefixes=prefixes)
+    return live_backend(args, lambda: model_backend(args.model, n_ctx=N_CTX, threads=args.threads, prefixes=prefixes))
 
 
 RECORDED = "data/experiment-v2"  # one folder per model name: the committed recordings
@@ -239,8 +226,7 @@ def register(commands: Any, bench: Any) -> None:
                        "(plain completions, the prompts sent as they are, unless --server-kind says how to reach "
                        "a chat model's template). Give it once per server to spread the runs over several servers "
                        "of one model; the rows are one server's")
-    p.add_argument("--slots", type=int, default=1, help="runs each --server takes at once (a llama.cpp server "
-                   "started with --parallel N has N; default 1)")
+    add_slots_option(p)
     p.add_argument("--replay", metavar="DIR", help="replay a recorded v2 experiment from its cassettes")
     p.add_argument("--out", default="results", help="output folder (default results/)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted recording in --out (same "
