@@ -1,8 +1,9 @@
 """Write README.md's comparison tables from the committed recordings.
 
-Four blocks: the comparison v2 (data/experiment-v2/<model>/summary.json), the code comparison
+Five blocks: the comparison v2 (data/experiment-v2/<model>/summary.json), the code comparison
 (data/repoedit/compare/<model>/), the code comparison with the machine's features and their ablation
-(data/repoedit/compare-plus/<model>/), and the HumanEval recordings (data/repoedit/humaneval-<kind>/<model>/).
+(data/repoedit/compare-plus/<model>/), the HumanEval recordings (data/repoedit/humaneval-<kind>/<model>/),
+and the dialog recordings (data/dialog/runs/<model>/, data/dialog/runs_test/<model>/).
 
 Run it after a new recording; tests/test_readme_comparison.py fails while the README shows another table.
 """
@@ -20,6 +21,7 @@ BEGIN, END = "<!-- comparison-table: begin -->", "<!-- comparison-table: end -->
 CODE_BEGIN, CODE_END = "<!-- code-comparison-table: begin -->", "<!-- code-comparison-table: end -->"
 PLUS_BEGIN, PLUS_END = "<!-- code-plus-table: begin -->", "<!-- code-plus-table: end -->"
 BENCH_BEGIN, BENCH_END = "<!-- humaneval-table: begin -->", "<!-- humaneval-table: end -->"
+DIALOG_BEGIN, DIALOG_END = "<!-- dialog-table: begin -->", "<!-- dialog-table: end -->"
 
 
 def recorded_summaries(root: Path = ROOT) -> dict[str, dict]:
@@ -88,6 +90,27 @@ def bench_table_block(root: Path = ROOT) -> str:
     return "\n\n".join(parts)
 
 
+def dialog_folders(root: Path = ROOT) -> dict[str, Path]:
+    """The dialog recordings, labelled: the first one (22 users, both splits) and the test users'."""
+    data = root / "data" / "dialog"
+    found = {}
+    for label, sub in (("first, 22 users", "runs"), ("test users", "runs_test")):
+        for model in MODELS:
+            if (data / sub / model / "dialog.json").exists():
+                found[f"{label} ({model})"] = data / sub / model
+    return found
+
+
+def dialog_table_block(root: Path = ROOT) -> str:
+    from labkit.dialog.rescore import recordings_table
+    from labkit.dialog.simulate import load_scenarios
+    from labkit.dialog.users import load_user_scripts
+
+    data = root / "data" / "dialog"
+    table = recordings_table(dialog_folders(root), load_scenarios(data), load_user_scripts(data / "users"))
+    return table.replace(" (gemma3-270m) |", " |").replace(" (qwen2.5-coder-1.5b) |", " |")
+
+
 def replaced(text: str, begin: str, end: str, block: str) -> str:
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
@@ -99,6 +122,7 @@ def main() -> None:
     readme = replaced(path.read_text(encoding="utf-8"), BEGIN, END, table_block())
     readme = replaced(readme, CODE_BEGIN, CODE_END, code_table_block())
     readme = replaced(readme, PLUS_BEGIN, PLUS_END, plus_table_block())
+    readme = replaced(readme, DIALOG_BEGIN, DIALOG_END, dialog_table_block())
     path.write_text(replaced(readme, BENCH_BEGIN, BENCH_END, bench_table_block()), encoding="utf-8")
     print(f"wrote the comparison tables of {', '.join(recorded_summaries())} into {path}")
 

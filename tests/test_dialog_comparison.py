@@ -123,3 +123,20 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     with pytest.raises(LabkitError, match="nothing to resume"):
         record(settings("machine_plus"), Answers(live=ScriptedBackend(echo)), tmp_path / "new", resume=True)
     assert len(read_rows(out / "runs.jsonl")) == 1  # nothing recorded was lost
+
+
+@pytest.mark.parametrize("folder", sorted(p for p in (DATA / "runs_test").glob("*") if (p / "dialog.json").exists()),
+                         ids=lambda p: p.name)
+def test_the_committed_test_recordings_replay_row_for_row(folder: Path, tmp_path: Path) -> None:
+    assert replay(folder, tmp_path / "again") == []
+    rows = read_rows(folder / "runs.jsonl")
+    assert {r["split"] for r in rows} == {"test"} and rows
+
+
+def test_the_recordings_table_has_a_row_per_arm_with_its_counts() -> None:
+    from labkit.dialog.rescore import recordings_table
+
+    table = recordings_table({"first": DATA / "runs" / "gemma3-270m"}, load_scenarios(DATA),
+                             load_user_scripts(DATA / "users")).splitlines()
+    assert len(table) == 4 and table[2].startswith("| first | gemma3-270m | machine | 22 | 5 | 4 | 19 | 22 | 6 | 0 (")
+    assert table[2].endswith("| 3 | 1.029 |")  # three false completions (cancels), 105 calls for 102 messages

@@ -58,3 +58,11 @@ def test_the_models_table_has_a_column_per_model_and_split_and_a_dash_where_an_a
     assert lines[2] == "| X | 1/2 (0.10–0.90) | 3/4 (0.10–0.90) | 4/4 (0.10–0.90) |"
     assert lines[3] == "| Y | — | 0/4 (0.10–0.90) | — |"
     assert lines[-1] == "- headline (test, 10 tasks), a: prompt-only 1/10 → machine 2/10"
+
+
+def test_the_readme_dialog_table_is_the_recordings_table() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert script.DIALOG_BEGIN in readme and script.DIALOG_END in readme, "README.md lost its dialog-table markers"
+    shown = readme.split(script.DIALOG_BEGIN, 1)[1].split(script.DIALOG_END, 1)[0].strip()
+    assert any(label.startswith("test users") for label in script.dialog_folders()), "no dialog test recording"
+    assert shown == script.dialog_table_block(), "stale: run python scripts/update_readme_comparison.py"

@@ -117,3 +117,24 @@ def counts(folder: str | Path) -> dict[str, dict[str, Any]]:
     rows = read_rows(Path(folder) / "runs.jsonl")
     return {arm: summarize([result_from_dict(r) for r in rows if r["arm"] == arm])
             for arm in read_config(Path(folder)).arms if any(r["arm"] == arm for r in rows)}
+
+
+def recordings_table(folders: dict[str, Path], scenarios: dict[str, Scenario], users: list[UserScript]) -> str:
+    """A Markdown table of several recordings (``{label: folder}``), one row per arm: each part's count, adherence
+    with its Wilson interval, false completions and calls per user message (README and notebook 04 show it)."""
+    from labkit.dialog.comparison import read_config
+    from labkit.dialog.measure import PARTS
+
+    lines = ["| recording | model | arm | n | " + " | ".join(PARTS) + " | adhered (95% Wilson) | false completions "
+             "| calls / user message |", "|---|---|---|---|" + "---|" * len(PARTS) + "---|---|---|"]
+    for label, folder in folders.items():
+        model = read_config(folder).model
+        calls = counts(folder)
+        for arm, scores in score_folder(folder, scenarios, users).items():
+            row = summarize_scores(scores)
+            low, high = row["adhered"]["ci95"]
+            lines.append(f"| {label} | {model} | {arm} | {row['conversations']} | "
+                         + " | ".join(str(row[p]["count"]) for p in PARTS)
+                         + f" | {row['adhered']['count']} ({low:.0%}–{high:.0%}) | {row['false_completions']['count']} "
+                         f"| {calls[arm]['calls_per_message']} |")
+    return "\n".join(lines)
