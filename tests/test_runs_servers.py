@@ -1,5 +1,6 @@
 """The one runner across two real servers: two ``python -m labkit.llm.serve`` processes (llama_cpp.server with
-the embedded model) on loopback give the rows that one of them gives alone, run after run."""
+the embedded model) on loopback give the rows that one of them gives alone, run after run — for each of the three
+comparisons (reading tasks v2, the code comparison, the dialog measurement)."""
 
 from __future__ import annotations
 
@@ -73,3 +74,29 @@ def test_the_dialog_measurement_spread_over_two_real_servers_gives_one_servers_r
     for arm in settings.arms:
         for user in ("s03_cancel", "s15_smalltalk_then_cancel"):
             assert events("one", arm, user) == events("two", arm, user)
+
+
+@pytest.mark.slow
+def test_the_code_comparison_spread_over_two_real_servers_gives_one_servers_rows(
+        start_llama_server: Any, tmp_path: Path) -> None:
+    from labkit.repoedit.compare import REPLAY_IGNORED, CompareConfig, run_compare
+
+    # the one-call arm on two tasks, so each server gets a run (the machine's calls take minutes on one thread:
+    # the v2 and dialog tests above already send grammar-constrained machine calls to these servers)
+    config = CompareConfig(model="server", arms=["prompt_only"], split="dev", max_tokens=150)
+    only = [("prompt_only", task) for task in ("wordcount-whitespace", "roman-subtractive")]
+
+    def client(url: str) -> OpenAICompatBackend:
+        return OpenAICompatBackend(url, timeout_s=120, cache_dir=tmp_path / "cache")
+
+    with start_llama_server(threads=1) as first, start_llama_server(threads=1) as second:
+        alone = run_compare(config, Answers(live=client(first)), tmp_path / "one", only=only)
+        pool = ServerPool([client(first), client(second)])
+        spread = run_compare(config, Answers(live=pool), tmp_path / "two", only=only)
+
+    def rows(found: list[Any]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.to_dict().items() if k not in REPLAY_IGNORED} for r in found]
+
+    assert len(alone) == len(only) and rows(spread) == rows(alone)  # row for row, one order
+    assert all(r.llm_calls > 0 for r in alone)  # every run asked the model
+    assert pool.runs_per_server()[first] > 0 and pool.runs_per_server()[second] > 0

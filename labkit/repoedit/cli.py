@@ -203,19 +203,30 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from labkit.repoedit.arms import ARMS, DEFAULT_ARMS
 
     arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(DEFAULT_ARMS)
-    config = CompareConfig(model=args.model, arms=arms, split=args.split, call_budget=args.call_budget,
-                           max_tokens=args.max_tokens, threads=args.threads, tasks_file=_tasks_spec(args.tasks))
+    from labkit.llm.models import DEFAULT_MODEL
+    from labkit.llm.server_options import check_server_options, live_backend
+
+    check_server_options(args, several=True)
+    model = args.model or ("" if args.server else DEFAULT_MODEL)
+    config = CompareConfig(model=(args.server_model or "server") if args.server else model, arms=arms,
+                           split=args.split, call_budget=args.call_budget, max_tokens=args.max_tokens,
+                           threads=None if args.server else args.threads, tasks_file=_tasks_spec(args.tasks))
     config.check()
     describe = None
     live = None
     if any(ARMS[a].uses_model for a in arms):
-        _check_model(args.model)
         from labkit.llm.models import model_backend
 
-        # each arm's fixed head (instructions and worked example) is evaluated once and kept
-        prefixes = tuple(head(config.call_budget) for a in arms if (head := ARMS[a].head) is not None)
-        live = model_backend(args.model, threads=args.threads, prefixes=prefixes)
+        def local() -> Any:
+            _check_model(model)
+            # each arm's fixed head (instructions and worked example) is evaluated once and kept
+            prefixes = tuple(head(config.call_budget) for a in arms if (head := ARMS[a].head) is not None)
+            return model_backend(model, threads=args.threads, prefixes=prefixes)
+
+        live = live_backend(args, local)  # one server, a pool of servers and slots, or the in-process model
         describe = live.describe()
+    elif args.server:
+        raise LabkitError("--server is given but no arm asks a model", "drop --server, or add a model arm.")
     out = Path(args.out)
     from labkit.runs import Answers, clean_commit
 
@@ -279,9 +290,12 @@ def register(commands: Any, bench: Any) -> None:
     p = sub.add_parser("compare", help="the code comparison: every arm on every task of a split, judged by one "
                        "verifier (record, resume, or --replay)")
     from labkit.llm.models import DEFAULT_MODEL
+    from labkit.llm.server_options import add_server_options, add_slots_option
 
-    p.add_argument("--model", default=DEFAULT_MODEL,
-                   help=f"a registered model or a GGUF path (default {DEFAULT_MODEL})")
+    p.add_argument("--model", help=f"a registered model or a GGUF path (default {DEFAULT_MODEL})")
+    add_server_options(p, server_help="an OpenAI-compatible server's base URL instead of an in-process model; give "
+                       "it once per server to spread the runs over several servers of one model")
+    add_slots_option(p)
     p.add_argument("--arms", help=f"comma-separated, of: {', '.join(ARM_NAMES[:7])}, machine_plus_no_<feature> "
                    "(one ablation per feature of labkit.repoedit.features), machine_plus_oracle (default: the model "
                    "arms but the ablations, and both oracles)")
