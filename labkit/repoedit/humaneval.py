@@ -29,8 +29,8 @@ import io
 import json
 import random
 import re
-import subprocess
 import sys
+import tempfile
 import tokenize
 from dataclasses import dataclass
 from importlib import resources
@@ -40,6 +40,7 @@ from typing import Literal
 import yaml
 
 from labkit.errors import LabkitError
+from labkit.sandbox import run_sandboxed
 
 BenchKind = Literal["fix", "implement"]
 BENCH_KINDS: tuple[str, ...] = ("fix", "implement")
@@ -206,7 +207,8 @@ def _replace_token(body: str, tok: tokenize.TokenInfo, new: str) -> str:
 # ------------------------------------------------------------------------------------------------ build
 _PROBE = r'''
 import json, signal, sys
-job = json.loads(sys.stdin.read())
+with open(sys.argv[1], encoding="utf-8") as f:
+    job = json.load(f)
 def alarm(*_):
     raise TimeoutError
 signal.signal(signal.SIGALRM, alarm)
@@ -253,26 +255,35 @@ for n, body in enumerate(job["mutants"]):  # the first mutant that fails a visib
     if grades(job["prompt"] + body, job["test"], job["entry"]) is False:
         result["first"], result["visible"] = n, visible
         break
-print(json.dumps(result))
+with open(sys.argv[2], "w", encoding="utf-8") as f:
+    json.dump(result, f)
 '''
 
 
 def _probe(problem: Problem, examples: list[str], fallback: list[str], visible: list[str],
            bodies: list[str]) -> dict:
-    """Run the canonical solution and candidate mutants against assert lines in a child process.
+    """Run the canonical solution and candidate mutants against assert lines, sandboxed.
 
-    The code is the benchmark's, not a model's, but a mutant may loop forever or eat memory: each check
-    has an alarm, the child a time limit, and nothing of it runs in this process.
+    The code is the benchmark's, not a model's, but a mutant is code nobody reviewed: it may loop
+    forever, eat memory or do what its mutated line now does. It runs like model-written code
+    (:func:`labkit.sandbox.run_sandboxed`: no network, only its own folder writable, limits), each
+    check under an alarm; the job and the result are files in that folder, so nothing the code prints
+    can be taken for the result.
     """
     job = {"prompt": problem.prompt, "canonical": problem.canonical_solution, "examples": examples,
            "fallback": fallback, "visible": visible, "mutants": bodies, "test": problem.test,
            "entry": problem.entry_point}
-    proc = subprocess.run([sys.executable, "-c", _PROBE], input=json.dumps(job), capture_output=True, text=True,
-                          timeout=120)
-    if proc.returncode != 0:
-        raise LabkitError(f"{problem.task_id}: the probe of its examples failed: {proc.stderr[-300:]}",
-                          "this is a bug in labkit's HumanEval builder; report it with the problem's id.")
-    return json.loads(proc.stdout)
+    with tempfile.TemporaryDirectory(prefix="labkit-probe-") as folder:
+        where = Path(folder)
+        (where / "job.json").write_text(json.dumps(job), encoding="utf-8")
+        run = run_sandboxed([sys.executable, "-c", _PROBE, "job.json", "result.json"], cwd=where,
+                            writable=[where], timeout=120)
+        result = where / "result.json"
+        if run.returncode != 0 or not result.exists():
+            ended = "timed out" if run.timed_out else f"exit code {run.returncode}"
+            raise LabkitError(f"{problem.task_id}: the probe of its examples failed ({ended}): {run.output[-300:]}",
+                              "this is a bug in labkit's HumanEval builder; report it with the problem's id.")
+        return json.loads(result.read_text(encoding="utf-8"))
 
 
 def plan_task(problem: Problem, kind: BenchKind, split: str, seed: int = SEED) -> BenchTask | None:
