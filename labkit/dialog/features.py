@@ -15,19 +15,7 @@ recorded: its prompts and schemas are unchanged, so the old cassettes still repl
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-
-from labkit.errors import LabkitError
-
-
-@dataclass(frozen=True)
-class Feature:
-    """One switchable part of the dialog machine: its name, and the failure it answers."""
-
-    name: str
-    about: str
-
+from labkit.features import Feature, FeatureTable
 
 FEATURES: tuple[Feature, ...] = (
     Feature("step_example", "every step prompt shows one worked example answer (the step's declared example, "
@@ -55,20 +43,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("differing_reask", "a re-ask names the violation, shows the previous answer and says what to change, "
                                "so greedy decoding does not repeat itself"),
 )
-ALL: frozenset[str] = frozenset(f.name for f in FEATURES)
-
-
-def checked(names: Iterable[str]) -> frozenset[str]:
-    """``names`` as a set, refused if one is not a declared feature."""
-    found = frozenset(names)
-    unknown = sorted(found - ALL)
-    if unknown:
-        raise LabkitError(f"unknown dialog machine feature(s) {unknown}",
-                          f"use some of: {', '.join(f.name for f in FEATURES)}.")
-    return found
-
-
-def about(name: str) -> str:
-    """What feature ``name`` does (refused if it is not declared)."""
-    checked([name])
-    return next(f.about for f in FEATURES if f.name == name)
+TABLE = FeatureTable("dialog machine", FEATURES)
+ALL: frozenset[str] = TABLE.all
+checked = TABLE.checked
+about = TABLE.about

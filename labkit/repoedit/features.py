@@ -12,19 +12,7 @@ unchanged, so the old recordings still replay).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-
-from labkit.errors import LabkitError
-
-
-@dataclass(frozen=True)
-class Feature:
-    """One switchable part of the machine: its name, and the failure it answers."""
-
-    name: str
-    about: str
-
+from labkit.features import Feature, FeatureTable
 
 FEATURES: tuple[Feature, ...] = (
     Feature("code_plan", "a project with one source file is planned by code: no model call, no wrong file"),
@@ -44,18 +32,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("sampled_repair", "after a greedy answer failed, the next ones are sampled (temperature and seed "
                               "recorded), so a retry is not the same answer again"),
 )
-ALL: frozenset[str] = frozenset(f.name for f in FEATURES)
-
-
-def checked(names: Iterable[str]) -> frozenset[str]:
-    """``names`` as a set, refused if one is not a declared feature."""
-    found = frozenset(names)
-    unknown = sorted(found - ALL)
-    if unknown:
-        raise LabkitError(f"unknown machine feature(s) {unknown}",
-                          f"use some of: {', '.join(f.name for f in FEATURES)}.")
-    return found
-
-
-def about(name: str) -> str:
-    return next(f.about for f in FEATURES if f.name == name)
+TABLE = FeatureTable("machine", FEATURES)
+ALL: frozenset[str] = TABLE.all
+checked = TABLE.checked
+about = TABLE.about

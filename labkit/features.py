@@ -1,0 +1,48 @@
+"""Switchable machine features: each is one declaration that an arm switches on and its ablation off.
+
+Why a shared table: the code machine (:mod:`labkit.repoedit.features`) and the dialog machine
+(:mod:`labkit.dialog.features`) are measured the same way — an arm is the machine plus a set of
+feature names, and the ablation arms are generated from the table (every feature but one) — so the
+name check and the lookup are written once, here, and each machine declares only its features.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from labkit.errors import LabkitError
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One switchable part of a machine: its name, and the failure it answers."""
+
+    name: str
+    about: str
+
+
+@dataclass(frozen=True)
+class FeatureTable:
+    """A machine's declared features, in the order its report lists them."""
+
+    machine: str  # how an error names the machine ("dialog machine")
+    features: tuple[Feature, ...]
+
+    @property
+    def all(self) -> frozenset[str]:
+        return frozenset(f.name for f in self.features)
+
+    def checked(self, names: Iterable[str]) -> frozenset[str]:
+        """``names`` as a set, refused if one is not a declared feature."""
+        found = frozenset(names)
+        unknown = sorted(found - self.all)
+        if unknown:
+            raise LabkitError(f"unknown {self.machine} feature(s) {unknown}",
+                              f"use some of: {', '.join(f.name for f in self.features)}.")
+        return found
+
+    def about(self, name: str) -> str:
+        """What feature ``name`` does (refused if it is not declared)."""
+        self.checked([name])
+        return next(f.about for f in self.features if f.name == name)
