@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from labkit.dialog.scenario import Step
+from labkit.dialog.scenario import Step, unknown
 
 MESSAGE_MAX = 200
 SUMMARY_MAX = 100
@@ -95,16 +95,12 @@ def check_answer(raw: str, step: Step, known: dict[str, Any]) -> Checked:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "results"
         return Checked(None, Violation("invalid_results", f"results.{where}: {first['msg']}"))
-    given = {k: v for k, v in results.model_dump().items() if not _empty(v)}
-    missing = [n for n in signal.needs if _empty(given.get(n)) and _empty(known.get(n))]
+    given = {k: v for k, v in results.model_dump().items() if not unknown(v)}
+    missing = [n for n in signal.needs if unknown(given.get(n)) and unknown(known.get(n))]
     if missing:
         return Checked(None, Violation("missing_results", f"signal '{signal.name}' needs {', '.join(missing)}, "
                                        "but the results do not give it"))
     return Checked(answer.model_copy(update={"results": given}), None)
-
-
-def _empty(value: Any) -> bool:
-    return value is None or value == "" or value == []
 
 
 def reask_prompt(prompt: str, raw: str, violation: Violation, step: Step) -> str:
@@ -152,10 +148,10 @@ def grammar_schema(step: Step, known: dict[str, Any],
     the earlier steps' known values: live, the model "corrected" the step's own value with it).
     ``without`` leaves signals out (a re-ask may not take the move just refused).
     """
-    forward = {n for s in step.signals if s.to != step.name for n in s.needs if _empty(known.get(n))}
+    forward = {n for s in step.signals if s.to != step.name for n in s.needs if unknown(known.get(n))}
     alternatives = []
     for signal in (s for s in step.signals if s.name not in without):
-        required = [n for n in signal.needs if _empty(known.get(n)) and any(f.name == n for f in step.results)]
+        required = [n for n in signal.needs if unknown(known.get(n)) and any(f.name == n for f in step.results)]
         fields = [f for f in step.results if signal.to != step.name or f.name not in forward]
         if only is not None and signal.name in only:
             fields = [f for f in fields if f.name in only[signal.name]]
@@ -184,7 +180,7 @@ def differing_reask_prompt(prompt: str, raw: str, violation: Violation, step: St
              f"Previous answer (do not repeat it): {shown or '(empty)'}"]
     if violation.code == "missing_results":
         for signal in step.signals:
-            missing = [n for n in signal.needs if _empty(known.get(n))]
+            missing = [n for n in signal.needs if unknown(known.get(n))]
             if missing:
                 lines.append(f"To emit '{signal.name}', put {', '.join(missing)} into results, taken from the "
                              "user's words; if the user has not said it, emit a signal that stays and ask for it.")

@@ -45,7 +45,7 @@ from labkit.dialog.events import (
 )
 from labkit.dialog.features import checked as checked_features
 from labkit.dialog.grounding import ungrounded, unsaid_words
-from labkit.dialog.scenario import ResultField, Scenario, Signal, Step
+from labkit.dialog.scenario import ResultField, Scenario, Signal, Step, unknown
 from labkit.errors import LabkitError
 from labkit.events import Event, RunStarted
 from labkit.llm.backend import Backend
@@ -276,7 +276,7 @@ class DialogBot(_Bot):
         if corrections is None:
             return set()
         own = {f.name for f in self.scenario.step(step.name).results}
-        known = {n for n, v in self.state.variables.items() if not _unknown(v)}
+        known = {n for n, v in self.state.variables.items() if not unknown(v)}
         return (set(corrections.fields) or {f.name for f in self.scenario.variables}) & known - own
 
     def _schema(self, step: Step) -> dict[str, Any]:
@@ -313,7 +313,7 @@ class DialogBot(_Bot):
         signal = step.signal(answer.signal)
         known = {**self.state.variables, **results}
         update: dict[str, Any] = {"results": results}
-        if signal is not None and any(_unknown(known.get(n)) for n in signal.needs):
+        if signal is not None and any(unknown(known.get(n)) for n in signal.needs):
             corrections = self.scenario.corrections
             stay = next((s for s in step.signals if s.to == step.name and not s.needs
                          and (corrections is None or s.name != corrections.signal)), None)
@@ -359,7 +359,7 @@ class DialogBot(_Bot):
             # model "corrected" the deadline and the step stayed, asking again. It moves on as its answer would.
             forward = step.signal("next")
             known = {**self.state.variables, **checked.answer.results}
-            ready = forward is not None and not any(_unknown(known.get(n)) for n in forward.needs)
+            ready = forward is not None and not any(unknown(known.get(n)) for n in forward.needs)
             stay = next((s for s in step.signals if s.to == step.name and not s.needs
                          and s.name != corrections.signal), None)
             kept = forward if ready else stay
@@ -388,7 +388,7 @@ class DialogBot(_Bot):
             corrections = self.scenario.corrections
             correcting = corrections is not None and answer.signal == corrections.signal
             kept = {k: v for k, v in answer.results.items()
-                    if k in own or correcting or _unknown(self.state.variables.get(k))}
+                    if k in own or correcting or unknown(self.state.variables.get(k))}
             answer = answer.model_copy(update={"results": kept})
         super()._apply_results(answer, step, turn)
 
@@ -424,7 +424,7 @@ class DialogBot(_Bot):
         fields = "\n".join(f"- {f.name} ({_type_text(f)}): {f.description}" for f in step.results) or "- none"
         parts = [f"{self.scenario.title}. Current step: {step.name}.\n{step.instructions.strip()}", "",
                  f"Results to fill in this step:\n{fields}"]
-        later = [f for f in contract.results if f.name not in own and _unknown(self.state.variables.get(f.name))]
+        later = [f for f in contract.results if f.name not in own and unknown(self.state.variables.get(f.name))]
         if later and self.has("vars_memory"):
             parts.append("Other values: fill one in only if the user says it now (never ask for a value that is "
                          "known):\n" + "\n".join(f"- {f.name} ({_type_text(f)}): {f.description}" for f in later))
@@ -457,7 +457,7 @@ class DialogBot(_Bot):
                 return question
         target = self.scenario.step(self.machine.table.rows_for(step.name, answer.signal)[0].dest)
         skipping = (self.has("vars_memory") and answer.signal != "back" and target.name != step.name
-                    and not self._needs_more(target, moving_on=True))
+                    and not target.stops_moving_on(self.state.variables))
         carrying = not (target.final or skipping) and self._late(answer, step, target)
         if carrying:  # the next step answers the message: this step's words end without a question
             message = " ".join(s for s in re.split(r"(?<=[.!?])\s+", answer.message.strip()) if s and s[-1] != "?")
@@ -497,27 +497,11 @@ class DialogBot(_Bot):
         if not self.has("carry_over") or self._carrying or answer.signal == "back" or target.name == step.name:
             return False
         own = {f.name for f in step.results}
-        recorded = [v for k, v in answer.results.items() if k in own and not _unknown(v)]
+        recorded = [v for k, v in answer.results.items() if k in own and not unknown(v)]
         said = [text for who, text in self.state.turns if who == "user"]
         if not recorded or len(said) < 2:
             return False
         return all(unsaid_words(v, said[-1:]) and not unsaid_words(v, said) for v in recorded)
-
-    def _needs_more(self, step: Step, *, moving_on: bool = False) -> bool:
-        """Whether ``step`` still needs something from the user (a needed value, or a confirmation).
-
-        With ``moving_on``: whether ``vars_memory`` would stop there (its ``next`` needs a value not
-        known yet), the rule :meth:`_skip_known` follows.
-        """
-        if step.final:
-            return False
-        if moving_on:
-            forward = step.signal("next")
-            if forward is None or not forward.needs or not step.results:
-                return True
-            return any(_unknown(self.state.variables.get(n)) for n in forward.needs)
-        needed = {n for s in step.signals for n in s.needs}
-        return not step.results or not needed or any(_unknown(self.state.variables.get(n)) for n in needed)
 
     def _asking(self, message: str, step: Step, *, moved: bool = False) -> str:
         """``step_question``: the model's questions replaced by the step's declared one.
@@ -531,7 +515,7 @@ class DialogBot(_Bot):
         asked again and again, because the machine would be doing the asking for it (the floor bots).
         """
         question = self.scenario.questions.get(step.name)
-        if not self.has("step_question") or not question or not self._needs_more(step):
+        if not self.has("step_question") or not question or not step.still_needs(self.state.variables):
             return message
         sentences = [s for s in re.split(r"(?<=[.!?])\s+", message.strip()) if s]
         kept = [s for s in sentences if not s.endswith("?")]
@@ -541,7 +525,7 @@ class DialogBot(_Bot):
 
     def _question(self, step: Step) -> str:
         """The step's declared question, ``{known}`` read back in plain words (no JSON quoting)."""
-        known = {k: v for k, v in self.state.variables.items() if not _unknown(v)}
+        known = {k: v for k, v in self.state.variables.items() if not unknown(v)}
         plain = "; ".join(f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in known.items())
         return self.scenario.questions[step.name].replace("{known}", plain or "nothing yet")
 
@@ -550,10 +534,7 @@ class DialogBot(_Bot):
         moved = False
         while True:
             here = self.scenario.step(self.state.status)
-            forward = here.signal("next")
-            if here.final or forward is None or not forward.needs or not here.results:
-                break
-            if any(self.state.variables.get(n) in (None, "", []) for n in forward.needs):
+            if here.final or here.stops_moving_on(self.state.variables):
                 break
             sealed = self.machine.fire("next", turn=turn, reason="vars_memory: needs already known")
             if self.on_event is not None:
@@ -572,10 +553,6 @@ class DialogBot(_Bot):
             text = f"Here is what I have: {self._variables_text()}. Is that right?"
         self._record(BotSaid(turn=turn, step=here.name, text=text))
         return text
-
-
-def _unknown(value: Any) -> bool:
-    return value is None or value == "" or value == []
 
 
 def example_text(step: Step) -> str:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.dialog.events import BotSaid, UserSaid, VariableChanged
-from labkit.dialog.scenario import Scenario, ScenarioError, Step
+from labkit.dialog.scenario import Scenario, ScenarioError, Step, unknown
 from labkit.dialog.users import ExpectedValue, UserScript
 from labkit.events import Event, RunStarted, Transitioned
 from labkit.stats import PairedTest, paired_test, wilson_interval
@@ -51,13 +51,9 @@ def normalise(text: Any) -> str:
     return " ".join(folded.split()).strip(_TRAILING).strip()
 
 
-def _empty(value: Any) -> bool:
-    return value is None or value == "" or value == []
-
-
 def value_misses(expected: ExpectedValue, value: Any) -> str:
     """Why ``value`` is not the expected one ('' when it is right)."""
-    if _empty(value):
+    if unknown(value):
         return "not set"
     if not expected.is_list:
         if isinstance(value, list):
@@ -119,7 +115,7 @@ def _move_problem(scenario: Scenario, source: str, dest: str, signal: str | None
     if not candidates:
         return f"{source} -> {dest}: not a move of the script"
     for sig in candidates:
-        missing = [n for n in sig.needs if _empty(known.get(n))]
+        missing = [n for n in sig.needs if unknown(known.get(n))]
         if not missing:
             return ""
     return f"{source} -> {dest} ({candidates[0].name}) while {', '.join(missing)} unknown"
@@ -162,16 +158,6 @@ def trace(events: Sequence[Event], scenario: Scenario) -> Trace:
             step = event.dest
     close()
     return Trace(mode, tuple(turns), step, dict(variables), tuple(forbidden))
-
-
-def still_needs(step: Step, known: dict[str, Any]) -> bool:
-    """Whether ``step`` still needs something from the user: a needed value unknown, or a confirmation."""
-    if step.final:
-        return False
-    needed = {n for s in step.signals for n in s.needs}
-    if not step.results or not needed:
-        return True
-    return any(_empty(known.get(n)) for n in needed)
 
 
 # --------------------------------------------------------------------------- scoring
@@ -227,11 +213,11 @@ def score(events: Sequence[Event], scenario: Scenario, user: UserScript, arm: st
                             "(values: {} when the user gives none).")
     t = trace(events, scenario)
     values = {name: value_misses(expected, t.variables.get(name)) for name, expected in user.expect_values.items()}
-    invented = tuple(sorted(n for n, v in t.variables.items() if not _empty(v) and n not in user.expect_values))
+    invented = tuple(sorted(n for n, v in t.variables.items() if not unknown(v) and n not in user.expect_values))
     unasked = []
     for turn in t.turns:
         step = scenario.steps[turn.step_after]
-        if not still_needs(step, turn.variables):
+        if not step.still_needs(turn.variables):
             continue
         if not step.ask_keywords:
             raise ScenarioError(f"{scenario.path or scenario.name}: step '{step.name}' declares no ask_keywords",

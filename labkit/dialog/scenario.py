@@ -60,6 +60,7 @@ the results that must be known (given now or earlier) before the signal may be e
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -171,6 +172,11 @@ class Corrections:
     fields: tuple[str, ...] = ()  # empty: every variable
 
 
+def unknown(value: Any) -> bool:
+    """A variable not given yet: never set, or set to nothing (``None``, ``""``, ``[]``)."""
+    return value is None or value == "" or value == []
+
+
 @dataclass(frozen=True)
 class Step:
     """One state of the dialog."""
@@ -187,6 +193,25 @@ class Step:
 
     def signal(self, name: str) -> Signal | None:
         return next((s for s in self.signals if s.name == name), None)
+
+    def still_needs(self, known: Mapping[str, Any]) -> bool:
+        """Whether this step still needs something from the user: a needed value not ``known``, or (a step
+        that records nothing or needs nothing to move) a confirmation. The machine's rule (when to ask) and
+        the measure's (whether the bot had to ask) are this one."""
+        if self.final:
+            return False
+        needed = {n for s in self.signals for n in s.needs}
+        return not self.results or not needed or any(unknown(known.get(n)) for n in needed)
+
+    def stops_moving_on(self, known: Mapping[str, Any]) -> bool:
+        """Whether ``vars_memory`` stops here on its way forward (a final step needs nothing more, so it does
+        not): no ``next`` that needs recorded values, or one of them not ``known`` yet."""
+        if self.final:
+            return False
+        forward = self.signal("next")
+        if forward is None or not forward.needs or not self.results:
+            return True
+        return any(unknown(known.get(n)) for n in forward.needs)
 
     @property
     def signal_names(self) -> list[str]:
