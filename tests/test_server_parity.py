@@ -1,0 +1,47 @@
+"""The server-parity script's rules (``scripts/server_parity.py``): which subset it re-runs and how a row is set
+beside its recording. The live run needs the opt-in model and a server, so it is recorded
+(``data/bench/server-parity.json``), not run here."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "server_parity.py"
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("server_parity", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["server_parity"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+parity = _script()
+
+
+def test_a_row_is_the_same_only_when_every_field_but_the_times_is() -> None:
+    recorded = [{"arm": "a", "task": "t1", "fixed": True, "wall_s": 3.0},
+                {"arm": "a", "task": "t2", "fixed": True, "wall_s": 3.0},
+                {"arm": "a", "task": "t3", "fixed": False, "wall_s": 1.0}]
+    again = [{"arm": "a", "task": "t1", "fixed": True, "wall_s": 9.0},
+             {"arm": "a", "task": "t2", "fixed": False, "wall_s": 3.0, "extra": 1}]
+    rows = parity.compared(recorded, again, ("arm", "task"), ("wall_s",))
+    assert [r["same"] for r in rows] == [True, False, False]
+    assert rows[1]["differences"] == {"extra": [None, 1], "fixed": [True, False]}
+    assert rows[2]["differences"] == {"row": ["recorded", None]}  # a row the server run lacks is a difference
+
+
+def test_the_subsets_are_declared_rules_not_picks() -> None:
+    rows = [{"arm": "machine_plus", "scenario": sc, "user": u, "user_messages": n}
+            for sc, u, n in (("analyst", "a02", 3), ("analyst", "a01", 3), ("analyst", "a03", 1),
+                             ("support", "s09", 2), ("support", "s01", 5), ("support", "s02", 4))]
+    rows.append({"arm": "prompt_only_checked", "scenario": "support", "user": "s99", "user_messages": 1})
+    assert parity.dialog_users(rows) == ["a03", "a01", "s09", "s02"]  # fewest messages, then by name
+    code = [{"arm": arm, "task": f"humaneval-{n}"} for arm in parity.CODE_ARMS for n in (10, 2, 1, 33, 4, 7)]
+    code.remove({"arm": "machine_plus", "task": "humaneval-2"})
+    assert parity.code_tasks(code) == ["humaneval-1", "humaneval-4", "humaneval-7", "humaneval-10"]  # by number
