@@ -1,4 +1,4 @@
-"""Checker for exercise 01: the table must be exactly the specification's, and the machine must count its retries.
+"""Checker for exercise 01a: the table must be exactly the specification's, and the machine must count its retries.
 
 Two views of the same answer. The rows are compared, as a set, with the rows the specification
 asks for: a table that behaves well on the scenarios but has an extra way through (a fix that

@@ -1,4 +1,4 @@
-"""Exercise 01's probes: they run in the sandboxed child, beside the learner's file, and return plain data.
+"""Exercise 01a's probes: they run in the sandboxed child, beside the learner's file, and return plain data.
 
 Nothing here knows the answer: the probes build the learner's table, read its rows, and drive the
 learner's machine through the runs the checker sends. ``check.py`` judges what comes back.

@@ -1,6 +1,6 @@
 # BEGIN SOLUTION
-"""Exercise 01, one solution: the code-change job as a transition table that counts its own retries."""
-# STUB: """Exercise 01: the code-change job as a transition table. Fill in the TODOs, then run `labkit check 01`."""
+"""Exercise 01a, one solution: the code-change job as a transition table that counts its own retries."""
+# STUB: """Exercise 01a: the code-change job as a transition table. Fill in the TODOs, then run `labkit check 01a`."""
 # END SOLUTION
 
 from collections.abc import Mapping

@@ -1,4 +1,4 @@
-"""Exercise 01: the code-change job as a transition table. Fill in the TODOs, then run `labkit check 01`."""
+"""Exercise 01a: the code-change job as a transition table. Fill in the TODOs, then run `labkit check 01a`."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""Checker for exercise 02: drive the validator with good and bad proposals, and the executor with
+"""Checker for exercise 02a: drive the validator with good and bad proposals, and the executor with
 genuine and doctored tokens.
 
 Expected verdicts are written here, and signatures are recomputed here with the checker's own

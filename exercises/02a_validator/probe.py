@@ -1,4 +1,4 @@
-"""Exercise 02's probes: they run in the sandboxed child and return what the learner's functions answered.
+"""Exercise 02a's probes: they run in the sandboxed child and return what the learner's functions answered.
 
 Tokens and denials come back as plain data (their fields); the checker recomputes digests and
 signatures in its own process, with its own copy of the signing rule.

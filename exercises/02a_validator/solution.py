@@ -1,8 +1,8 @@
 # BEGIN SOLUTION
-"""Exercise 02, one solution: the validator that issues tokens, and the executor's check of them."""
-# STUB: """Exercise 02: write the validator and the executor's token check.
+"""Exercise 02a, one solution: the validator that issues tokens, and the executor's check of them."""
+# STUB: """Exercise 02a: write the validator and the executor's token check.
 # STUB:
-# STUB: Fill in the TODOs, then run `labkit check 02`.
+# STUB: Fill in the TODOs, then run `labkit check 02a`.
 # STUB: """
 # END SOLUTION
 

@@ -1,6 +1,6 @@
-"""Exercise 02: write the validator and the executor's token check.
+"""Exercise 02a: write the validator and the executor's token check.
 
-Fill in the TODOs, then run `labkit check 02`.
+Fill in the TODOs, then run `labkit check 02a`.
 """
 
 import hashlib

@@ -1,4 +1,4 @@
-"""Checker for exercise 03: predicted states against the states a replay of the real run gives.
+"""Checker for exercise 02b: predicted states against the states a replay of the real run gives.
 
 The runs are made by ``scenarios.py`` beside this file with the real runtime, and the true states
 come from replaying their logs with the runtime's reducer, so the answer never comes from the
@@ -58,7 +58,7 @@ def _only_predictions(tree: ast.Module, name: str) -> str | None:
                 pass
         return (f"{name} must hold only your predictions (the dicts PREDICTIONS and OUTCOMES written out as "
                 f"literals); line {node.lineno}: {_what(node)}. See the runs with "
-                "`python exercises/03_predict_states/scenarios.py` and write down what you predict.")
+                "`python exercises/02b_predict_states/scenarios.py` and write down what you predict.")
     return None
 
 

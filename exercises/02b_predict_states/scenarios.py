@@ -1,7 +1,7 @@
-"""The six runs of exercise 03: made with the real runtime, shown with every destination hidden.
+"""The six runs of exercise 02b: made with the real runtime, shown with every destination hidden.
 
 Run this file to see what you predict from:
-``.venv/bin/python exercises/03_predict_states/scenarios.py``. The checker runs the same
+``.venv/bin/python exercises/02b_predict_states/scenarios.py``. The checker runs the same
 scenarios; your answer file holds only your predictions, so the runs (and a replay of them)
 stay here, out of the file that is graded.
 """

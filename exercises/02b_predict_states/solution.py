@@ -1,8 +1,8 @@
 # BEGIN SOLUTION
-"""Exercise 03, one solution: the states six runs pass through after their first surprise."""
-# STUB: """Exercise 03: predict the states six runs pass through. Fill in the TODOs, then run `labkit check 03`.
+"""Exercise 02b, one solution: the states six runs pass through after their first surprise."""
+# STUB: """Exercise 02b: predict the states six runs pass through. Fill in the TODOs, then run `labkit check 02b`.
 # STUB:
-# STUB: See what you predict from: `.venv/bin/python exercises/03_predict_states/scenarios.py`. This file holds only
+# STUB: See what you predict from: `.venv/bin/python exercises/02b_predict_states/scenarios.py`. This file holds only
 # STUB: your predictions, written out by hand (the checker refuses imports and calls here).
 # STUB: """
 # END SOLUTION

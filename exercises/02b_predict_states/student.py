@@ -1,6 +1,6 @@
-"""Exercise 03: predict the states six runs pass through. Fill in the TODOs, then run `labkit check 03`.
+"""Exercise 02b: predict the states six runs pass through. Fill in the TODOs, then run `labkit check 02b`.
 
-See what you predict from: `.venv/bin/python exercises/03_predict_states/scenarios.py`. This file holds only
+See what you predict from: `.venv/bin/python exercises/02b_predict_states/scenarios.py`. This file holds only
 your predictions, written out by hand (the checker refuses imports and calls here).
 """
 

@@ -1,4 +1,4 @@
-"""Checker for exercise 04: the reducer, the chain check and the divergence finder.
+"""Checker for exercise 03a: the reducer, the chain check and the divergence finder.
 
 Logs are recorded by a real ``LabMachine`` running the review job (``probe.py``, in the sandboxed
 child and here alike: the events do not depend on any reducer); "what the state should be" comes

@@ -1,4 +1,4 @@
-"""Exercise 04's probes: record the review job's logs, then call the learner's three functions on them.
+"""Exercise 03a's probes: record the review job's logs, then call the learner's three functions on them.
 
 The logs are recorded with labkit's machine and a reducer that keeps no state (events do not depend
 on the state), so the child holds no reference reducer. Where ``first_divergence`` needs a correct

@@ -1,6 +1,7 @@
 # BEGIN SOLUTION
-"""Exercise 04, one solution: a reducer, a chain check and a divergence finder for the review job."""
-# STUB: """Exercise 04: replay a log and find where it stops agreeing. Fill in the TODOs, then run `labkit check 04`."""
+"""Exercise 03a, one solution: a reducer, a chain check and a divergence finder for the review job."""
+# STUB: """Exercise 03a: replay a log and find where it stops agreeing. Fill in the TODOs, then run
+# STUB: `labkit check 03a`."""
 # END SOLUTION
 
 import dataclasses

@@ -1,4 +1,5 @@
-"""Exercise 04: replay a log and find where it stops agreeing. Fill in the TODOs, then run `labkit check 04`."""
+"""Exercise 03a: replay a log and find where it stops agreeing. Fill in the TODOs, then run
+`labkit check 03a`."""
 
 import dataclasses  # noqa: F401 - your answer needs it
 from collections.abc import Callable, Sequence

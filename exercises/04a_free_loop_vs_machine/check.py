@@ -1,4 +1,4 @@
-"""Checker for exercise 05: the three counts, per run and per arm, against the reference computation.
+"""Checker for exercise 04a: the three counts, per run and per arm, against the reference computation.
 
 Runs are made (``probe.py``: machine and both free loops, same task, same seeded faults) in the
 sandboxed child, where the learner's counts are called, and again here, where the reference counts

@@ -1,4 +1,4 @@
-"""Exercise 05's probes: make the runs (machine and both free loops, seeded faults), call the learner's counts.
+"""Exercise 04a's probes: make the runs (machine and both free loops, seeded faults), call the learner's counts.
 
 The runs are made with the real runtime, here in the sandboxed child and again in the judging
 process, from the seeds the judge sends (some drawn afresh at every check). The reference counts

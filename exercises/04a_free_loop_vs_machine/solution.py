@@ -1,7 +1,7 @@
 # BEGIN SOLUTION
-"""Exercise 05, one solution: three failure counts, computed from logs, for the machine and the free loop."""
-# STUB: """Exercise 05: count three failures from logs, for the machine and the free loop. Fill in the TODOs, then run
-# STUB: `labkit check 05`."""
+"""Exercise 04a, one solution: three failure counts, computed from logs, for the machine and the free loop."""
+# STUB: """Exercise 04a: count three failures from logs, for the machine and the free loop. Fill in the TODOs, then run
+# STUB: `labkit check 04a`."""
 # END SOLUTION
 
 import tempfile

@@ -1,5 +1,5 @@
-"""Exercise 05: count three failures from logs, for the machine and the free loop. Fill in the TODOs, then run
-`labkit check 05`."""
+"""Exercise 04a: count three failures from logs, for the machine and the free loop. Fill in the TODOs, then run
+`labkit check 04a`."""
 
 import tempfile
 from collections.abc import Sequence

@@ -1,4 +1,4 @@
-"""Checker for exercise 06: compile the student's scenario, then run it against scripted users with an
+"""Checker for exercise 05a: compile the student's scenario, then run it against scripted users with an
 eager stand-in model (it always tries `next`, or a signal of its own where the step offers one),
 through the real dialog engine.
 

@@ -1,4 +1,4 @@
-"""Exercise 06's probe: the answer is the scenario's text, so the child only reads it out.
+"""Exercise 05a's probe: the answer is the scenario's text, so the child only reads it out.
 
 The judge compiles it and runs the dialogs itself (the runs call no code of the learner's file).
 """

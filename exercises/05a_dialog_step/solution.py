@@ -1,6 +1,6 @@
 # BEGIN SOLUTION
-"""Exercise 06, one solution: the `date` step of the booking dialog."""
-# STUB: """Exercise 06: write the `date` step of the booking dialog. Fill in the TODO, then run `labkit check 06`."""
+"""Exercise 05a, one solution: the `date` step of the booking dialog."""
+# STUB: """Exercise 05a: write the `date` step of the booking dialog. Fill in the TODO, then run `labkit check 05a`."""
 # END SOLUTION
 
 SCENARIO = """\

@@ -1,4 +1,4 @@
-"""Exercise 06: write the `date` step of the booking dialog. Fill in the TODO, then run `labkit check 06`."""
+"""Exercise 05a: write the `date` step of the booking dialog. Fill in the TODO, then run `labkit check 05a`."""
 
 SCENARIO = """\
 name: booking

@@ -1,4 +1,4 @@
-"""Checker for exercise 07: answers that must be refused (with the right code) and answers that must pass,
+"""Checker for exercise 05b: answers that must be refused (with the right code) and answers that must pass,
 then the re-ask message.
 
 The learner's functions run in the sandboxed child (``probe.py``); the judge is here. Hidden cases,

@@ -1,4 +1,4 @@
-"""Exercise 07's probes: call the learner's check_answer and reask_message on the judge's cases."""
+"""Exercise 05b's probes: call the learner's check_answer and reask_message on the judge's cases."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 # BEGIN SOLUTION
-"""Exercise 07, one solution: the four-field contract's validator and its re-ask message."""
-# STUB: """Exercise 07: the four-field contract's validator and its re-ask message. Fill in the TODOs, then run
-# STUB: `labkit check 07`."""
+"""Exercise 05b, one solution: the four-field contract's validator and its re-ask message."""
+# STUB: """Exercise 05b: the four-field contract's validator and its re-ask message. Fill in the TODOs, then run
+# STUB: `labkit check 05b`."""
 # END SOLUTION
 
 from __future__ import annotations

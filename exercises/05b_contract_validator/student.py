@@ -1,5 +1,5 @@
-"""Exercise 07: the four-field contract's validator and its re-ask message. Fill in the TODOs, then run
-`labkit check 07`."""
+"""Exercise 05b: the four-field contract's validator and its re-ask message. Fill in the TODOs, then run
+`labkit check 05b`."""
 
 from __future__ import annotations
 

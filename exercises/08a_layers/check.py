@@ -1,4 +1,4 @@
-"""Checker for exercise 08: the flow whitelist move by move, the lifecycle scenario by scenario.
+"""Checker for exercise 08a: the flow whitelist move by move, the lifecycle scenario by scenario.
 
 The whitelist is compared with the README's moves (each missing or extra move is named, the known
 shortcuts with the reason they are wrong) and must build as a labkit layer. The lifecycle is driven

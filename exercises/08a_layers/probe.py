@@ -1,4 +1,4 @@
-"""Exercise 08's probes: read the whitelist out as data, drive the learner's BookStatus through the calls sent."""
+"""Exercise 08a's probes: read the whitelist out as data, drive the learner's BookStatus through the calls sent."""
 
 from __future__ import annotations
 

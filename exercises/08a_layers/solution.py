@@ -1,6 +1,6 @@
 # BEGIN SOLUTION
-"""Exercise 08, one solution: the flow whitelist and a lifecycle computed from the persisted layers."""
-# STUB: """Exercise 08: the flow whitelist and the lifecycle view. Fill in the TODOs, then run `labkit check 08`."""
+"""Exercise 08a, one solution: the flow whitelist and a lifecycle computed from the persisted layers."""
+# STUB: """Exercise 08a: the flow whitelist and the lifecycle view. Fill in the TODOs, then run `labkit check 08a`."""
 # END SOLUTION
 
 from __future__ import annotations

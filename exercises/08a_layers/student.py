@@ -1,4 +1,4 @@
-"""Exercise 08: the flow whitelist and the lifecycle view. Fill in the TODOs, then run `labkit check 08`."""
+"""Exercise 08a: the flow whitelist and the lifecycle view. Fill in the TODOs, then run `labkit check 08a`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Checker for exercise 09: the RUN_TESTS routing on test runs that must go each way, then the blame.
+"""Checker for exercise 09a: the RUN_TESTS routing on test runs that must go each way, then the blame.
 
 The learner's functions run in the sandboxed child (``probe.py``); the judge is here. Hidden cases
 are drawn afresh at every check: test runs judged by this file's reference routing, and tracebacks

@@ -1,4 +1,4 @@
-"""Exercise 09's probes: call the learner's route_after_tests and blame on the judge's cases."""
+"""Exercise 09a's probes: call the learner's route_after_tests and blame on the judge's cases."""
 
 from __future__ import annotations
 

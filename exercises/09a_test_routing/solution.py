@@ -1,4 +1,4 @@
-"""Exercise 09, one solution: where the repo-editing machine goes after RUN_TESTS."""
+"""Exercise 09a, one solution: where the repo-editing machine goes after RUN_TESTS."""
 
 from __future__ import annotations
 
