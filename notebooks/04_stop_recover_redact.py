@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 09 — When to stop, how to undo, what to leave out of the log
+# # 04 — When to stop, how to undo, what to leave out of the log
 #
 # Notebooks 02 and 03 followed the planner–executor machine through its failures and its log. Four questions
 # were left open, and they are the ones a real deployment meets first:
@@ -243,7 +243,7 @@ print("sensitive values found in the whole saved log:", sum(s in saved_log for s
 # text. The customer's name is still there. For synthetic records that is fine; for real ones, the list of
 # sensitive fields is a decision to make with whoever owns the data, and the check above is the test to keep.
 #
-# The free loop of notebook 05 calls the same tools directly, without an executor. Give both the same planner,
+# The free loop of notebook 06 calls the same tools directly, without an executor. Give both the same planner,
 # one that keeps every context it is shown, and look for the raw values in what it saw:
 
 
@@ -450,6 +450,6 @@ quiz
 #
 # ## Your turn
 #
-# Exercise 05 (`exercises/05_free_loop_vs_machine/`) counts, from their logs, what the free loop and the machine
-# each did; `labkit check 05`. Then add a fifth row to the free loop's table above that would keep a timed-out
+# Exercise 04a (`exercises/04a_free_loop_vs_machine/`) counts, from their logs, what the free loop and the machine
+# each did; `labkit check 04a`. Then add a fifth row to the free loop's table above that would keep a timed-out
 # write from being taken as saved, and see how many states that forces you to add.

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 05 — Who does the work: the model, or the machine around it?
+# # 06 — Who does the work: the model, or the machine around it?
 #
 # **After this notebook you can**
 # - name the seven arms of a fair comparison and the one thing each rung of the ladder changes;
@@ -10,7 +10,7 @@
 # - separate the **model's share** of a result from the **harness's share**, and say why a held-out
 #   [test split](../docs/glossary.md) is needed to trust a rule or a prompt.
 #
-# **Prerequisites:** notebook 02 (the runtime: planner, validator, tools, the event log) and notebook 04 (a model
+# **Prerequisites:** notebook 02 (the runtime: planner, validator, tools, the event log) and notebook 05 (a model
 # answering in JSON under a [grammar](../docs/glossary.md), the corrective [re-ask](../docs/glossary.md)).
 # **Time:** about 50 minutes, the quiz included. The **Predict** boxes hide their answer until you choose and press
 # *check*.

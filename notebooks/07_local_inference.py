@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 06 — Local inference: speed, memory and the GPU question
+# # 07 — Local inference: speed, memory and the GPU question
 #
 # The workers in this kit are small language models running in-process through llama.cpp. Before trusting one
 # inside a state machine you need to know three practical things about it: which parameters matter when it is
@@ -19,7 +19,7 @@
 #   [KV cache](../docs/glossary.md) make calls faster without changing a token, and where that equality holds;
 # - estimate whether a model fits a GPU from its weights, KV cache and [scratch space](../docs/glossary.md).
 #
-# **Prerequisites:** Python; notebook 05 helps (its arms are the prompts measured here).
+# **Prerequisites:** Python; notebook 06 helps (its arms are the prompts measured here).
 # **Time:** about 40 minutes, the quiz included. The **Predict** boxes hide their answer until you choose and press
 # *check* (their code cell is collapsed, because it holds the answer).
 #
@@ -79,7 +79,7 @@ print(f"sliding window {arch.n_swa} tokens on layers "
 # the same answer whatever the seed, so a run can be replayed from its [cassette](../docs/glossary.md), a failure
 # can be reproduced, and two code paths can be compared token by token — which is exactly how the two speed-ups
 # below are proven to change nothing. Greedy decoding also takes the model's single best guess, which is what a
-# choice from a menu should be. Sampling (temperature above 0) is for *measuring* a model: notebook 05 samples
+# choice from a menu should be. Sampling (temperature above 0) is for *measuring* a model: notebook 06 samples
 # at 0.5 with several seeds on purpose, to see how often a task passes when the model's answers vary.
 
 # %% [markdown]
@@ -180,7 +180,7 @@ print(f"lazy grammar         {lazy['gen_lazy_grammar_tokens_per_s']:6.1f} tokens
 
 # %% [markdown]
 # One benchmark prompt giving the same tokens is not a proof. `labkit bench equality` replays the prompts the
-# comparison of notebook 05 recorded in its cassettes (the embedded model's recording), greedily, on each path, and
+# comparison of notebook 06 recorded in its cassettes (the embedded model's recording), greedily, on each path, and
 # compares the token ids. Which prompts, and how many of each arm, the record says:
 
 # %%

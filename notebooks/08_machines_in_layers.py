@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 07 — Machines in layers: one status string becomes four layers
+# # 08 — Machines in layers: one status string becomes four layers
 #
 # **After this notebook you can**
 #
@@ -507,4 +507,4 @@ quiz
 # - The persisted layers are the truth; the lifecycle is a view with no setter, recomputed after every event
 #   and after a restart.
 # - An abort is an event that the inner loop checks before every model and tool call — and the log proves it.
-# - Exercise 08 (`labkit check 08`): write the flow whitelist and the lifecycle view yourself.
+# - Exercise 08a (`labkit check 08a`): write the flow whitelist and the lifecycle view yourself.

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 08 — Editing code under a state machine
+# # 09 — Editing code under a state machine
 #
 # **After this notebook you can**
 #
@@ -24,7 +24,7 @@
 # subprocesses (a second or two each); the planner is the known fix or a short script, so no model is loaded.
 # The **Predict** boxes hide their answer until you choose and press *check*.
 #
-# The task is the one exercise 01 only drew as a table: a small model is asked to change a code base. Asked in
+# The task is the one exercise 01a only drew as a table: a small model is asked to change a code base. Asked in
 # one big prompt, a small model forgets the requirement, edits the wrong file, or declares victory. Here the
 # machine owns the order of the work, the permissions, the retries and the way back; the model proposes one
 # small, checked thing at a time. This notebook shows the machine with the known fix or a script; section 7
@@ -276,7 +276,7 @@ print("test runs:", [(e.phase, e.outcome) for e in broken.events if isinstance(e
 
 # %% [markdown]
 # With one fix round allowed instead, the machine sends the failure output back to EDIT_FILE for the blamed file
-# (a *targeted fix*). Exercise 09 asks you to write exactly this routing: DONE, a targeted fix, or a rollback.
+# (a *targeted fix*). Exercise 09a asks you to write exactly this routing: DONE, a targeted fix, or a rollback.
 
 # %% [markdown]
 # ## 6. Replaying a recorded run
@@ -525,5 +525,5 @@ quiz
 # - What a small model needs from the machine is measured, not assumed: each feature (closed sets, whole-definition
 #   edits, the failing output up front, retries that differ) is one declaration, and the ablation arms switch
 #   each off on the same tasks. The strongest one-prompt baseline is whole files with the failing output.
-# - `labkit repoedit run TASK --planner model` puts a local model in the planner's seat; exercise 09 writes
+# - `labkit repoedit run TASK --planner model` puts a local model in the planner's seat; exercise 09a writes
 #   the routing after RUN_TESTS.

@@ -1,8 +1,8 @@
-# DRAFT, not a lesson: notebook 04 rewritten on the measure (issue 24, item 5). It needs the complete test
+# DRAFT, not a lesson: notebook 05 rewritten on the measure (issue 24, item 5). It needs the complete test
 # recording (data/dialog/runs_test/<model>: prompt_only_checked and machine on all 30 users); then it replaces
-# notebooks/04_dialog_machines.py and is built with scripts/build_notebook.py. Delete this file then.
+# notebooks/05_dialog_machines.py and is built with scripts/build_notebook.py. Delete this file then.
 # %% [markdown]
-# # 04 — The model inside the machine: dialog scripts as YAML state machines
+# # 05 — The model inside the machine: dialog scripts as YAML state machines
 #
 # **After this notebook you can**
 # - say why a long script in one prompt drifts, and what a machine that owns the script changes;
@@ -525,5 +525,5 @@ quiz
 # **Try it.** `labkit chat data/dialog/support/scenario.yaml` talks to the embedded model in the terminal;
 # `--model qwen2.5-coder-1.5b` (after `labkit models fetch qwen2.5-coder-1.5b`) uses the 1.5B chat model.
 #
-# **Your turn.** `exercises/06_dialog_step/` — write a scenario step in YAML; the checker runs it against scripted
-# users with an eager stand-in model. `exercises/07_contract_validator/` — write the validator and its re-ask.
+# **Your turn.** `exercises/05a_dialog_step/` — write a scenario step in YAML; the checker runs it against scripted
+# users with an eager stand-in model. `exercises/05b_contract_validator/` — write the validator and its re-ask.
