@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.exercises import exercises_root, run_check
+from labkit.exercises import exercise_number, exercises_root, run_check
 
 
 def _mutated(folder: str, tmp_path: Path, *pairs: tuple[str, str]) -> Path:
@@ -219,8 +219,8 @@ WRONG_ANSWERS = [
 
 
 @pytest.mark.parametrize(("folder", "mistake", "change", "first_feedback"), WRONG_ANSWERS,
-                         ids=[f"{w[0][:2]}: {w[1]}" for w in WRONG_ANSWERS])
+                         ids=[f"{exercise_number(w[0])}: {w[1]}" for w in WRONG_ANSWERS])
 def test_a_plausible_wrong_answer_fails_with_a_precise_message(tmp_path: Path, folder: str, mistake: str,
                                                                change: tuple[str, str], first_feedback: str):
-    report = run_check(folder[:2], _mutated(folder, tmp_path, change))
+    report = run_check(exercise_number(folder), _mutated(folder, tmp_path, change))
     assert report.feedback and report.feedback[0] == first_feedback, (mistake, report.feedback)
