@@ -179,14 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_replay)
 
     p = commands.add_parser("check", help="check an exercise (the student file unless --file/--solution)")
-    p.add_argument("exercise", help="exercise number, e.g. 01")
+    p.add_argument("exercise", help="exercise number, e.g. 01a (notebook 01, its first exercise)")
     p.add_argument("--file", help="check this file instead of the exercise's student file")
     p.add_argument("--solution", action="store_true", help="check the reference solution")
     p.set_defaults(func=_cmd_check)
 
     p = commands.add_parser("grade", help="check every learner's file of an exercise, one row per learner")
     p.add_argument("submissions", help="a folder with one .py file per learner (the file's name is the learner)")
-    p.add_argument("--exercise", required=True, help="exercise number, e.g. 01")
+    p.add_argument("--exercise", required=True, help="exercise number, e.g. 01a (notebook 01, its first exercise)")
     p.add_argument("--csv", metavar="FILE", help="also write the rows to this CSV file")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds for one learner's file (default 30)")
     p.add_argument("--workers", type=int, default=2, help="files checked at once (default 2)")
@@ -203,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = bench.add_parser("grade", help="grade a generated class of 30 submissions (right, wrong, crashing, "
                                        "looping, hostile) and time it")
     b.add_argument("--count", type=int, default=30, help="submissions to generate (default 30)")
-    b.add_argument("--exercise", default="09", help="the exercise (default 09)")
+    b.add_argument("--exercise", default="09a", help="the exercise (default 09a)")
     b.add_argument("--workers", type=int, default=2, help="files checked at once (default 2)")
     b.add_argument("--out", metavar="FILE", help="also write the JSON result here")
     b.set_defaults(func=_cmd_bench_grade)

@@ -1,15 +1,15 @@
 """Classroom exercises: a student file with gaps, a reference solution, probes and a judge.
 
-Each exercise lives in ``exercises/NN_topic/`` with ``student.py`` (gaps marked ``TODO``),
-``solution.py``, ``probe.py`` and ``check.py``. The learner's file never runs in the process that
-judges it: :func:`run_probes` imports it in a child under :func:`labkit.sandbox.run_sandboxed`
-(a time limit, resource limits, and under bwrap the exercise folder hidden), runs the exercise's
-``probe(module, cases)`` there and takes back one JSON line of data. ``check.py`` is imported only
-here: ``cases(rng)`` makes the inputs (hidden ones drawn afresh each check), ``judge(results, cases,
-source)`` turns the data into feedback (an empty list means solved), and an optional ``static`` plus
-the shared rules in :func:`_refusal` read the file's source here before anything of it runs. CI
-runs every checker against the solution (must pass), the untouched student file (must fail) and a
-list of cheats (must fail), so none of them can rot unnoticed.
+Each exercise lives in ``exercises/NNx_topic/`` (``NN`` the notebook it practises, ``x`` its order
+there) with ``student.py`` (gaps marked ``TODO``), ``solution.py``, ``probe.py`` and ``check.py``. The
+learner's file never runs in the process that judges it: :func:`run_probes` imports it in a child under
+:func:`labkit.sandbox.run_sandboxed` (a time limit, resource limits, and under bwrap the exercise folder
+hidden), runs the exercise's ``probe(module, cases)`` there and takes back one JSON line of data.
+``check.py`` is imported only here: ``cases(rng)`` makes the inputs (hidden ones drawn afresh each
+check), ``judge(results, cases, source)`` turns the data into feedback (an empty list means solved), and
+an optional ``static`` plus the shared rules in :func:`_refusal` read the file's source here before
+anything of it runs. CI runs every checker against the solution (must pass), the untouched student file
+(must fail) and a list of cheats (must fail), so none of them can rot unnoticed.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 import secrets
 import shutil
 import sys
@@ -39,13 +40,73 @@ def exercises_root() -> Path:
     return Path(__file__).resolve().parent.parent / "exercises"
 
 
-def find_exercise(number: str) -> Path:
+EXERCISE_GLOB = "[0-9][0-9][a-z]_*"
+"""An exercise folder: its notebook's two-digit number, a letter for its place there, then its topic."""
+RENAMED = {"01": "01a", "02": "02a", "03": "02b", "04": "03a", "05": "04a",
+           "06": "05a", "07": "05b", "08": "08a", "09": "09a"}
+"""The exercises' numbers before they were named after their notebook (old number -> new), declared once.
+
+Worksheets, class scripts and memories still say ``labkit check 06``; each old number is answered with
+the exercise it became instead of whatever exercise its digits would now match. Every old number is also
+a notebook number (notebook 02 has 02a and 02b), so a bare two-digit number always means the old name.
+"""
+_NUMBER = re.compile(r"(\d{1,2})([a-z]?)")
+
+
+def exercise_folders(root: Path | None = None) -> list[Path]:
+    """Every exercise folder, in course order (their names sort that way)."""
+    root = root or exercises_root()
+    return sorted(p for p in root.glob(EXERCISE_GLOB) if p.is_dir()) if root.exists() else []
+
+
+def exercise_number(folder: Path | str) -> str:
+    """An exercise folder's number, such as ``05a`` for ``exercises/05a_dialog_step``."""
+    return Path(folder).name.split("_", 1)[0]
+
+
+def _topic(folder: Path) -> str:
+    return folder.name.split("_", 1)[1].replace("_", " ")
+
+
+def find_exercise(number: str, command: str = "labkit check {}") -> Path:
+    """The folder of exercise ``number`` (``05a`` or ``5a``).
+
+    ``command`` is how the caller names an exercise (``{}`` for the number), so an error can say what to run.
+    An old number (:data:`RENAMED`) is refused with the exercise it became rather than guessed at: its
+    digits alone are the notebook's, which may have several exercises.
+    """
     root = exercises_root()
-    matches = sorted(p for p in root.glob(f"{number.zfill(2)}_*") if p.is_dir()) if root.exists() else []
-    if not matches:
-        known = ", ".join(p.name for p in sorted(root.glob("[0-9][0-9]_*"))) if root.exists() else "none"
+    text = number.strip().lower()
+    folders = exercise_folders(root)
+    known = ", ".join(f.name for f in folders) or "none"
+    match = _NUMBER.fullmatch(text)
+    if match is None:
+        raise LabkitError(f"{number!r} is not an exercise number",
+                          f"give a number like 05a (notebook 05, its first exercise); known exercises: {known}.")
+    wanted = match.group(1).zfill(2) + match.group(2)
+    if not match.group(2):
+        if wanted in RENAMED:
+            raise LabkitError(*_renamed(wanted, command, folders))
+        raise LabkitError(f"no exercise numbered {number}: exercises are numbered by notebook and letter",
+                          f"known exercises: {known}.")
+    found = [f for f in folders if exercise_number(f) == wanted]
+    if not found:
         raise LabkitError(f"no exercise numbered {number}", f"known exercises: {known}.")
-    return matches[0]
+    return found[0]
+
+
+def _renamed(old: str, command: str, folders: list[Path]) -> tuple[str, str]:
+    """What an old exercise number is now, and the command to run instead."""
+    new = RENAMED[old]
+    topics = {exercise_number(f): _topic(f) for f in folders}
+    message = f"exercise {old} is now {new} ({topics.get(new, 'missing from this checkout')}): " \
+              f"run `{command.format(new)}`"
+    siblings = [number for number in topics if number[:2] == old]
+    if len(siblings) > 1:  # the learner may have meant the notebook: name all of its exercises
+        listed = " and ".join(f"{number} ({topics[number]})" for number in siblings)
+        message += f" ({old} was its number before; notebook {old}'s exercises are {listed})"
+    return message, ("exercises are now named after the notebook they practise, with a letter for their order "
+                     "there; docs/course.md lists them.")
 
 
 def _import_file(path: Path, name: str) -> ModuleType:
@@ -317,7 +378,7 @@ def has_solution_regions(solution: str) -> bool:
 def stale_student_files(root: Path | None = None) -> list[Path]:
     """Student files that differ from what their solution generates (only exercises that mark regions)."""
     stale = []
-    for folder in sorted((root or exercises_root()).glob("[0-9][0-9]_*")):
+    for folder in exercise_folders(root):
         solution = folder / "solution.py"
         if solution.is_file() and has_solution_regions(text := solution.read_text(encoding="utf-8")):
             student = folder / "student.py"

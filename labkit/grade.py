@@ -52,7 +52,7 @@ def grade_one(folder: Path, target: Path, timeout: float) -> GradeRow:
 
 def grade(submissions: Path, exercise: str, *, timeout: float = 30.0, workers: int = 2) -> list[GradeRow]:
     """One row per ``*.py`` in ``submissions`` (sorted by learner), each checked in its own child."""
-    folder = find_exercise(exercise)
+    folder = find_exercise(exercise, f"labkit grade {submissions} --exercise {{}}")
     if not submissions.is_dir():
         raise LabkitError(f"no folder at {submissions}", "give the folder that holds one .py file per learner.")
     files = sorted(p for p in submissions.glob("*.py") if p.is_file())

@@ -13,22 +13,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from labkit.exercises import find_exercise
+from labkit.exercises import exercise_number, find_exercise
 from labkit.grade import GradeRow, grade
 from labkit.provenance import git_commit, machine
 
 KINDS = ("right", "wrong", "crashing", "looping", "hostile_write", "hostile_modules")
-WRONG = {"09": ("return in_plan[-1] if in_plan else None", "return in_plan[0] if in_plan else None"),
-         "01": ("state.retries_used < MAX_RETRIES", "state.retries_used <= MAX_RETRIES")}
+WRONG = {"09a": ("return in_plan[-1] if in_plan else None", "return in_plan[0] if in_plan else None"),
+         "01a": ("state.retries_used < MAX_RETRIES", "state.retries_used <= MAX_RETRIES")}
 
 
 def submission(kind: str, exercise: str, outside: Path) -> str:
     """The text of one generated submission of ``kind`` for ``exercise``."""
-    solution = (find_exercise(exercise) / "solution.py").read_text(encoding="utf-8")
+    folder = find_exercise(exercise, "labkit bench grade --exercise {}")
+    solution = (folder / "solution.py").read_text(encoding="utf-8")
     if kind == "right":
         return solution
     if kind == "wrong":
-        before, after = WRONG[exercise]
+        before, after = WRONG[exercise_number(folder)]
         return solution.replace(before, after)
     if kind == "crashing":
         return solution + "\nraise RuntimeError('my file breaks on import')\n"
@@ -69,7 +70,7 @@ def row_is_right(row: GradeRow, kind: str) -> bool:
     return not row.passed  # hostile_modules: refused, never a pass
 
 
-def bench_grade(count: int = 30, exercise: str = "09", workers: int = 2, timeout: float = 5.0) -> dict[str, Any]:
+def bench_grade(count: int = 30, exercise: str = "09a", workers: int = 2, timeout: float = 5.0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="labkit-grade-bench-") as tmp:
         outside = Path(tmp) / "outside" / "pwned.txt"
         outside.parent.mkdir()

@@ -312,9 +312,9 @@ quiz
 #
 # ## Your turn
 #
-# Exercise 01 (`exercises/01_transition_table/`) gives a written specification of a code-change job: discover,
+# Exercise 01a (`exercises/01a_transition_table/`) gives a written specification of a code-change job: discover,
 # plan, edit, test, fix. Write its table, and let the machine count its own retries: a reducer folds each event
 # into a small job state, and the guard `retries_left` decides from that state, never from the event's payload
 # (the checker sends payloads that claim `retries_left=99`). The checker compares your rows with the
 # specification's as a whole set, so a missing row and an extra one (a second way into `DONE`, say) are both
-# named. Run `labkit check 01` until it passes.
+# named. Run `labkit check 01a` until it passes.

@@ -444,7 +444,7 @@ quiz
 #
 # ## Your turn
 #
-# - Exercise 02 (`exercises/02_validator/`): write the validator — allowlist, argument schema, policy version,
-#   budget — and the executor's check of its tokens. `labkit check 02`.
-# - Exercise 03 (`exercises/03_predict_states/`): predict the states of runs you have not seen, and let the checker
-#   tell you where your prediction first parts from the replay. `labkit check 03`.
+# - Exercise 02a (`exercises/02a_validator/`): write the validator — allowlist, argument schema, policy version,
+#   budget — and the executor's check of its tokens. `labkit check 02a`.
+# - Exercise 02b (`exercises/02b_predict_states/`): predict the states of runs you have not seen, and let the checker
+#   tell you where your prediction first parts from the replay. `labkit check 02b`.

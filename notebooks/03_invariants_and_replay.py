@@ -483,7 +483,7 @@ quiz
 #
 # ## Your turn
 #
-# Exercise 04 (`exercises/04_replay_and_compare/`): write a reducer, a hash-chain check and a divergence finder for
-# a small job, and let the checker throw tampered and diverging logs at them. `labkit check 04`.
-# Exercise 05 (`exercises/05_free_loop_vs_machine/`): count, from their logs, what the free loop and the machine
-# each did with unknown writes, repeated side effects and the model's word. `labkit check 05`.
+# Exercise 03a (`exercises/03a_replay_and_compare/`): write a reducer, a hash-chain check and a divergence finder for
+# a small job, and let the checker throw tampered and diverging logs at them. `labkit check 03a`.
+# Exercise 04a, counting from their logs what the free loop and the machine each did with unknown writes, repeated
+# side effects and the model's word, comes with notebook 04, which sets the free loop beside the machine first.

@@ -9,7 +9,7 @@ from this run), runs all cells through the Run menu, and checks that
 - the trace viewer widget (``labkit.viewer_widget``) is drawn with its live kernel behind it,
 - clicking the step slider's track shows another step (the kernel redraws the step it is sent);
 
-and, for the first prediction of notebooks 07 and 09 opened as committed (beside their ``.py``, as jupytext
+and, for the first prediction of notebooks 04 and 08 opened as committed (beside their ``.py``, as jupytext
 pairs them), that the answer in its reveal cell's output is not on the page when the notebook is opened, nor
 after *Run All*, and is once a choice was checked in the box (see ``labkit.course``).
 
@@ -256,7 +256,7 @@ def current_states(svg: ElementTree.Element) -> list[str]:
 
 
 # notebook: the data folders it reads (copied beside it as in the repository)
-REVEAL_NOTEBOOKS = {"07_machines_in_layers.ipynb": ["layers"], "09_stop_recover_redact.ipynb": []}
+REVEAL_NOTEBOOKS = {"04_stop_recover_redact.ipynb": [], "08_machines_in_layers.ipynb": ["layers"]}
 
 
 @pytest.fixture

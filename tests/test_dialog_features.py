@@ -119,7 +119,7 @@ def test_the_old_recordings_replay_byte_for_byte(model: str, tmp_path: Path) -> 
 
 # ----------------------------------------------------------------------------- scenario declarations
 def test_the_feature_declarations_leave_the_script_as_first_written() -> None:
-    """They stand at the end of each file: the script's lines (which notebook 04 prints and cites) are unchanged."""
+    """They stand at the end of each file: the script's lines (which notebook 05 prints and cites) are unchanged."""
     import subprocess
 
     for name in ("analyst", "support"):

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from labkit.exercises import exercises_root, run_check
+from labkit.exercises import exercise_folders, exercise_number, exercises_root, find_exercise, run_check
 
 ROOT = exercises_root()
-NUMBERS = sorted(p.name[:2] for p in ROOT.glob("[0-9][0-9]_*") if p.is_dir())
+NUMBERS = [exercise_number(p) for p in exercise_folders()]
 
 
 def _folder(number: str) -> Path:
-    return next(ROOT.glob(f"{number}_*"))
+    return find_exercise(number)
 
 
 def _solution(number: str) -> str:
@@ -64,96 +64,96 @@ def _cheats() -> list[tuple[str, str, str]]:
                                                                        "{\"results\": {}}')\n"),
         ]
     out += [
-        # 01: constants and the visible runs special-cased
-        ("01", "a guard that is always true", _replaced("01", ("    return state.retries_used < MAX_RETRIES\n",
+        # 01a: constants and the visible runs special-cased
+        ("01a", "a guard that is always true", _replaced("01a", ("    return state.retries_used < MAX_RETRIES\n",
                                                                "    return True\n"))),
-        ("01", "a guard that trusts the payload", _replaced("01", ("    return state.retries_used < MAX_RETRIES\n",
+        ("01a", "a guard that trusts the payload", _replaced("01a", ("    return state.retries_used < MAX_RETRIES\n",
                                                                    "    return payload.get('retries_left', 1) > 0\n"))),
-        ("01", "a table without the FIX timeout", _replaced("01", ('for state in ("DISCOVER", "PLAN", "EDIT", "TEST", '
-                                                                   '"FIX")', 'for state in ("DISCOVER", "PLAN")'))),
-        # 02
-        ("02", "a token signed with an empty signature", _replaced("02", (
+        ("01a", "a table without the FIX timeout", _replaced("01a", (
+            'for state in ("DISCOVER", "PLAN", "EDIT", "TEST", "FIX")', 'for state in ("DISCOVER", "PLAN")'))),
+        # 02a
+        ("02a", "a token signed with an empty signature", _replaced("02a", (
             "return Token(action_id, action, digest, policy.version, sign(secret, action_id, action, digest, "
             "policy.version))", "return Token(action_id, action, digest, policy.version, '')"))),
-        ("02", "an executor that accepts everything", _replaced("02", ("    digest = args_digest(args)\n    if (token",
-                                                                       "    return True\n    digest = args_digest(args)"
-                                                                       "\n    if (token"))),
-        ("02", "an executor that refuses everything", _replaced("02", ("    digest = args_digest(args)\n    if (token",
-                                                                       "    return False\n    digest = args_digest("
-                                                                       "args)\n    if (token"))),
-        ("02", "validate special-cased to the visible action id", _replaced("02", (
+        ("02a", "an executor that accepts everything", _replaced("02a", (
+            "    digest = args_digest(args)\n    if (token",
+            "    return True\n    digest = args_digest(args)\n    if (token"))),
+        ("02a", "an executor that refuses everything", _replaced("02a", (
+            "    digest = args_digest(args)\n    if (token",
+            "    return False\n    digest = args_digest(args)\n    if (token"))),
+        ("02a", "validate special-cased to the visible action id", _replaced("02a", (
             "    digest = args_digest(args)\n    return Token(action_id",
             "    digest = args_digest(args)\n    action_id = 'a7'\n    return Token(action_id"))),
-        # 03: computes its answers, then deletes __file__
-        ("03", "computes its answers and deletes __file__",
+        # 02b: computes its answers, then deletes __file__
+        ("02b", "computes its answers and deletes __file__",
          "from labkit.runtime import STATES\nPREDICTIONS = {}\nOUTCOMES = {}\ndel __file__\n"),
-        ("03", "a constant guess everywhere", _solution("03").replace('"succeeded"', '"failed"')),
-        ("03", "the answers built by a comprehension", "PREDICTIONS = {k: [] for k in 'ab'}\nOUTCOMES = {}\n"),
-        ("03", "the answers read from the feedback's example", _solution("03").replace(
+        ("02b", "a constant guess everywhere", _solution("02b").replace('"succeeded"', '"failed"')),
+        ("02b", "the answers built by a comprehension", "PREDICTIONS = {k: [] for k in 'ab'}\nOUTCOMES = {}\n"),
+        ("02b", "the answers read from the feedback's example", _solution("02b").replace(
             '"approved": ["WAITING_HUMAN", "VALIDATING", "EXECUTING", "OBSERVING", "COMMITTING", "PLANNING"]',
             '"approved": ["EXECUTING", "OBSERVING", "COMMITTING", "PLANNING", "PLANNING", "PLANNING"]')),
-        # 04
-        ("04", "a chain check that always says whole", _replaced("04", ("    previous = GENESIS_HASH\n",
+        # 03a
+        ("03a", "a chain check that always says whole", _replaced("03a", ("    previous = GENESIS_HASH\n",
                                                                         "    return None\n    "
                                                                         "previous = GENESIS_HASH\n"))),
-        ("04", "a divergence that is always none", _replaced("04", ("    state = empty\n    for position",
+        ("03a", "a divergence that is always none", _replaced("03a", ("    state = empty\n    for position",
                                                                     "    return None\n    state = "
                                                                     "empty\n    for position"))),
-        ("04", "a reducer special-cased to the visible records", _replaced("04", (
+        ("03a", "a reducer special-cased to the visible records", _replaced("03a", (
             '        record = event.payload["record_id"]\n',
             '        record = event.payload["record_id"] if event.payload["record_id"].startswith("r") else "r1"\n'))),
-        # 05
-        ("05", "counts that are always zero", _replaced("05", ("    return sum(n - 1 for n in counts.values())",
+        # 04a
+        ("04a", "counts that are always zero", _replaced("04a", ("    return sum(n - 1 for n in counts.values())",
                                                                "    return 0"))),
-        ("05", "the reference count imported from labkit", "from labkit.runtime.free_loop import "
-                                                           "machine_unknown_writes_committed\n" + _solution("05")),
-        ("05", "the visible seeds special-cased", _replaced("05", (
+        ("04a", "the reference count imported from labkit", "from labkit.runtime.free_loop import "
+                                                           "machine_unknown_writes_committed\n" + _solution("04a")),
+        ("04a", "the visible seeds special-cased", _replaced("04a", (
             '    if run.arm == "machine":\n        count = 0\n',
             '    if run.seed > 11:\n        return 0\n    if run.arm == "machine":\n        count = 0\n'))),
-        # 06: an extra signal straight to the end without needs
-        ("06", "an extra signal straight to the end step", _replaced("06", (
+        # 05a: an extra signal straight to the end without needs
+        ("05a", "an extra signal straight to the end step", _replaced("05a", (
             "      back: {to: name, when: the guest wants to change the name}\n",
             "      back: {to: name, when: the guest wants to change the name}\n      finish: {to: done}\n"))),
-        ("06", "next without needs", _replaced("06", ("next: {to: done, needs: [date], when: the guest gave a date}",
+        ("05a", "next without needs", _replaced("05a", ("next: {to: done, needs: [date], when: the guest gave a date}",
                                                       "next: {to: done, when: the guest gave a date}"))),
-        ("06", "a scenario that is not text", "SCENARIO = None\n"),
-        ("06", "the step left as handed out", (_folder("06") / "student.py").read_text(encoding="utf-8")),
-        # 07: a validator that ignores its needs argument
-        ("07", "a validator that ignores needs", _replaced("07", ('needs.get(data["signal"], [])', '["goal"]'))),
-        ("07", "a validator that ignores signals", _replaced("07", (
+        ("05a", "a scenario that is not text", "SCENARIO = None\n"),
+        ("05a", "the step left as handed out", (_folder("05a") / "student.py").read_text(encoding="utf-8")),
+        # 05b: a validator that ignores its needs argument
+        ("05b", "a validator that ignores needs", _replaced("05b", ('needs.get(data["signal"], [])', '["goal"]'))),
+        ("05b", "a validator that ignores signals", _replaced("05b", (
             'if data["signal"] not in signals:', 'if data["signal"] not in ("next", "stay", "back"):'))),
-        ("07", "a validator that passes everything", _replaced("07", (
+        ("05b", "a validator that passes everything", _replaced("05b", (
             "    try:\n        data = json.loads(raw)",
             "    return Verdict(json.loads(raw) if raw.startswith('{') else None, None)\n"
             "    try:\n        data = json.loads(raw)"))),
-        ("07", "a re-ask message with the visible signals written in", _replaced("07", (
+        ("05b", "a re-ask message with the visible signals written in", _replaced("05b", (
             "(one of: {', '.join(signals)})", "(one of: next, stay, back)"))),
-        # 08: the whitelist imported, the lifecycle asks completed before the abort
-        ("08", "the whitelist imported from the library", _replaced("08", (
+        # 08a: the whitelist imported, the lifecycle asks completed before the abort
+        ("08a", "the whitelist imported from the library", _replaced("08a", (
             "from __future__ import annotations\n",
             "from __future__ import annotations\n\nfrom labkit.layers.writing import FLOW_WHITELIST as _W\n")).replace(
             "FLOW_WHITELIST: dict[str, set[str]] = {", "FLOW_WHITELIST: dict[str, set[str]] = dict(_W) or {")),
-        ("08", "the whitelist taken from the library module", _replaced("08", (
+        ("08a", "the whitelist taken from the library module", _replaced("08a", (
             "from __future__ import annotations\n", "from __future__ import annotations\n\nimport "
             "labkit.layers.writing\n"))),
-        ("08", "a lifecycle that asks completed before the abort", _replaced("08", (
+        ("08a", "a lifecycle that asks completed before the abort", _replaced("08a", (
             '        if self._aborted or (self._phase == "COMPLETE" and self._flow != "IDLE"):',
             '        if self._phase == "COMPLETE" and self._flow == "IDLE":\n            return "completed"\n'
             '        if self._aborted or (self._phase == "COMPLETE" and self._flow != "IDLE"):'))),
-        ("08", "a lifecycle that is a constant", _replaced("08", ("    @property\n    def lifecycle(self) -> str:",
+        ("08a", "a lifecycle that is a constant", _replaced("08a", ("    @property\n    def lifecycle(self) -> str:",
                                                                   "    lifecycle = 'idle'\n\n    "
                                                                   "@property\n    def _lc(self) -> str:"))),
-        # 09: a blame that goes by the plan's order
-        ("09", "a blame that ignores which frame is deepest", _replaced("09", (
+        # 09a: a blame that goes by the plan's order
+        ("09a", "a blame that ignores which frame is deepest", _replaced("09a", (
             "    in_plan = [path for path in named if path in planned]\n    return in_plan[-1] if in_plan else None",
             "    in_plan = [path for path in planned if path in named]\n    return in_plan[-1] if in_plan else None"))),
-        ("09", "the routing imported from labkit", "from labkit.repoedit.routing import route_after_tests  # noqa\n"
-                                                   + _solution("09")),
-        ("09", "a blame special-cased to the visible traceback", _replaced("09", (
+        ("09a", "the routing imported from labkit", "from labkit.repoedit.routing import route_after_tests  # noqa\n"
+                                                   + _solution("09a")),
+        ("09a", "a blame special-cased to the visible traceback", _replaced("09a", (
             "    named = [m.group(1) for m in FRAME.finditer(output)]",
             "    named = ['words.py', 'textutil.py'] if 'textutil' in output else [m.group(1) for m in "
             "FRAME.finditer(output)]\n    named = [n for n in named if n in ('words.py', 'textutil.py', 'cli.py')]"))),
-        ("09", "a route that is a constant", _replaced("09", (
+        ("09a", "a route that is a constant", _replaced("09a", (
             '    if outcome == "passed" and failed == 0 and passed > 0:',
                                                               '    return Route("ROLLBACK_OR_FIX")\n    if outcome == '
                                                               '"passed" and failed == 0 and passed > 0:'))),
@@ -181,7 +181,7 @@ def test_every_exercise_has_at_least_three_cheats_of_its_own_beyond_the_shared_o
 def test_an_endless_loop_is_a_clear_failure_not_a_hang(tmp_path: Path) -> None:
     mine = tmp_path / "mine.py"
     mine.write_text("while True:\n    pass\n", encoding="utf-8")
-    report = run_check("09", mine, timeout=3)
+    report = run_check("09a", mine, timeout=3)
     assert report.feedback == ["mine.py did not finish within 3 s (an endless loop, or waiting for input?); "
                                "nothing was checked"]
 
@@ -189,7 +189,7 @@ def test_an_endless_loop_is_a_clear_failure_not_a_hang(tmp_path: Path) -> None:
 def test_the_sys_modules_bypass_is_refused_by_name(tmp_path: Path) -> None:
     mine = tmp_path / "mine.py"
     mine.write_text(SYS_MODULES, encoding="utf-8")
-    assert run_check("01", mine).feedback == ["mine.py line 2: it reaches into .modules; an answer file must not "
+    assert run_check("01a", mine).feedback == ["mine.py line 2: it reaches into .modules; an answer file must not "
                                               "touch the interpreter's machinery"]
 
 

@@ -1,4 +1,4 @@
-"""Mutation tests for exercises 06 and 07: plausible wrong solutions fail with a message naming the mistake."""
+"""Mutation tests for exercises 05a and 05b: plausible wrong solutions fail with a message naming the mistake."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _mutated(folder: str, old: str, new: str, tmp_path: Path) -> Path:
      "step 'date': results must hold 'date' of type string, got {'date': 'list'}"),
 ])
 def test_06_wrong_steps_are_named(tmp_path: Path, old: str, new: str, expected: str) -> None:
-    report = run_check("06", _mutated("06_dialog_step", old, new, tmp_path))
+    report = run_check("05a", _mutated("05a_dialog_step", old, new, tmp_path))
     assert not report.passed
     assert expected in report.feedback
 
@@ -64,6 +64,6 @@ def test_06_wrong_steps_are_named(tmp_path: Path, old: str, new: str, expected: 
      "reask_message: quote the violation's detail, so the model knows what was wrong"),
 ])
 def test_07_wrong_validators_are_named(tmp_path: Path, old: str, new: str, expected: str) -> None:
-    report = run_check("07", _mutated("07_contract_validator", old, new, tmp_path))
+    report = run_check("05b", _mutated("05b_contract_validator", old, new, tmp_path))
     assert not report.passed
     assert expected in report.feedback

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.exercises import exercises_root, run_check
+from labkit.exercises import exercise_number, exercises_root, run_check
 
 
 def _mutated(folder: str, tmp_path: Path, *pairs: tuple[str, str]) -> Path:
@@ -26,48 +26,48 @@ def _mutated(folder: str, tmp_path: Path, *pairs: tuple[str, str]) -> Path:
     return target
 
 
-# ----------------------------------------------------------------------------- exercise 01
+# ----------------------------------------------------------------------------- exercise 01a
 SPEC = ", which is not where the specification ends this run"
 
 
 
 def test_01_a_fix_that_declares_success_without_retesting_is_refused(tmp_path: Path):
-    mine = _mutated("01_transition_table", tmp_path, ('    Row("FIX", "give_up", "FAILED"),\n',
+    mine = _mutated("01a_transition_table", tmp_path, ('    Row("FIX", "give_up", "FAILED"),\n',
                                                       '    Row("FIX", "give_up", "FAILED"),\n'
                                                       '    Row("FIX", "tests_passed", "DONE"),\n'))
-    report = run_check("01", mine)
+    report = run_check("01a", mine)
     assert report.feedback == [
         "row (FIX, tests_passed -> DONE) is not in the specification: the specification does not handle "
         "'tests_passed' in FIX; the machine must reject it"]
 
 
 def test_01_a_guard_that_believes_the_payload_is_refused(tmp_path: Path):
-    mine = _mutated("01_transition_table", tmp_path, ("    return state.retries_used < MAX_RETRIES\n",
+    mine = _mutated("01a_transition_table", tmp_path, ("    return state.retries_used < MAX_RETRIES\n",
                                                       "    return payload.get(\"retries_left\", 1) > 0\n"))
-    report = run_check("01", mine)
+    report = run_check("01a", mine)
     assert not report.passed
     assert "a third invalid plan fails, whatever its payload says: ended in PLAN" + SPEC in report.feedback
 
 
 def test_01_a_reducer_that_never_counts_retries_fails(tmp_path: Path):
-    mine = _mutated("01_transition_table", tmp_path, ("retries_used=state.retries_used + retried",
+    mine = _mutated("01a_transition_table", tmp_path, ("retries_used=state.retries_used + retried",
                                                       "retries_used=state.retries_used"))
-    report = run_check("01", mine)
+    report = run_check("01a", mine)
     assert "a third invalid plan fails, whatever its payload says: ended in PLAN" + SPEC in report.feedback
 
 
 def test_01_counting_only_plan_retries_misses_the_shared_budget(tmp_path: Path):
-    mine = _mutated("01_transition_table", tmp_path, ('event.trigger in ("plan_invalid", "tests_failed")',
+    mine = _mutated("01a_transition_table", tmp_path, ('event.trigger in ("plan_invalid", "tests_failed")',
                                                       'event.trigger == "plan_invalid"'))
-    report = run_check("01", mine)
+    report = run_check("01a", mine)
     assert [f for f in report.feedback if "hidden" not in f] == [
         "the budget is shared: an invalid plan and a failed test use it up: ended in FIX" + SPEC]
 
 
 def test_01_a_patch_sent_back_to_editing_is_named(tmp_path: Path):
-    mine = _mutated("01_transition_table", tmp_path, ('Row("FIX", "patch_ready", "TEST")',
+    mine = _mutated("01a_transition_table", tmp_path, ('Row("FIX", "patch_ready", "TEST")',
                                                       'Row("FIX", "patch_ready", "EDIT")'))
-    report = run_check("01", mine)
+    report = run_check("01a", mine)
     assert [f for f in report.feedback if "hidden" not in f] == [
         "missing row (FIX, patch_ready -> TEST)",
         "row (FIX, patch_ready -> EDIT) is not in the specification: the specification sends this event elsewhere",
@@ -78,14 +78,14 @@ def test_01_a_patch_sent_back_to_editing_is_named(tmp_path: Path):
 
 
 def test_01_an_off_by_one_budget_is_caught(tmp_path: Path):
-    mine = _mutated("01_transition_table", tmp_path, ("state.retries_used < MAX_RETRIES",
+    mine = _mutated("01a_transition_table", tmp_path, ("state.retries_used < MAX_RETRIES",
                                                       "state.retries_used <= MAX_RETRIES"))
-    assert not run_check("01", mine).passed
+    assert not run_check("01a", mine).passed
 
 
-# ----------------------------------------------------------------------------- exercise 03
+# ----------------------------------------------------------------------------- exercise 02b
 
-EX03 = "03_predict_states"
+EX03 = "02b_predict_states"
 SPEC = ", which is not where the specification ends this run"
 NOT_RIGHT = "not right yet: a predicted state or the outcome is wrong"
 
@@ -112,8 +112,8 @@ def test_03_a_file_that_imports_the_runner_is_refused(tmp_path: Path):
         "                         if isinstance(events[i], Transitioned)]\n"
         "    OUTCOMES[name] = result.state.outcome\n")
     (tmp_path / "mine.py").write_text(cheat, encoding="utf-8")
-    report = run_check("03", tmp_path / "mine.py")
-    solution = run_check("03", solution=True)
+    report = run_check("02b", tmp_path / "mine.py")
+    solution = run_check("02b", solution=True)
     assert solution.passed  # the cheat computes the right answers: only the refusal stops it
     assert report.feedback[0].startswith("mine.py must hold only your predictions")
     assert "line 1: an import" in report.feedback[0]
@@ -123,7 +123,7 @@ def test_03_computing_answers_with_a_call_is_refused_even_without_imports(tmp_pa
     text = _solution_predictions().replace('"strict_denial": ["FAILED"]', '"strict_denial": list(["FAILED"])')
     assert text != _solution_predictions()
     (tmp_path / "mine.py").write_text(text, encoding="utf-8")
-    report = run_check("03", tmp_path / "mine.py")
+    report = run_check("02b", tmp_path / "mine.py")
     assert len(report.feedback) == 1 and "a call" in report.feedback[0]
 
 
@@ -132,7 +132,7 @@ def test_03_code_hidden_in_an_annotation_is_refused(tmp_path: Path):
     text = _solution_predictions().replace("OUTCOMES: dict[str, str] = {", "OUTCOMES: exec('pass') = {")
     assert text != _solution_predictions()
     (tmp_path / "mine.py").write_text(text, encoding="utf-8")
-    report = run_check("03", tmp_path / "mine.py")
+    report = run_check("02b", tmp_path / "mine.py")
     assert len(report.feedback) == 1 and "a call" in report.feedback[0]
 
 
@@ -144,7 +144,7 @@ def test_03_feedback_does_not_give_the_true_state_away(tmp_path: Path):
     mine = tmp_path / "mine.py"
     mine.write_text(wrong, encoding="utf-8")
     for _ in range(8):  # each round: take every state or outcome the feedback names as "the truth"
-        report = run_check("03", mine)
+        report = run_check("02b", mine)
         assert not report.passed
         assert not any("the replay says" in item or "the run ended" in item for item in report.feedback)
         before = mine.read_text(encoding="utf-8")
@@ -156,13 +156,13 @@ def test_03_feedback_does_not_give_the_true_state_away(tmp_path: Path):
         mine.write_text(after, encoding="utf-8")
         if after == before:
             break
-    assert not run_check("03", mine).passed
+    assert not run_check("02b", mine).passed
 
 
 def test_03_a_wrong_state_is_reported_by_position_and_rows_only(tmp_path: Path):
     mine = _mutated(EX03, tmp_path, ('"lost_write": ["UNKNOWN", "EXECUTING", "OBSERVING", "COMMITTING", "SUCCEEDED"]',
                                      '"lost_write": ["FAILED", "EXECUTING", "OBSERVING", "COMMITTING", "SUCCEEDED"]'))
-    report = run_check("03", mine)
+    report = run_check("02b", mine)
     assert len(report.feedback) == 1 and report.feedback[0].startswith(f"lost_write: {NOT_RIGHT}")
     assert "EXECUTING" not in report.feedback[0] and "transition 1" not in report.feedback[0]
 
@@ -175,43 +175,43 @@ def test_03_a_wrong_state_is_reported_by_position_and_rows_only(tmp_path: Path):
     ('"status_blind": "needs_review"', '"status_blind": "failed"', f"status_blind: {NOT_RIGHT}"),
 ])
 def test_03_plausible_wrong_predictions_fail(tmp_path: Path, old: str, new: str, expected_start: str):
-    report = run_check("03", _mutated(EX03, tmp_path, (old, new)))
+    report = run_check("02b", _mutated(EX03, tmp_path, (old, new)))
     assert len(report.feedback) == 1 and report.feedback[0].startswith(expected_start), report.feedback
 
 
-# ----------------------------------------------------------------------------- exercises 02, 04, 05
+# ----------------------------------------------------------------------------- exercises 02a, 03a, 04a
 # (tests/test_exercises_runtime.py holds more mutations of these; each exercise has at least three in all)
 
 WRONG_ANSWERS = [
-    ("02_validator", "the allowlist is skipped for a tool that has a schema",
+    ("02a_validator", "the allowlist is skipped for a tool that has a schema",
      ("if action not in SCHEMAS or action not in policy.allowlist:", "if action not in SCHEMAS:"),
      "validate, a known tool outside the allowlist: returned a Token, but this proposal must be denied"),
-    ("02_validator", "an off-by-one budget lets the last call through",
+    ("02a_validator", "an off-by-one budget lets the last call through",
      ("if tool_calls_left < 1:", "if tool_calls_left < 0:"),
      "validate, a proposal with no tool calls left: returned a Token, but this proposal must be denied"),
-    ("02_validator", "choose keeps only the last denial",
+    ("02a_validator", "choose keeps only the last denial",
      ("    return denials\n", "    return denials[-1:]\n"),
      "choose, no candidate passes: returned ['bad_args']; when no candidate passes, return every "
      "candidate's denial, in order"),
-    ("04_replay_and_compare", "a log that lost its last event is called whole",
+    ("03a_replay_and_compare", "a log that lost its last event is called whole",
      ("    if len(recorded) > len(events):\n        return len(events)\n", ""),
      "first_divergence, the log lost its last event: returned None, which is not the first divergence"),
-    ("04_replay_and_compare", "timeouts are not counted as retries",
+    ("03a_replay_and_compare", "timeouts are not counted as retries",
      ('        changes["retries"] = state.retries + 1\n', "        pass\n"),
      "reduce, run 'a read retried after timeouts': first wrong after #3 READING --timeout--> READING "
      "{'retries_left': 2}: retries is 0 (that is not what the README's rules give here)"),
-    ("04_replay_and_compare", "the divergence is reported one event early",
+    ("03a_replay_and_compare", "the divergence is reported one event early",
      ("            return event.seq\n", "            return position - 1\n"),
      "first_divergence, a reducer that forgets retries: returned 2, which is not the first divergence"),
-    ("05_free_loop_vs_machine", "every save counts as a repeat, the first one too",
+    ("04a_free_loop_vs_machine", "every save counts as a repeat, the first one too",
      ("return sum(n - 1 for n in counts.values())", "return sum(n for n in counts.values())"),
      "repeated_side_effects(machine seed 0): returned 1, which is not the count in this run's logs"),
-    ("05_free_loop_vs_machine", "a status check that found the draft is not taken as success",
+    ("04a_free_loop_vs_machine", "a status check that found the draft is not taken as success",
      ('''                               or (isinstance(e, StatusChecked) and e.action_id == action_id
                                    and e.outcome == "present") for e in run.events[:i])''',
       " for e in run.events[:i])"),
      "unknown_writes_as_success(machine seed 4): returned 1, which is not the count in this run's logs"),
-    ("05_free_loop_vs_machine", "the machine is assumed never to stop on the model's word",
+    ("04a_free_loop_vs_machine", "the machine is assumed never to stop on the model's word",
      ('        return int(state.outcome == "succeeded" and not goal_met(run.task.goal, state))', "        return 0"),
      "stopped_on_models_word(doctored: write committed unobserved): returned 0, which is not the "
      "count in this run's logs"),
@@ -219,8 +219,8 @@ WRONG_ANSWERS = [
 
 
 @pytest.mark.parametrize(("folder", "mistake", "change", "first_feedback"), WRONG_ANSWERS,
-                         ids=[f"{w[0][:2]}: {w[1]}" for w in WRONG_ANSWERS])
+                         ids=[f"{exercise_number(w[0])}: {w[1]}" for w in WRONG_ANSWERS])
 def test_a_plausible_wrong_answer_fails_with_a_precise_message(tmp_path: Path, folder: str, mistake: str,
                                                                change: tuple[str, str], first_feedback: str):
-    report = run_check(folder[:2], _mutated(folder, tmp_path, change))
+    report = run_check(exercise_number(folder), _mutated(folder, tmp_path, change))
     assert report.feedback and report.feedback[0] == first_feedback, (mistake, report.feedback)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from labkit.errors import LabkitError
-from labkit.exercises import exercises_root, has_solution_regions, stale_student_files, student_text
+from labkit.exercises import exercise_folders, exercises_root, has_solution_regions, stale_student_files, student_text
 
-EXERCISES = sorted(p.name for p in exercises_root().glob("[0-9][0-9]_*") if p.is_dir())
+EXERCISES = [p.name for p in exercise_folders()]
 
 
 @pytest.mark.parametrize("name", EXERCISES)
@@ -32,7 +32,7 @@ def test_no_committed_student_file_is_stale():
 
 
 def test_an_edited_solution_makes_its_student_file_stale(tmp_path: Path):
-    folder = tmp_path / "01_demo"
+    folder = tmp_path / "01a_demo"
     folder.mkdir()
     (folder / "solution.py").write_text("X = 1\n# BEGIN SOLUTION\nY = 2\n# STUB: Y = 0  # TODO\n# END SOLUTION\n")
     (folder / "student.py").write_text("X = 1\nY = 0  # TODO\n")

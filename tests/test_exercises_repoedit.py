@@ -1,4 +1,4 @@
-"""Exercise 09: plausible wrong answers fail with a precise message, and the machine's own routing agrees
+"""Exercise 09a: plausible wrong answers fail with a precise message, and the machine's own routing agrees
 with the checker's cases (so the exercise teaches what the machine does)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from labkit.exercises import exercises_root, run_check
 from labkit.repoedit.routing import route_after_tests
 
-FOLDER = exercises_root() / "09_test_routing"
+FOLDER = exercises_root() / "09a_test_routing"
 SOLUTION = FOLDER / "solution.py"
 STATE_OF = {"green": "DONE", "targeted_fix": "EDIT_FILE", "rollback": "ROLLBACK_OR_FIX"}
 
@@ -28,7 +28,7 @@ def _checker():
 
 def _mutated(tmp_path: Path, before: str, after: str) -> Path:
     text = SOLUTION.read_text(encoding="utf-8")
-    assert before in text, f"the mutation target is gone from 09_test_routing/solution.py: {before!r}"
+    assert before in text, f"the mutation target is gone from 09a_test_routing/solution.py: {before!r}"
     target = tmp_path / "mine.py"
     target.write_text(text.replace(before, after), encoding="utf-8")
     return target
@@ -64,7 +64,7 @@ WRONG = [
 
 @pytest.mark.parametrize(("mistake", "before", "after", "first"), WRONG, ids=[w[0] for w in WRONG])
 def test_a_plausible_wrong_answer_fails_with_a_precise_message(tmp_path, mistake, before, after, first):
-    feedback = run_check("09", _mutated(tmp_path, before, after)).feedback
+    feedback = run_check("09a", _mutated(tmp_path, before, after)).feedback
     assert feedback and feedback[0] == first, (mistake, feedback)
 
 

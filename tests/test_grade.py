@@ -14,8 +14,8 @@ from labkit.grade_bench import KINDS, make_class, row_is_right
 def test_every_kind_of_submission_gets_its_row_and_none_stops_the_others(tmp_path: Path) -> None:
     outside = tmp_path / "outside" / "pwned.txt"
     outside.parent.mkdir()
-    kinds = make_class(tmp_path / "class", len(KINDS), "09", outside)
-    rows = grade(tmp_path / "class", "09", timeout=4)
+    kinds = make_class(tmp_path / "class", len(KINDS), "09a", outside)
+    rows = grade(tmp_path / "class", "09a", timeout=4)
     assert [r.learner for r in rows] == sorted(kinds)
     for row in rows:
         assert row_is_right(row, kinds[row.learner]), row
@@ -30,18 +30,25 @@ def test_every_kind_of_submission_gets_its_row_and_none_stops_the_others(tmp_pat
 
 def test_the_command_prints_a_table_and_writes_the_csv(tmp_path: Path) -> None:
     folder = tmp_path / "class"
-    make_class(folder, 2, "09", tmp_path / "x.txt")  # a right and a wrong submission
+    make_class(folder, 2, "09a", tmp_path / "x.txt")  # a right and a wrong submission
     out = tmp_path / "grades.csv"
-    proc = subprocess.run([sys.executable, "-m", "labkit", "grade", str(folder), "--exercise", "09", "--csv", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "labkit", "grade", str(folder), "--exercise", "09a",
+                           "--csv", str(out)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "exercise 09: 1 of 2 passed" in proc.stdout
+    assert "exercise 09a: 1 of 2 passed" in proc.stdout
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     assert [(r["learner"], r["passed"]) for r in rows] == [("learner01_right", "yes"), ("learner02_wrong", "no")]
     assert "blame, the deepest planned frame" in rows[1]["failed_cases"] and rows[1]["error"] == ""
 
 
 def test_an_empty_or_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "labkit", "grade", str(tmp_path), "--exercise", "09"],
+    proc = subprocess.run([sys.executable, "-m", "labkit", "grade", str(tmp_path), "--exercise", "09a"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "no .py files in" in proc.stderr
+
+
+def test_an_old_exercise_number_says_the_new_one_in_the_grade_command(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "labkit", "grade", str(tmp_path), "--exercise", "09"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert f"exercise 09 is now 09a (test routing): run `labkit grade {tmp_path} --exercise 09a`" in proc.stderr

@@ -42,7 +42,7 @@ KEYS = {
          "lambda evs: all(b.seq == a.seq + 1 for a, b in zip(evs, evs[1:]))", "[]",
          "outcome_view(empty_run_state())"],
     ),
-    "04_dialog_machines.py": (
+    "05_dialog_machines.py": (
         ["refuses the answer, re-asks once, and keeps the step if the second answer breaks the contract too",
          "the shape, and that the signal is one of the step's own",
          "it carries one step's instructions, the variables, short summaries of past steps and the last turns",
@@ -53,7 +53,7 @@ KEYS = {
          "it followed the script in 97% of the conversations", "['next']",
          "analyst.step('deadline').signal('stay').needs", "summaries['gemma3-270m']['machine']['reasks']"],
     ),
-    "05_small_model_comparison.py": (
+    "06_small_model_comparison.py": (
         ["runs of one task share its difficulty, so they are not independent trials",
          "arm 4 − arm 5 on the content families",
          "on those tasks code did the work: any choice in the menu succeeded", "its test score",
@@ -65,7 +65,7 @@ KEYS = {
          "next(r['tasks_solved'] for r in summaries['gemma3-270m']['rows'] if r['split'] == 'dev' and "
          "r['arm'] == 'machine-rule')", "test.tasks[:10]"],
     ),
-    "06_local_inference.py": (
+    "07_local_inference.py": (
         ["the same prompt then gets the same answer, so a run can be replayed and two paths compared",
          "the weights (usually quantized), the tokenizer and the model's metadata, in one file",
          "it can change them, so labkit uses it only for greedy calls",
@@ -76,7 +76,7 @@ KEYS = {
          "to save memory", "gpu['gen_grammar_tokens_per_s'] / cpu16['gen_grammar_tokens_per_s']",
          "lazy['gen_tokens_per_s'] / 1000", "estimate_memory(arch, 2048, n_gpu_layers=-1).gpu_kv / 2**20"],
     ),
-    "07_machines_in_layers.py": (
+    "08_machines_in_layers.py": (
         ["a route_refused event is recorded, the run pauses, and what it wrote is kept",
          "the graph (what runs next)", "it is computed from the persisted layers, so it cannot disagree with them",
          "it finishes and is recorded; nothing new begins", "flow.row_to('POLISHING', 'REVIEWING')",
@@ -84,7 +84,7 @@ KEYS = {
         ["a KeyError ends the process", "the flow", "because it never changes", "it is cut off mid-call",
          "flow.row_to('POLISHING', 'WRITING')", "calls_after_abort(aborted_run().events)"],
     ),
-    "08_editing_code.py": (
+    "09_editing_code.py": (
         ["in PLAN_CHANGE and EDIT_FILE",
          "the tests are the verifier: a planner allowed to edit them can make them pass without fixing anything",
          "the run goes to HUMAN_APPROVAL, where a person approves or rejects it",
@@ -99,7 +99,7 @@ KEYS = {
          "[r for r in table.rows if r.source == 'RUN_TESTS']",
          "check_edit(edit_case('words.py', 'text.split(\" \")', 'text.split()'))"],
     ),
-    "09_stop_recover_redact.py": (
+    "04_stop_recover_redact.py": (
         ["because a proposal grants nothing: only the validator's token lets the executor act, and the log must "
          "show which one decided", "UNKNOWN: it may have happened",
          "executed => validated; committed => observed; at most one side effect per logical action",
@@ -115,8 +115,8 @@ KEYS = {
 }
 
 
-# Notebook 06 loads the model in its last section, so running it as a script is a slow test.
-LOADS_THE_MODEL = {"06_local_inference.py"}
+# Notebook 07 loads the model in its last section, so running it as a script is a slow test.
+LOADS_THE_MODEL = {"07_local_inference.py"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in LOADS_THE_MODEL else n

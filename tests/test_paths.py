@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _exercise_tables() -> list[TransitionTable]:
-    ex1 = _import_file(ROOT / "exercises/01_transition_table/solution.py", "ex01_solution")
-    ex4 = _import_file(ROOT / "exercises/04_replay_and_compare/solution.py", "ex04_solution")
+    ex1 = _import_file(ROOT / "exercises/01a_transition_table/solution.py", "ex01_solution")
+    ex4 = _import_file(ROOT / "exercises/03a_replay_and_compare/solution.py", "ex04_solution")
     return [ex1.build_table(), ex4.review_table()]
 
 

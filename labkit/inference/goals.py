@@ -3,7 +3,7 @@
 A goal is a number some recorded benchmark must reach. Each is declared once in :data:`SPEED_GOALS`: which
 record it reads, how to get the measured value out of it, the target, and how to say from the same record
 why the value is what it is. :func:`speed_goals` reads the records that exist and judges each goal;
-:func:`render_speed_goals` prints the table notebook 06 shows. A goal whose record is missing is reported as
+:func:`render_speed_goals` prints the table notebook 07 shows. A goal whose record is missing is reported as
 not recorded, never as met.
 """
 

@@ -1,7 +1,7 @@
 """Machines in layers: several checked tables, declared routers, cross-layer rules and a lifecycle view.
 
 See :mod:`labkit.layers.machine` for how one step runs, :mod:`labkit.layers.writing` for the demo
-(notebook 07), and ``labkit diagram writing`` for its picture.
+(notebook 08), and ``labkit diagram writing`` for its picture.
 """
 
 from labkit.layers.diagram import draw_layer_stack

@@ -2,7 +2,7 @@
 
 ``python -m labkit.layers.demo --db run.sqlite`` runs (or resumes) the demo with the scripted writer
 in a SQLite log. ``--live DIR`` runs it once with the embedded model and writes the event log, the
-cassette of every completion and the provenance of both into DIR, so notebook 07 can replay the run
+cassette of every completion and the provenance of both into DIR, so notebook 08 can replay the run
 exactly without the model. Wrap live runs in ``flock /tmp/labkit-live.lock``: one model at a time.
 """
 
@@ -54,7 +54,7 @@ def record_live(out_dir: Path) -> dict[str, Any]:
     model = RecordingBackend(backend, out_dir / LIVE_FILES["cassette"])
     run = run_demo(JsonlLog(out_dir / LIVE_FILES["log"]), model)
     provenance = {
-        "what": "notebook 07's live run of the layered writing machine (labkit.layers.demo --live)",
+        "what": "notebook 08's live run of the layered writing machine (labkit.layers.demo --live)",
         "backend": model.describe(), "model_sha256": model.model_id(),
         "weight_repacking": backend.load_plan.use_extra_bufts,
         "decoding": {"temperature": 0.0, "max_tokens": 48, "stop": ["\n\n", "Section"], "seed": 0},

@@ -1,7 +1,7 @@
 """A layered machine as a stack of bands: one per layer, the state each layer is in filled.
 
 The Mermaid flowchart of every row is the spec's own (:meth:`labkit.layers.spec.LayeredSpec.to_mermaid`);
-this picture draws what the rows hide, for notebook 07.
+this picture draws what the rows hide, for notebook 08.
 """
 
 from __future__ import annotations

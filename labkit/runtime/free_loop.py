@@ -242,7 +242,7 @@ def score_free(task: Task, world: World, free: FreeRun, tools: Mapping[str, Tool
                  free_write_steps(free.transcript, tools))
 
 
-# Log audits of a machine run alone (exercise 05 uses them as its reference counts; doctored logs
+# Log audits of a machine run alone (exercise 04a uses them as its reference counts; doctored logs
 # make them non-zero). The comparison scores both arms with score() instead.
 def machine_unknown_writes_committed(events: Sequence[Event]) -> int:
     """Actions the machine committed without a typed success observed before the commit."""

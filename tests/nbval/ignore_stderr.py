@@ -7,7 +7,7 @@ so stderr streams are left out of nbval's comparison (on both sides); everything
 It lives with the tests, out of the folder learners browse, and is loaded by name with the other
 nbval options (the Makefile's ``NBVAL``):
 
-    python -m pytest notebooks/06_local_inference.ipynb --nbval --nbval-current-env \
+    python -m pytest notebooks/07_local_inference.ipynb --nbval --nbval-current-env \
         --nbval-sanitize-with tests/nbval/sanitize.cfg -p tests.nbval.ignore_stderr
 """
 

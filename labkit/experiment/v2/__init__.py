@@ -1,6 +1,6 @@
 """The comparison, version 2: task families where reading matters, a held-out split, paired statistics.
 
-``labkit experiment`` and notebook 05 run this version, on the one runner (:mod:`labkit.runs`);
+``labkit experiment`` and notebook 06 run this version, on the one runner (:mod:`labkit.runs`);
 ``labkit bench equality`` and ``labkit bench experiment`` replay and re-run its prompts. (Version 1, one
 compare family, is retired; see the parent package.)
 The parts:

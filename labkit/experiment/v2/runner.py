@@ -126,7 +126,7 @@ def cassette_path(folder: Path, arm: str, split: str, task_id: str) -> Path:
     return folder / "cassettes" / arm / split / f"{task_id}.jsonl"
 
 
-# The name notebook 05 and the tests use for where the model's answers come from.
+# The name notebook 06 and the tests use for where the model's answers come from.
 Backends = Answers
 
 

@@ -1,0 +1,65 @@
+"""Exercise 03a: replay a log and find where it stops agreeing. Fill in the TODOs, then run
+`labkit check 03a`."""
+
+import dataclasses  # noqa: F401 - your answer needs it
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from labkit import Event, Row, RunStarted, Transitioned, TransitionTable  # noqa: F401 - your answer needs it
+from labkit.events import GENESIS_HASH  # noqa: F401 - your answer needs it
+
+
+@dataclass(frozen=True)
+class JobState:
+    """What the review job knows after each event (given; do not change its fields)."""
+
+    status: str = ""
+    records_read: tuple[str, ...] = ()
+    retries: int = 0
+    drafts_saved: int = 0
+    last_seq: int = -1
+
+
+def review_table() -> TransitionTable:
+    """The review job's table (given)."""
+    return TransitionTable.build(
+        "review_job",
+        ["INIT", "READING", "DRAFTING", "DONE", "FAILED"],
+        [
+            Row("INIT", "start", "READING"),
+            Row("READING", "read_ok", "READING", "more"),
+            Row("READING", "read_ok", "DRAFTING", "not more"),
+            Row("READING", "timeout", "READING", "retries_left"),
+            Row("READING", "timeout", "FAILED", "not retries_left"),
+            Row("DRAFTING", "draft_saved", "DONE"),
+            Row("DRAFTING", "write_error", "FAILED"),
+        ],
+        initial="INIT",
+        terminal=["DONE", "FAILED"],
+    )
+
+
+def review_guards() -> dict[str, Callable[[Any, Any], bool]]:
+    """The guards read the event's payload (given)."""
+    return {"more": lambda state, payload: bool(payload.get("more", False)),
+            "retries_left": lambda state, payload: payload.get("retries_left", 0) > 0}
+
+
+def reduce(state: JobState, event: Event) -> JobState:
+    """Fold one event into the state (see the README for the rules)."""
+    # TODO: run_started starts a fresh state; transitioned moves status and updates the counters
+    return state
+
+
+def first_broken_link(events: Sequence[Event]) -> int | None:
+    """The position of the first event whose seq or prev_hash breaks the chain; None if it is whole."""
+    # TODO: compare event.seq with its position and event.prev_hash with the previous event's hash
+    return None
+
+
+def first_divergence(events: Sequence[Event], recorded: Sequence[Any],
+                     reduce: Callable[[Any, Event], Any], empty: Any) -> int | None:
+    """The seq of the first event after which replayed and recorded states differ; None if none."""
+    # TODO: fold reduce over events from empty and compare with recorded, position by position
+    return None
