@@ -45,6 +45,20 @@ class EventLog:
         self.run_id = run_id
         self._events: list[Event] = []
 
+    @classmethod
+    def holding(cls, events: Sequence[Event], run_id: str | None = None) -> EventLog:
+        """An in-memory log that already holds ``events``: the start of a run, as a process killed after the
+        last of them left its log, ready for a machine to resume from.
+
+        Why not re-append them: the events are sealed already, and a copy re-sealed by hand is a log nobody
+        recorded. They are kept as they are, after checking that they form a chain from its start.
+        """
+        kept = list(events)
+        verify_chain(kept, lambda i: f"event {i} of the events given")
+        log = EventLog(run_id or (kept[0].run_id if kept else "run-0"))  # in memory, whatever cls is
+        log._events = kept
+        return log
+
     @property
     def events(self) -> Sequence[Event]:
         """The sealed events so far, read-only: the log only grows through :meth:`append`."""

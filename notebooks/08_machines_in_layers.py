@@ -371,11 +371,8 @@ print("layers at the cut:", dict(state_at_cut.layers), "| draft so far:", repr(s
 
 
 def restart(kept):
-    """A machine resumed from a copy of the kept events (re-sealed into a fresh log), not yet run."""
-    log = EventLog()
-    for event in kept:
-        log.append(event.model_copy(update={"hash": "", "seq": -1, "prev_hash": ""}), at=event.at)
-    return LayeredMachine(spec, model=scripted_writer(), log=log, clock=tick_clock())
+    """A machine resumed from the kept events (a log holding them as the killed process left it), not yet run."""
+    return LayeredMachine(spec, model=scripted_writer(), log=EventLog.holding(kept), clock=tick_clock())
 
 
 def first_node(restarted, kept):

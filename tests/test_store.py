@@ -264,3 +264,17 @@ def test_sealing_again_writes_every_shipped_line_byte_for_byte():
             sealed, written = seal(unsealed, seq=event.seq, prev_hash=event.prev_hash, run_id=event.run_id,
                                    at=event.at)
             assert written == line and sealed.hash == event.hash and sealed.model_dump_json() == line
+
+
+def test_a_log_holding_the_start_of_a_run_resumes_it_as_the_uncut_run_went_on(trace):
+    from labkit import EventLog
+
+    whole = read_jsonl(trace).events
+    kept = whole[:4]  # killed after ask_customer (event 0 is the run's start)
+    log = EventLog.holding(kept)
+    assert list(log.events) == list(kept) and log.run_id == "r1" and log.head == kept[-1].hash
+    resumed = LabMachine(ticket_table(), guards=ticket_guards(), log=log, clock=lambda: 0.0)
+    resumed.fire("customer_replied")
+    assert [e.hash for e in log.events] == [e.hash for e in whole]  # the same chain, link for link
+    with pytest.raises(EventLogError, match="expected event seq 1, found seq 2"):
+        EventLog.holding([whole[0], whole[2]])  # a gap is no run's start
