@@ -9,23 +9,27 @@
 # - explain the four-field [contract](../docs/glossary.md), what [grammar-constrained
 #   decoding](../docs/glossary.md) can and cannot guarantee, and the one corrective [re-ask](../docs/glossary.md);
 # - read a measured comparison — [calls per user message](../docs/glossary.md), contract violations,
-#   [script adherence](../docs/glossary.md) with [Wilson intervals](../docs/glossary.md) — for two small local
-#   models, against a prompt-only chatbot.
+#   [script adherence](../docs/glossary.md) with [Wilson intervals](../docs/glossary.md) and paired tests — and
+#   tell a measure that a do-nothing bot passes from one it cannot;
+# - say what each feature of the machine (worked example, results grammar, memory for early values, cancel
+#   confirmation, corrections, grounded values, the step's question, carried messages, differing re-asks) is for,
+#   and read what it bought on users the design never saw.
 #
 # **Prerequisites:** notebooks 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)) and 03
-# ([event log](../docs/glossary.md), [replay](../docs/glossary.md)). **Time:** about 45 minutes, the quiz included.
+# ([event log](../docs/glossary.md), [replay](../docs/glossary.md)). **Time:** about 60 minutes, the quiz included.
 # The **Predict** boxes hide their answer until you choose and press *check*.
 #
 # Nothing here runs a model. Every answer shown was recorded live (`labkit dialog-measure`, greedy decoding:
 # [temperature](../docs/glossary.md) 0) into the [cassettes](../docs/glossary.md) under
-# `data/dialog/runs/<model>/`, and is replayed from them; a prompt that is not in a cassette would be an error,
-# never a live call. The models are a 270M [base model](../docs/glossary.md) and a 1.5B chat model, both
+# `data/dialog/runs/<model>/` (the first recording) and `data/dialog/runs_test/<model>/` (the machine with its
+# features, on the test users), and is replayed or re-scored from them; outputs differ slightly across CPUs, so
+# a live re-run on your machine may not give these exact conversations; a prompt that is not in a cassette would
+# be an error, never a live call. The models are a 270M [base model](../docs/glossary.md) and a 1.5B chat model, both
 # [GGUF](../docs/glossary.md) files run by llama.cpp.
 
 # %%
 import json
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -43,11 +47,14 @@ from labkit.dialog import (
     render_text,
 )
 from labkit.dialog.comparison import replay
-from labkit.dialog.simulate import load_scenarios, result_from_dict, summarize
+from labkit.dialog.features import FEATURES
+from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_runs
+from labkit.dialog.measure import PARTS, compare_arms
+from labkit.dialog.rescore import counts, report, score_runs
+from labkit.dialog.simulate import load_scenarios
 from labkit.drawio import to_drawio
 from labkit.llm.cassette import ReplayBackend
 from labkit.runs import read_rows
-from labkit.stats import paired_test
 from labkit.store import read_jsonl
 
 DATA = Path("..") / "data" / "dialog"
@@ -211,33 +218,25 @@ for model in MODELS:
         print("verdict      :", reask[0].violation or "kept the contract")
 
 # %% [markdown]
-# ## 5. Calls per user message, violations, adherence — measured
+# ## 5. The first recording, and a measure a do-nothing bot cannot pass
 #
-# Twenty-two scripted users (`data/dialog/users/`, 11 per scenario): cooperative ones, and ones who go
-# off-topic, correct an answer, say "go back", refuse to give a deadline or an email, stop half-way, or never
-# confirm. Each script states the step the conversation should end in and words each variable must contain.
-# Both bots answer the same users under the same contract and re-ask; the prompt-only bot's `signal` is the step
-# it says it is in after its reply, and its `results` everything it has learned.
-#
-# Both models ran all 22 users in both arms, greedy. (The 1.5B model was recorded in batches; each batch's
-# command, commit and users are in its `provenance.jsonl`.)
-#
-# The table is recomputed here by replaying every recorded conversation from its cassette, and checked against
-# the results written when it was recorded. The seed material reports about 1.03 model calls per user message for
-# its machine-run bot, with a large hosted model.
+# The first recording ran 22 scripted users (`data/dialog/users/`: cooperative ones, and ones who go off-topic,
+# correct an answer, say "go back", refuse to give a deadline or an email, stop half-way, or never confirm)
+# against the machine as first built and against a prompt-only bot that gets the whole script in one prompt. Its
+# check looked at the end step and at words each value must *contain*. The table is recomputed here by replaying
+# every recorded conversation from its cassettes, checked against the rows written when it was recorded. (The
+# 1.5B model was recorded in batches; each batch's command, commit and users are in its `provenance.jsonl`.)
 
 # %%
 scenarios = load_scenarios(DATA)
 all_users = load_user_scripts(DATA / "users")
 summaries = {}
 for model in MODELS:
-    recorded = read_rows(RUNS / model / "runs.jsonl")
     provenance = json.loads((RUNS / model / "provenance.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert replay(RUNS / model, Path(tempfile.mkdtemp())) == [], f"{model}: replay differs from the recording"
-    summaries[model] = {arm: summarize([result_from_dict(r) for r in recorded if r["arm"] == arm])
-                        for arm in provenance["arms"]}
-    print(f"{model}: {len(recorded)} conversations replayed, identical to the recording "
-          f"(model sha256 {provenance['backend']['model_sha256'][:12]}…, llama-cpp-python "
+    summaries[model] = counts(RUNS / model)
+    print(f"{model}: {sum(s['conversations'] for s in summaries[model].values())} conversations replayed, identical "
+          f"to the recording (model sha256 {provenance['backend']['model_sha256'][:12]}…, llama-cpp-python "
           f"{provenance['backend']['llama_cpp_python']}, commit {provenance['git_commit'][:10]})")
 
 
@@ -245,85 +244,212 @@ def pct(pair: list[float]) -> str:
     return f"{pair[0]:.0%}–{pair[1]:.0%}"
 
 
-# %% jupyter={"source_hidden": true}
-_m, _p = summaries[MODELS[0]]["machine"], summaries[MODELS[0]]["prompt_only"]
-(_ml, _mh), (_pl, _ph) = _m["adherence_ci95"], _p["adherence_ci95"]
-predict(f"For {MODELS[0]}, does the machine arm adhere to the script more often than the prompt-only bot?",
-        ["clearly more often (the 95% intervals do not overlap)", "no clear difference (the intervals overlap)",
-         "clearly less often (the 95% intervals do not overlap)"],
-        "clearly more often (the 95% intervals do not overlap)" if _ml > _ph
-        else "clearly less often (the 95% intervals do not overlap)" if _pl > _mh
-        else "no clear difference (the intervals overlap)",
-        f"Machine {_m['adhered']}/{_m['conversations']} (95% Wilson {pct(_m['adherence_ci95'])}), prompt-only "
-        f"{_p['adhered']}/{_p['conversations']} ({pct(_p['adherence_ci95'])}). With this few conversations, read "
-        "the intervals, not the counts; the cells below show where the conversations of each arm ended.")
-
-# %% tags=["reveal"]
-rows = ["| model | arm | conversations | adhered (95% Wilson) | calls / user message | re-asks (repaired) | "
-        "violations | failed twice | prompt tokens (mean / max) |", "|---|---|---|---|---|---|---|---|---|"]
+rows = ["| model | arm | conversations | adhered, first check (95% Wilson) | calls / user message | "
+        "re-asks (repaired) | violations | prompt tokens (mean / max) |", "|---|---|---|---|---|---|---|---|"]
 for model, summary in summaries.items():
     for arm, s in summary.items():
         rows.append(f"| {model} | {arm} | {s['conversations']} | {s['adhered']} ({pct(s['adherence_ci95'])}) | "
-                    f"{s['calls_per_message']} ({s['calls']}/{s['user_messages']}) | {s['reasks']} ({s['reasks_repaired']}) | "
-                    f"{s['contract_violations']} | {s['contract_failures']} | "
+                    f"{s['calls_per_message']} ({s['calls']}/{s['user_messages']}) | {s['reasks']} "
+                    f"({s['reasks_repaired']}) | {s['contract_violations']} | "
                     f"{s['prompt_tokens_mean']} / {s['prompt_tokens_max']} |")
 Markdown("\n".join(rows))
 
+# %% [markdown]
+# Both arms look alike, and both look poor. But what does that check reward? Two *floor bots* answer every call
+# without understanding anything (`labkit.dialog.floors`): `NeverMoves` always stays in its step and records
+# nothing; `CopiesExamples` moves on with each step's example phrases as values. They run through the real
+# machine, contract checks and all.
+
+# %% jupyter={"source_hidden": true}
+first_users = [u for u in all_users if u.name in {r["task"] for r in read_rows(RUNS / MODELS[0] / "runs.jsonl")}]
+never = floor_runs(NeverMoves, scenarios, first_users)
+_legacy = sum(r.adhered for _, r in never)
+predict("A bot that never moves and records nothing talks to the first recording's 22 users. How many does the "
+        "first check count as adhered?", ["0", "1 or 2", "5 or more"],
+        "0" if _legacy == 0 else "1 or 2" if _legacy <= 2 else "5 or more",
+        f"{_legacy} of {len(never)}: the users who should leave the bot in its first step with nothing recorded "
+        "(a vague goal, a message with no issue). Doing nothing is right for them under a check that looks at the "
+        "end step and the values only — the same count as the 270M model in both arms.")
+
+# %% tags=["reveal"]
+copies = floor_runs(CopiesExamples, scenarios, first_users)
+for name, runs in (("NeverMoves", never), ("CopiesExamples", copies)):
+    print(f"{name:15s} first check: {sum(r.adhered for _, r in runs)}/{len(runs)} adhered "
+          f"({', '.join(r.user for _, r in runs if r.adhered) or 'none'}); "
+          f"the measure: {sum(s.adhered for s, _ in runs)}/{len(runs)}")
+
+# %% [markdown]
+# So the kit measures differently now (`labkit.dialog.measure`). A conversation *adheres* only if all five parts
+# hold: **end_step** (it stands where the user's script says), **values** (every expected value right: normalised
+# exact match with one declared phrasing, a list item by item — not a substring: "me" is inside "my team"),
+# **no_invented** (no variable set that the user never gave), **moves** (every move one the script allows, with
+# what it `needs` known), and **asks** (while a step still needs something, the bot's reply asks for it, judged by
+# keywords the scenario declares per step). The floor bots score 0 on every user, in every arm (tests:
+# `tests/test_dialog_measure.py`, `tests/test_dialog_features.py`). The first recording, re-scored from its event
+# logs on the measure:
+
+# %%
+first = score_runs(RUNS, scenarios, all_users)
+Markdown(report(first)["table"])
+
+# %% [markdown]
+# Read the parts, not only the last columns: the machine arm's `moves` are always allowed (the machine makes the
+# moves), while the prompt-only bot claims moves the script does not have; and almost nothing *adheres*. The logs
+# show why the machine failed (issue 24 lists them): no example answer in the step prompt, empty `results` for a
+# `next` refused again and again, a re-ask that repeats the same greedy answer, values given early asked for
+# again, a `cancel` on the first message with no second thought. The prompt-only bot had no `needs` check at all,
+# so its "0 violations" did not mean what the machine's did.
+#
+# ## 6. What the machine adds, one declaration each
+#
+# Each answer to one of those failures is a *feature* of the machine (`labkit/dialog/features.py`), switched on
+# by name; an arm is the machine plus a set of features (`labkit/dialog/arms.py`), so an ablation — every feature
+# but one — is one more declaration, not another program. `prompt_only_checked` is the prompt-only bot under the
+# same validator and `needs` checks as the machine, so a violation means the same in both arms.
+
+# %%
+Markdown("\n".join(["| feature | what it does |", "|---|---|"]
+                   + [f"| `{f.name}` | {f.about} |" for f in FEATURES]))
+
+# %% [markdown]
+# The features were designed on the **dev** users only (10 per scenario); the **test** users (15 per scenario)
+# were not looked at until the recording below, which is what the kit reports.
+#
+# ## 7. Measured on the test users
+#
+# The 1.5B chat model, greedy, every test user, three arms: `machine_plus` (every feature), `prompt_only_checked`
+# (the strongest prompt-only bot under the same contract) and `machine` (the machine as first built: what the
+# features buy). Scored from the event logs; paired exact tests by user.
+
+# %%
+TEST = DATA / "runs_test"
+tested = score_runs(TEST, scenarios, all_users)
+test_report = report(tested)
+test_counts = {model: counts(TEST / model) for model in tested}
+Markdown(test_report["table"])
+
+# %% jupyter={"source_hidden": true}
+_plus = test_report["summaries"][("qwen2.5-coder-1.5b", "machine_plus")]["adhered"]
+_only = test_report["summaries"][("qwen2.5-coder-1.5b", "prompt_only_checked")]["adhered"]
+predict("On the test users, is the 1.5B model's machine_plus adherence at least twice the prompt-only bot's, "
+        "with the paired test below 0.05?", ["yes", "twice or more, but the test is not below 0.05",
+                                             "less than twice"],
+        "less than twice" if _plus["count"] < 2 * _only["count"] else
+        "yes" if compare_arms(tested["qwen2.5-coder-1.5b"]["machine_plus"],
+                              tested["qwen2.5-coder-1.5b"]["prompt_only_checked"])["adhered"].p_value < 0.05
+        else "twice or more, but the test is not below 0.05",
+        f"machine_plus {_plus['count']}/{_plus['of']}, prompt_only_checked {_only['count']}/{_only['of']}; the "
+        "paired tests are in the next cell.")
+
+# %% tags=["reveal"]
+for model, pairs in test_report["paired_arms"].items():
+    for pair, tests in pairs.items():
+        print(f"== {model}, {pair}, paired by user:")
+        for part, line in tests.items():
+            print(f"   {part:12s} {line}")
+for model, arms in test_counts.items():
+    for arm, c in arms.items():
+        s = test_report["summaries"][(model, arm)]
+        print(f"{model:20s} {arm:20s} calls/message {c['calls_per_message']} ({c['calls']}/{c['user_messages']}), "
+              f"false completions {s['false_completions']['count']}, invented values in "
+              f"{s['conversations'] - s['no_invented']['count']} conversation(s), cancels {s['cancels']['count']}")
+
+# %% [markdown]
+# ## 8. One recovery, one failure — from the logs
+#
+# The first test user (by name) where `machine_plus` adhered and the prompt-only bot did not, and the first where
+# `machine_plus` did not adhere, replayed from their event logs. The system lines under each turn show what the
+# machine did: refusals, re-asks, dropped values, moves.
+
+# %%
+plus_scores = {s.user: s for s in tested["qwen2.5-coder-1.5b"]["machine_plus"]}
+only_scores = {s.user: s for s in tested["qwen2.5-coder-1.5b"]["prompt_only_checked"]}
+recovered = next((u for u in sorted(plus_scores) if plus_scores[u].adhered and not only_scores[u].adhered), None)
+failed = next((u for u in sorted(plus_scores) if not plus_scores[u].adhered), None)
+for title, user in (("adhered under machine_plus, not prompt-only", recovered), ("machine_plus failed", failed)):
+    if user is None:
+        print(f"-- no test user where {title}")
+        continue
+    events = read_jsonl(TEST / "qwen2.5-coder-1.5b" / "logs" / "machine_plus" / f"{user}.jsonl").events
+    print(f"== {user}: {title}; " + ("; ".join(plus_scores[user].misses) or "all five parts hold"))
+    print(render_text(conversation_view(events)))
+
+# %% [markdown]
+# ## 9. What the seed claimed, and what the kit measured
+#
+# The seed material reports its analyst bot — the same idea, a large hosted model behind an API — at about 1.03
+# model calls per user message "while reliably following the script"; it gives no adherence figure and no users
+# it was measured on. The kit's figures for the small local models, from the recordings above:
+
 # %%
 lines = []
-for model, summary in summaries.items():
-    m, p = summary["machine"], summary["prompt_only"]
-    lines.append(f"- **{model}**: the machine needed {m['calls_per_message']} calls per user message "
-                 f"({m['reasks']} re-asks in {m['user_messages']} messages), the prompt-only bot "
-                 f"{p['calls_per_message']} ({p['reasks']} re-asks); the re-ask repaired {m['reasks_repaired']} of "
-                 f"{m['reasks']} vs {p['reasks_repaired']} of {p['reasks']} broken answers; adherence {m['adhered']}/{m['conversations']} vs "
-                 f"{p['adhered']}/{p['conversations']}; mean prompt {m['prompt_tokens_mean']} vs {p['prompt_tokens_mean']} "
-                 "tokens.")
-Markdown("What the recording says, read from the summaries above:\n\n" + "\n".join(lines))
-
-# %%
-fig, ax = plt.subplots(figsize=(7, 3))
-labels, centres, lows, highs = [], [], [], []
-for model, summary in summaries.items():
-    for arm, s in summary.items():
-        labels.append(f"{model}\n{arm}")
-        rate = s["adhered"] / s["conversations"]
-        centres.append(rate)
-        lows.append(rate - s["adherence_ci95"][0])
-        highs.append(s["adherence_ci95"][1] - rate)
-ax.errorbar(range(len(labels)), centres, yerr=[lows, highs], fmt="o", capsize=6)
-ax.set_xticks(range(len(labels)), labels, fontsize=8)
-ax.set_ylim(-0.05, 1.05)
-ax.set_ylabel("script adherence")
-ax.set_title("Adhered conversations, with 95% Wilson intervals")
-plt.tight_layout()
-plt.show()
+for model, arms in test_counts.items():
+    for arm in ("machine_plus", "prompt_only_checked", "machine"):
+        if arm in arms:
+            a = test_report["summaries"][(model, arm)]["adhered"]
+            lines.append(f"- **{model}, {arm}**: {arms[arm]['calls_per_message']} calls per user message; adhered "
+                         f"{a['count']}/{a['of']} test conversations (95% Wilson {pct(a['ci95'])}).")
+Markdown("\n".join(lines))
 
 # %% [markdown]
-# Where the conversations ended, against where they should have ended (machine arm vs prompt-only arm). A
-# conversation that ends in a *final* step (brief written, ticket filed, cancelled) without adhering is a false
-# completion: the bot declared the job done with something missing or wrong.
+# The kit set itself targets for the 1.5B model on the test users before recording them (issue 24). Each is
+# checked here against the recording, and where the machine still fails, the parts it fails are counted from the
+# logs:
 
 # %%
-final_steps = {name for sc in scenarios.values() for name, step in sc.steps.items() if step.final}
-for model in MODELS:
-    recorded = read_rows(RUNS / model / "runs.jsonl")
-    expected = {u.name: u.expect_step for u in all_users}
-    for arm in ("machine", "prompt_only"):
-        mine = [r for r in recorded if r["arm"] == arm]
-        right_step = sum(r["end_step"] == expected[r["task"]] for r in mine)
-        false_done = sum(r["end_step"] in final_steps and bool(r["legacy_misses"]) for r in mine)
-        misses = Counter("end step" if m.startswith("ended") else m.split("=")[0]
-                         for r in mine for m in r["legacy_misses"])
-        print(f"{model:20s} {arm:12s} right end step {right_step}/{len(mine)}; false completions "
-              f"{false_done}/{len(mine)}; conversations missing each check: {dict(misses)}")
-    by_arm = {arm: {r["task"]: (int(not r["legacy_misses"]), 1) for r in recorded if r["arm"] == arm}
-              for arm in ("machine", "prompt_only")}
-    print(f"{'':20s} adherence paired by user: "
-          + paired_test(by_arm["machine"], by_arm["prompt_only"], names=("machine", "prompt_only")).describe())
+_q = "qwen2.5-coder-1.5b"
+_s = {arm: test_report["summaries"][(_q, arm)] for arm in ("machine_plus", "prompt_only_checked")}
+_p = compare_arms(tested[_q]["machine_plus"], tested[_q]["prompt_only_checked"])["adhered"].p_value
+_n = _s["machine_plus"]["conversations"]
+targets = [
+    ("machine_plus adherence at least 60%", _s["machine_plus"]["adhered"]["count"] >= 0.6 * _n),
+    ("at least twice prompt_only_checked's",
+     _s["machine_plus"]["adhered"]["count"] >= 2 * _s["prompt_only_checked"]["adhered"]["count"]),
+    (f"paired exact test p < 0.05 (p = {_p:.3g})", _p < 0.05),
+    (f"calls per user message at most 1.10 ({test_counts[_q]['machine_plus']['calls_per_message']})",
+     test_counts[_q]["machine_plus"]["calls_per_message"] <= 1.10),
+    ("no false completion", _s["machine_plus"]["false_completions"]["count"] == 0),
+    ("no invented value", _s["machine_plus"]["no_invented"]["count"] == _n),
+]
+failing = {part: sum(not sc.parts[part] for sc in tested[_q]["machine_plus"]) for part in PARTS}
+Markdown("\n".join([f"- {'met' if ok else '**missed**'}: {what}" for what, ok in targets]
+                   + ["\nConversations where machine_plus fails each part: "
+                      + ", ".join(f"{part} {n}" for part, n in failing.items()) + "."]))
 
 # %% [markdown]
-# ## 6. Prompt size per turn
+# Where the failing conversations stopped, against where their users' scripts end:
+
+# %%
+from collections import Counter
+
+missed = [sc for sc in tested[_q]["machine_plus"] if not sc.adhered]
+for (scenario, stood, expected), n in sorted(Counter((sc.scenario, sc.end_step, sc.expect_step)
+                                                     for sc in missed).items()):
+    print(f"{scenario:8s} stood in {stood!r:12s} where the script ends in {expected!r}: {n}")
+print("ended where the script ends, with a value wrong:",
+      ", ".join(sc.user for sc in missed if sc.end_step == sc.expect_step and not sc.parts["values"]))
+
+# %% [markdown]
+# Read the logs of those conversations (`logs/machine_plus/<user>.jsonl`, with `conversation_view` as in §8) and
+# three failures come back again and again — which is what the next design round has to work on, on the dev
+# users:
+#
+# - **The support bot's first step never records the issue.** The model answers with a sympathetic message and
+#   `stay`; the machine's memory then takes the product, the severity and the e-mail as the user gives them, so
+#   the later steps' values are there, but the step that needs the issue never moves. The grammar allowed the
+#   issue in `results`; the model did not write it.
+# - **Values recorded one turn late.** The analyst bot records an answer when the *next* message comes (an
+#   off-topic question taken as the goal, a deadline taken from the message after it), so it stands one step
+#   behind the user. `carry_over` catches some of these, not all.
+# - **Corrections of earlier values are rarely taken** ("June, no wait, July"; "add a wish list"): the value
+#   stays as first given.
+#
+# The machine's own guards held: no invented value survived, and every move was one the script allows. What it
+# cannot do is make a 1.5B model *understand* a message: it can refuse, re-ask and ask the step's question, and
+# the adherence above is what that buys on users it never saw.
+
+# %% [markdown]
+# ## 10. Prompt size per turn
 #
 # The machine's prompt stays about the same size however long the conversation gets; the prompt-only bot's
 # grows with every turn (it carries the whole script and the whole conversation).
@@ -347,8 +473,8 @@ plt.show()
 # ## Wrap-up quiz
 #
 # Answer in the boxes and press *check answers*; a wrong answer gets a hint, not the answer. Code answers are one
-# line of Python, evaluated in this notebook: `analyst` (the scenario) and `summaries` (the measured table, by
-# model and arm) are there to use.
+# line of Python, evaluated in this notebook: `analyst` (the scenario), `summaries` (the first recording's
+# counts, by model and arm) and `test_report` (section 7) are there to use.
 
 # %% jupyter={"source_hidden": true}
 from labkit import Choice, CodeLine, Quiz
@@ -376,6 +502,17 @@ quiz = Quiz([
             "it was 3% slower than a prompt-only bot"],
            "its first answer kept the contract almost every time; nothing about following the script",
            "Adherence is measured separately, against stated end steps."),
+    Choice("A bot that never moves passed two users under the first recording's check. What does the five-part "
+           "measure add that fails it there?",
+           ["the asks part: while the step still needs a value, the reply must ask for it",
+            "a longer list of accepted phrasings", "a higher number of users"],
+           "the asks part: while the step still needs a value, the reply must ask for it",
+           "Those two users should leave the bot in its first step with nothing recorded — so end step and values "
+           "hold for a bot that does nothing; only its replies give it away."),
+    CodeLine("Write the line that gives how many test conversations the 1.5B model's machine_plus arm adhered in.",
+             lambda n: n == test_report["summaries"][("qwen2.5-coder-1.5b", "machine_plus")]["adhered"]["count"],
+             hint="test_report['summaries'] is indexed by (model, arm); each part has a 'count'",
+             explain="test_report['summaries'][('qwen2.5-coder-1.5b', 'machine_plus')]['adhered']['count']"),
     CodeLine("Write the line that gives the names of the signals the analyst scenario's step `goal` may emit.",
              lambda names: sorted(names) == sorted(s.name for s in analyst.step("goal").signals),
              hint="analyst.step(name) gives a step; a step has its signals, each with a .name",
@@ -384,11 +521,6 @@ quiz = Quiz([
              lambda needs: list(needs) == list(analyst.step("deadline").signal("next").needs),
              hint="a step's .signal(name) gives one signal; it lists what it needs",
              explain="analyst.step('deadline').signal('next').needs"),
-    CodeLine("Write the line that gives how many re-asks the prompt-only bot needed with the embedded model "
-             "(gemma3-270m).",
-             lambda n: n == summaries["gemma3-270m"]["prompt_only"]["reasks"],
-             hint="summaries is indexed by model, then arm ('machine' or 'prompt_only'), then column",
-             explain="summaries['gemma3-270m']['prompt_only']['reasks']"),
 ], namespace=globals())
 quiz
 
@@ -396,23 +528,23 @@ quiz
 # ## Take-aways
 #
 # - **The machine owns the script; the model owns one step.** The prompt holds one step's instructions, the
-#   variables and short summaries, so it stays small and flat (section 6) — and the step the conversation is in is
-#   a fact in the log, not a guess the model makes every turn.
-# - **The contract is checked, not hoped for.** The grammar gives the shape; only the validator sees meaning — a
-#   `next` before the result it `needs`. In these recordings that check is what kept the machine from moving on
-#   with nothing collected, and it is also why a model that leaves `results` empty stays in its step: the
-#   machine fails *safe*, the prompt-only bot moves wherever it likes.
-# - **One re-ask is not a cure.** With greedy decoding the second call sees nearly the same prompt, and the small
-#   models mostly repeat their answer: compare "re-asks" with "repaired" in the table. A second failure is an
-#   event (`dialog_contract_failed`) and the conversation goes on — no crash, nothing lost.
-# - **Calls per user message** are 1 plus the share of turns that needed a re-ask; the seed's 1.03 came from a large
-#   hosted model. A number this close to 1 says the contract was *kept*, not that the script was *followed*:
-#   adherence is the separate column, and it is what a user would notice.
-# - **Adherence is measured against stated end states, with intervals.** With 22 (or fewer) conversations an
-#   interval is wide; read the ranges, not just the counts. Neither small model follows either script
-#   reliably, with or without the machine; the machine changes *how* they fail.
+#   variables and short summaries, so it stays small and flat (section 10) — and the step the conversation is in
+#   is a fact in the log, not a guess the model makes every turn.
+# - **A measure must fail the floor.** The first check counted a bot that does nothing as adhering on the users
+#   who should stay put — as often as the 270M model did. The five-part measure fails both floor bots on every
+#   user, and says *which* part a bot missed.
+# - **The contract is checked, not hoped for — and the machine can prevent what it used to refuse.** A grammar per
+#   signal makes an empty `next` impossible to decode; a value whose words the user never said is dropped; a
+#   re-ask cannot take the move just refused. Each of these is one declaration, so an ablation can say what it
+#   buys.
+# - **Design on dev, report on test.** The features were tuned on the dev users; section 7's figures are the test
+#   users', paired by user, with intervals. Read the parts where the machine still fails (section 8): corrections
+#   the model does not recognise, values one message late, paraphrases the user never said.
+# - **Calls per user message** say how often the first answer kept the contract (plus carried messages); the
+#   seed's 1.03 came from a large hosted model. A number close to 1 does not say the script was *followed*:
+#   adherence is the separate figure.
 # - **Variables have history.** Every change is an event (who, which step, old → new), so a conversation replays
-#   from its log and resumes after a crash (tests: `tests/test_dialog.py`).
+#   from its log and resumes after a crash (tests: `tests/test_dialog.py`, `tests/test_dialog_comparison.py`).
 #
 # **Try it.** `labkit chat data/dialog/support/scenario.yaml` talks to the embedded model in the terminal;
 # `--model qwen2.5-coder-1.5b` (after `labkit models fetch qwen2.5-coder-1.5b`) uses the 1.5B chat model.
