@@ -1,11 +1,12 @@
-"""Write README.md's comparison tables from the committed recordings.
+"""Write the comparison tables from the committed recordings into the files that hold their markers.
 
 Five blocks: the comparison v2 (data/experiment-v2/<model>/summary.json), the code comparison
 (data/repoedit/compare/<model>/), the code comparison with the machine's features and their ablation
 (data/repoedit/compare-plus/<model>/), the HumanEval recordings (data/repoedit/humaneval-<kind>/<model>/),
-and the dialog recordings (data/dialog/runs/<model>/, data/dialog/runs_test/<model>/).
+and the dialog recordings (data/dialog/runs/<model>/, data/dialog/runs_test/<model>/). TABLES declares, per block,
+its markers and the file they live in (today all five in docs/results.md, which README.md links to).
 
-Run it after a new recording; tests/test_readme_comparison.py fails while the README shows another table.
+Run it after a new recording; tests/test_readme_comparison.py fails while a file shows another table.
 """
 
 from __future__ import annotations
@@ -119,11 +120,11 @@ def replaced(text: str, begin: str, end: str, block: str) -> str:
 
 # Each generated block: its markers, the file they live in (relative to the repository) and what fills them.
 TABLES = (
-    (BEGIN, END, "README.md", table_block),
-    (CODE_BEGIN, CODE_END, "README.md", code_table_block),
-    (PLUS_BEGIN, PLUS_END, "README.md", plus_table_block),
-    (DIALOG_BEGIN, DIALOG_END, "README.md", dialog_table_block),
-    (BENCH_BEGIN, BENCH_END, "README.md", bench_table_block),
+    (BEGIN, END, "docs/results.md", table_block),
+    (CODE_BEGIN, CODE_END, "docs/results.md", code_table_block),
+    (PLUS_BEGIN, PLUS_END, "docs/results.md", plus_table_block),
+    (DIALOG_BEGIN, DIALOG_END, "docs/results.md", dialog_table_block),
+    (BENCH_BEGIN, BENCH_END, "docs/results.md", bench_table_block),
 )
 
 
