@@ -1,11 +1,12 @@
-"""Write README.md's comparison tables from the committed recordings.
+"""Write the comparison tables from the committed recordings into the files that hold their markers.
 
 Five blocks: the comparison v2 (data/experiment-v2/<model>/summary.json), the code comparison
 (data/repoedit/compare/<model>/), the code comparison with the machine's features and their ablation
 (data/repoedit/compare-plus/<model>/), the HumanEval recordings (data/repoedit/humaneval-<kind>/<model>/),
-and the dialog recordings (data/dialog/runs/<model>/, data/dialog/runs_test/<model>/).
+and the dialog recordings (data/dialog/runs/<model>/, data/dialog/runs_test/<model>/). TABLES declares, per block,
+its markers and the file they live in (today all five in docs/results.md, which README.md links to).
 
-Run it after a new recording; tests/test_readme_comparison.py fails while the README shows another table.
+Run it after a new recording; tests/test_readme_comparison.py fails while a file shows another table.
 """
 
 from __future__ import annotations
@@ -117,14 +118,40 @@ def replaced(text: str, begin: str, end: str, block: str) -> str:
     return f"{head}{begin}\n{block}\n{end}{tail}"
 
 
+# Each generated block: its markers, the file they live in (relative to the repository) and what fills them.
+TABLES = (
+    (BEGIN, END, "docs/results.md", table_block),
+    (CODE_BEGIN, CODE_END, "docs/results.md", code_table_block),
+    (PLUS_BEGIN, PLUS_END, "docs/results.md", plus_table_block),
+    (DIALOG_BEGIN, DIALOG_END, "docs/results.md", dialog_table_block),
+    (BENCH_BEGIN, BENCH_END, "docs/results.md", bench_table_block),
+)
+
+
+def target(begin: str, root: Path = ROOT) -> Path:
+    """The file that holds the block opened by `begin`."""
+    (name,) = [file for b, _, file, _ in TABLES if b == begin]
+    return root / name
+
+
+def shown(begin: str, end: str, root: Path = ROOT) -> str | None:
+    """The block between the markers as the file shows it, or None when the file lost its markers."""
+    text = target(begin, root).read_text(encoding="utf-8")
+    if begin not in text or end not in text:
+        return None
+    return text.split(begin, 1)[1].split(end, 1)[0].strip()
+
+
 def main() -> None:
-    path = ROOT / "README.md"
-    readme = replaced(path.read_text(encoding="utf-8"), BEGIN, END, table_block())
-    readme = replaced(readme, CODE_BEGIN, CODE_END, code_table_block())
-    readme = replaced(readme, PLUS_BEGIN, PLUS_END, plus_table_block())
-    readme = replaced(readme, DIALOG_BEGIN, DIALOG_END, dialog_table_block())
-    path.write_text(replaced(readme, BENCH_BEGIN, BENCH_END, bench_table_block()), encoding="utf-8")
-    print(f"wrote the comparison tables of {', '.join(recorded_summaries())} into {path}")
+    texts: dict[Path, str] = {}
+    for begin, end, _, block in TABLES:
+        path = target(begin)
+        text = texts[path] if path in texts else path.read_text(encoding="utf-8")
+        texts[path] = replaced(text, begin, end, block())
+    for path, text in texts.items():
+        path.write_text(text, encoding="utf-8")
+    files = ", ".join(str(path.relative_to(ROOT)) for path in texts)
+    print(f"wrote the comparison tables of {', '.join(recorded_summaries())} into {files}")
 
 
 if __name__ == "__main__":

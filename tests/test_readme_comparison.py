@@ -1,4 +1,7 @@
-"""README's comparison table is generated from the committed recordings, not typed: a stale table fails here."""
+"""The comparison tables are generated from the committed recordings, not typed: a stale table fails here.
+
+Each table lives in the file `scripts/update_readme_comparison.py` declares for its markers (``TABLES``).
+"""
 
 from __future__ import annotations
 
@@ -10,38 +13,46 @@ _spec = importlib.util.spec_from_file_location("update_readme_comparison",
                                                ROOT / "scripts" / "update_readme_comparison.py")
 script = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 _spec.loader.exec_module(script)  # type: ignore[union-attr]
+STALE = "stale: run python scripts/update_readme_comparison.py"
+
+
+def shown(begin: str, end: str) -> str:
+    block = script.shown(begin, end)
+    assert block is not None, f"{script.target(begin).relative_to(ROOT)} lost its {begin} … {end} markers"
+    return block
+
+
+def test_every_table_is_declared_once_with_a_file_of_the_repository() -> None:
+    begins = [begin for begin, _, _, _ in script.TABLES]
+    assert len(begins) == len(set(begins)) == 5
+    for begin, end, name, _ in script.TABLES:
+        assert (ROOT / name).is_file(), f"{begin} is declared in {name}, which does not exist"
+        text = (ROOT / name).read_text(encoding="utf-8")
+        assert text.count(begin) == text.count(end) == 1, f"{name} must hold {begin} … {end} once"
 
 
 def test_the_readme_table_is_the_recordings_table() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert script.BEGIN in readme and script.END in readme, "README.md lost its comparison-table markers"
-    shown = readme.split(script.BEGIN, 1)[1].split(script.END, 1)[0].strip()
+    block = shown(script.BEGIN, script.END)
     assert set(script.recorded_summaries()) == set(script.MODELS)
-    assert shown == script.table_block(), "stale: run python scripts/update_readme_comparison.py"
+    assert block == script.table_block(), STALE
 
 
 def test_the_readme_code_table_is_the_recordings_table() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert script.CODE_BEGIN in readme and script.CODE_END in readme, "README.md lost its code-comparison markers"
-    shown = readme.split(script.CODE_BEGIN, 1)[1].split(script.CODE_END, 1)[0].strip()
+    block = shown(script.CODE_BEGIN, script.CODE_END)
     assert [f.name for f in script.code_folders()] == list(script.MODELS)
-    assert shown == script.code_table_block(), "stale: run python scripts/update_readme_comparison.py"
+    assert block == script.code_table_block(), STALE
 
 
 def test_the_readme_plus_table_is_the_recordings_table() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert script.PLUS_BEGIN in readme and script.PLUS_END in readme, "README.md lost its code-plus markers"
-    shown = readme.split(script.PLUS_BEGIN, 1)[1].split(script.PLUS_END, 1)[0].strip()
+    block = shown(script.PLUS_BEGIN, script.PLUS_END)
     assert script.plus_folders(), "no recording under data/repoedit/compare-plus"
-    assert shown == script.plus_table_block(), "stale: run python scripts/update_readme_comparison.py"
+    assert block == script.plus_table_block(), STALE
 
 
 def test_the_readme_humaneval_block_is_the_recordings_block() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert script.BENCH_BEGIN in readme and script.BENCH_END in readme, "README.md lost its humaneval markers"
-    shown = readme.split(script.BENCH_BEGIN, 1)[1].split(script.BENCH_END, 1)[0].strip()
+    block = shown(script.BENCH_BEGIN, script.BENCH_END)
     assert script.bench_folders(), "no recording under data/repoedit/humaneval-*"
-    assert shown == script.bench_table_block(), "stale: run python scripts/update_readme_comparison.py"
+    assert block == script.bench_table_block(), STALE
 
 
 def test_the_models_table_has_a_column_per_model_and_split_and_a_dash_where_an_arm_did_not_run() -> None:
@@ -61,8 +72,6 @@ def test_the_models_table_has_a_column_per_model_and_split_and_a_dash_where_an_a
 
 
 def test_the_readme_dialog_table_is_the_recordings_table() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert script.DIALOG_BEGIN in readme and script.DIALOG_END in readme, "README.md lost its dialog-table markers"
-    shown = readme.split(script.DIALOG_BEGIN, 1)[1].split(script.DIALOG_END, 1)[0].strip()
+    block = shown(script.DIALOG_BEGIN, script.DIALOG_END)
     assert any(label.startswith("test users") for label in script.dialog_folders()), "no dialog test recording"
-    assert shown == script.dialog_table_block(), "stale: run python scripts/update_readme_comparison.py"
+    assert block == script.dialog_table_block(), STALE

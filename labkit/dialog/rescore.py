@@ -121,7 +121,7 @@ def counts(folder: str | Path) -> dict[str, dict[str, Any]]:
 
 def recordings_table(folders: dict[str, Path], scenarios: dict[str, Scenario], users: list[UserScript]) -> str:
     """A Markdown table of several recordings (``{label: folder}``), one row per arm: each part's count, adherence
-    with its Wilson interval, false completions and calls per user message (README and notebook 05 show it)."""
+    with its Wilson interval, false completions and calls per user message (docs/results.md and notebook 05 show it)."""
     from labkit.dialog.comparison import read_config
     from labkit.dialog.measure import PARTS
 

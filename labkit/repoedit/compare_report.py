@@ -291,12 +291,13 @@ def pass_at_1_text(folder: Path, arm: str = "prompt_whole") -> str:
 
 
 def render_report(folders: Sequence[Path]) -> str:
-    """The report of one or more recorded folders (one per model), as Markdown (notebook, README, CLI)."""
+    """The report of one or more recorded folders (one per model), as Markdown (notebook, docs/results.md, CLI)."""
     return "\n".join(markdown(summarize(Path(f))) for f in folders)
 
 
 def models_table(folders: Sequence[Path]) -> str:
-    """One compact table over models (README): per arm and model, tasks fixed and trees left broken; headlines."""
+    """One compact table over models (docs/results.md): per arm and model, tasks fixed and trees left broken;
+    headlines."""
     summaries = [summarize(Path(f)) for f in folders]
     header = "| arm | " + " | ".join(f"{s['model']}: fixed | broken trees" for s in summaries) + " |"
     lines = [header, "|---|" + "---|---|" * len(summaries)]

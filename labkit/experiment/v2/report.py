@@ -152,7 +152,7 @@ def arm_table(rows: Sequence[Mapping[str, Any]]) -> str:
 def models_table(summaries: Mapping[str, Mapping[str, Any]]) -> str:
     """Tasks solved per arm, one column per (model, split), with Wilson 95% intervals, then each model's headline.
 
-    README's comparison table is this function's output for the committed recordings (a test keeps it so).
+    docs/results.md's comparison table is this function's output for the committed recordings (a test keeps it so).
     """
     columns = [(m, s) for m, summary in summaries.items()
                for s in dict.fromkeys(r["split"] for r in summary["rows"])]
