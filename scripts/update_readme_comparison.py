@@ -23,6 +23,7 @@ CODE_BEGIN, CODE_END = "<!-- code-comparison-table: begin -->", "<!-- code-compa
 PLUS_BEGIN, PLUS_END = "<!-- code-plus-table: begin -->", "<!-- code-plus-table: end -->"
 BENCH_BEGIN, BENCH_END = "<!-- humaneval-table: begin -->", "<!-- humaneval-table: end -->"
 DIALOG_BEGIN, DIALOG_END = "<!-- dialog-table: begin -->", "<!-- dialog-table: end -->"
+HEADLINE_BEGIN, HEADLINE_END = "<!-- dialog-headline: begin -->", "<!-- dialog-headline: end -->"
 
 
 def recorded_summaries(root: Path = ROOT) -> dict[str, dict]:
@@ -112,6 +113,19 @@ def dialog_table_block(root: Path = ROOT) -> str:
     return table.replace(" (gemma3-270m) |", " |").replace(" (qwen2.5-coder-1.5b) |", " |")
 
 
+def dialog_headline_block(root: Path = ROOT) -> str:
+    """The front page's dialog line: each model's test recording, machine_plus against prompt_only_checked."""
+    from labkit.dialog.rescore import headline
+    from labkit.dialog.simulate import load_scenarios
+    from labkit.dialog.users import load_user_scripts
+
+    data = root / "data" / "dialog"
+    scenarios, users = load_scenarios(data), load_user_scripts(data / "users")
+    lines = [headline(folder, scenarios, users) for label, folder in dialog_folders(root).items()
+             if label.startswith("test users")]
+    return "; ".join(lines) + "."
+
+
 def replaced(text: str, begin: str, end: str, block: str) -> str:
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
@@ -125,6 +139,7 @@ TABLES = (
     (PLUS_BEGIN, PLUS_END, "docs/results.md", plus_table_block),
     (DIALOG_BEGIN, DIALOG_END, "docs/results.md", dialog_table_block),
     (BENCH_BEGIN, BENCH_END, "docs/results.md", bench_table_block),
+    (HEADLINE_BEGIN, HEADLINE_END, "README.md", dialog_headline_block),
 )
 
 

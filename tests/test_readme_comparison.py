@@ -24,7 +24,7 @@ def shown(begin: str, end: str) -> str:
 
 def test_every_table_is_declared_once_with_a_file_of_the_repository() -> None:
     begins = [begin for begin, _, _, _ in script.TABLES]
-    assert len(begins) == len(set(begins)) == 5
+    assert len(begins) == len(set(begins)) == 6
     for begin, end, name, _ in script.TABLES:
         assert (ROOT / name).is_file(), f"{begin} is declared in {name}, which does not exist"
         text = (ROOT / name).read_text(encoding="utf-8")
@@ -75,3 +75,22 @@ def test_the_readme_dialog_table_is_the_recordings_table() -> None:
     block = shown(script.DIALOG_BEGIN, script.DIALOG_END)
     assert any(label.startswith("test users") for label in script.dialog_folders()), "no dialog test recording"
     assert block == script.dialog_table_block(), STALE
+
+
+def test_the_front_pages_dialog_line_is_computed_from_the_test_recordings() -> None:
+    block = shown(script.HEADLINE_BEGIN, script.HEADLINE_END)
+    assert block == script.dialog_headline_block(), STALE
+    assert "qwen2.5-coder-1.5b: machine_plus adhered in " in block and "paired exact sign test p = " in block
+
+
+def test_a_headline_of_a_recording_without_the_arms_says_which_are_missing(tmp_path) -> None:
+    import pytest
+
+    from labkit.dialog.rescore import headline
+    from labkit.dialog.simulate import load_scenarios
+    from labkit.dialog.users import load_user_scripts
+    from labkit.errors import LabkitError
+
+    data = ROOT / "data" / "dialog"
+    with pytest.raises(LabkitError, match=r"no conversations of \['machine_plus', 'prompt_only_checked'\]"):
+        headline(data / "runs" / "qwen2.5-coder-1.5b", load_scenarios(data), load_user_scripts(data / "users"))

@@ -45,3 +45,26 @@ def test_the_subsets_are_declared_rules_not_picks() -> None:
     code = [{"arm": arm, "task": f"humaneval-{n}"} for arm in parity.CODE_ARMS for n in (10, 2, 1, 33, 4, 7)]
     code.remove({"arm": "machine_plus", "task": "humaneval-2"})
     assert parity.code_tasks(code) == ["humaneval-1", "humaneval-4", "humaneval-7", "humaneval-10"]  # by number
+
+
+def test_the_recorded_parity_run_recomputes_and_sets_each_row_beside_the_committed_recording() -> None:
+    import json
+
+    from labkit.runs import read_rows
+
+    root = SCRIPT.parents[1]
+    record = json.loads((root / "data" / "bench" / "server-parity.json").read_text(encoding="utf-8"))
+    assert record["server_kind"] == "llama-cpp-python" and record["model_kind"] == "chat"
+    assert not record["commit"].endswith("+dirty")
+    for part, key in (("dialog", ("arm", "user")), ("code", ("arm", "task"))):
+        rows = record[part]["rows"]
+        recorded = {tuple(r[k] for k in key): r for r in read_rows(root / record[part]["recording"] / "runs.jsonl")}
+        assert rows and all(tuple(r[k] for k in key) in recorded for r in rows)
+        for row in rows:
+            assert row["same"] == (not row["differences"])
+            mine = recorded[tuple(row[k] for k in key)]
+            for name, (then, _) in row["differences"].items():
+                if name != "row":
+                    assert mine.get(name) == then, (part, row, name)  # the recorded side is the committed row
+    chosen = read_rows(root / record["dialog"]["recording"] / "runs.jsonl")
+    assert record["dialog"]["users"] == parity.dialog_users(chosen)  # the declared subset, not a pick

@@ -138,3 +138,22 @@ def recordings_table(folders: dict[str, Path], scenarios: dict[str, Scenario], u
                          + f" | {row['adhered']['count']} ({low:.0%}–{high:.0%}) | {row['false_completions']['count']} "
                          f"| {calls[arm]['calls_per_message']} |")
     return "\n".join(lines)
+
+
+def headline(folder: str | Path, scenarios: dict[str, Scenario], users: list[UserScript],
+             arms: tuple[str, str] = ("machine_plus", "prompt_only_checked")) -> str:
+    """One sentence of a recording: each of two arms' adherence with its Wilson interval, and the paired exact
+    test by user between them (the README's line; computed, so it cannot drift from the recording)."""
+    from labkit.dialog.comparison import read_config
+
+    scored = score_folder(folder, scenarios, users)
+    missing = [a for a in arms if a not in scored]
+    if missing:
+        raise LabkitError(f"{folder} holds no conversations of {missing}", "record those arms first.")
+    parts = []
+    for arm in arms:
+        row = summarize_scores(scored[arm])["adhered"]
+        low, high = row["ci95"]
+        parts.append(f"{arm} adhered in {row['count']}/{row['of']} ({low:.0%}–{high:.0%})")
+    test = compare_arms(scored[arms[0]], scored[arms[1]])["adhered"]
+    return f"{read_config(Path(folder)).model}: {', '.join(parts)}; paired exact sign test p = {test.p_value:.3g}"
