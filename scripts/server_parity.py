@@ -25,23 +25,18 @@ commit (the record names it).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from labkit.dialog import comparison as dialog
-from labkit.errors import LabkitError
 from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.models import get_model
+from labkit.llm.serve import serving
 from labkit.provenance import git_commit, machine
 from labkit.repoedit.compare import REPLAY_IGNORED, read_config, run_compare
 from labkit.runs import Answers, read_rows
@@ -54,38 +49,6 @@ DIALOG_ARM, DIALOG_USERS_PER_SCENARIO = "machine_plus", 2
 CODE_ARMS, CODE_TASKS = ("prompt_whole", "machine_plus"), 4
 DIALOG_IGNORED = ("wall_s",)  # a dialog row holds no time; kept for symmetry with the code rows
 N_CTX = 4096  # the in-process recordings' context (their provenance)
-
-
-@contextlib.contextmanager
-def served(model: Path, threads: int, log: Path) -> Iterator[str]:
-    """``python -m labkit.llm.serve`` on a free loopback port with the recordings' context; always stopped."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with log.open("wb") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "labkit.llm.serve", "--model", str(model), "--host",
-                                 "127.0.0.1", "--port", str(port), "--n_threads", str(threads), "--n_ctx",
-                                 str(N_CTX)], stdout=sink, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                raise LabkitError(f"the server exited with {proc.returncode}", f"read {log}.")
-            try:
-                urllib.request.urlopen(f"{url}/v1/models", timeout=2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise LabkitError("the server did not answer within 180 s", f"read {log}.") from None
-                time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def differing(recorded: dict[str, Any], again: dict[str, Any], ignored: tuple[str, ...]) -> dict[str, Any]:
@@ -138,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     code_rows = read_rows(CODE / "runs.jsonl")
     tasks = code_tasks(code_rows)
     started = time.perf_counter()
-    with served(model, args.threads, scratch / "server.log") as url:
+    with serving(model, scratch / "server.log", threads=args.threads, extra=("--n_ctx", str(N_CTX))) as url:
         server = OpenAICompatBackend(url, server_kind="auto", timeout_s=600, cache_dir=scratch / "cache")
         described = server.describe()
         settings = replace(dialog.read_config(DIALOG), arms=(DIALOG_ARM,))

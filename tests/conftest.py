@@ -7,7 +7,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,12 +17,7 @@ from pathlib import Path
 import pytest
 
 from labkit.llm.modelfile import embedded_model_path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from labkit.llm.serve import free_port, serving
 
 
 @pytest.fixture
@@ -50,27 +44,11 @@ def wait_until_answering(proc: subprocess.Popen, name: str, probe: Callable[[], 
 
 @contextlib.contextmanager
 def llama_server(log_dir: Path, *, threads: int = 2, model: Path | None = None) -> Iterator[str]:
-    """Start ``python -m labkit.llm.serve`` with ``model`` (default: the embedded one) on a free loopback port;
-    always stop it."""
-    port, served = free_port(), model or embedded_model_path()
-    log = log_dir / f"server-{port}.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "labkit.llm.serve", "--model", str(served),
-                                 "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(threads)],
-                                stdout=sink, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_answering(proc, "llama_cpp.server",
-                             lambda: urllib.request.urlopen(f"{url}/v1/models", timeout=2).close(),
-                             90, lambda: log.read_text()[-2000:])
+    """``python -m labkit.llm.serve`` with ``model`` (default: the embedded one) on a free loopback port; always
+    stopped (a server that does not come up is an error quoting the end of its output)."""
+    with serving(model or embedded_model_path(), log_dir / f"server-{free_port()}.log", threads=threads,
+                 ready_s=90) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
 
 
 @pytest.fixture(scope="module")
