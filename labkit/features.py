@@ -23,11 +23,32 @@ class Feature:
 
 
 @dataclass(frozen=True)
+class Part:
+    """One rule inside a feature that an ablation can switch off on its own (the feature stays on).
+
+    Why parts rather than more features: a recording names the features its arm had on, so a new feature
+    would change what every recorded ``machine_plus`` conversation says it ran under. A part is on with its
+    feature and is recorded only when switched off, so adding one leaves every recording as it was.
+    """
+
+    name: str
+    of: str  # the feature it belongs to
+    about: str
+
+
+@dataclass(frozen=True)
 class FeatureTable:
-    """A machine's declared features, in the order its report lists them."""
+    """A machine's declared features (in the order its report lists them) and their switchable parts."""
 
     machine: str  # how an error names the machine ("dialog machine")
     features: tuple[Feature, ...]
+    parts: tuple[Part, ...] = ()
+
+    def __post_init__(self) -> None:
+        orphans = [p.name for p in self.parts if p.of not in self.all]
+        if orphans:
+            raise LabkitError(f"parts {orphans} belong to no declared feature of the {self.machine}",
+                              "declare each part with the name of its feature in `of`.")
 
     @property
     def all(self) -> frozenset[str]:
@@ -46,3 +67,12 @@ class FeatureTable:
         """What feature ``name`` does (refused if it is not declared)."""
         self.checked([name])
         return next(f.about for f in self.features if f.name == name)
+
+    def checked_parts(self, names: Iterable[str]) -> frozenset[str]:
+        """``names`` as a set of parts, refused if one is not declared."""
+        found = frozenset(names)
+        unknown = sorted(found - {p.name for p in self.parts})
+        if unknown:
+            raise LabkitError(f"unknown {self.machine} part(s) {unknown}",
+                              f"use some of: {', '.join(p.name for p in self.parts) or '(none declared)'}.")
+        return found

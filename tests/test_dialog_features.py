@@ -25,7 +25,7 @@ from labkit.dialog.events import (
     ModelCalled,
     ValuesDropped,
 )
-from labkit.dialog.features import ALL, FEATURES, checked
+from labkit.dialog.features import ALL, FEATURES, PARTS, checked
 from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_bot, floor_runs
 from labkit.dialog.measure import score, summarize_scores
 from labkit.dialog.scenario import ScenarioError
@@ -33,6 +33,7 @@ from labkit.dialog.simulate import load_scenarios, run_user
 from labkit.dialog.users import load_user_scripts
 from labkit.errors import LabkitError
 from labkit.events import RunStarted, Transitioned
+from labkit.features import Feature, FeatureTable, Part
 from labkit.llm.fake import ScriptedBackend
 from labkit.reducer import replay
 from labkit.store import JsonlLog, read_jsonl
@@ -88,7 +89,10 @@ def test_arms_are_declarations_with_one_ablation_per_feature() -> None:
     assert arm("machine").features == frozenset() and arm("machine_plus").features == ALL
     for f in FEATURES:
         assert arm(f"machine_plus_no_{f.name}").features == ALL - {f.name}
-    assert len(ABLATION) == len(FEATURES) + 1 and all(a.about for a in ARMS)
+    for part in PARTS:  # a part's ablation keeps every feature and switches the one rule off
+        assert arm(f"machine_plus_no_{part.name}").features == ALL
+        assert arm(f"machine_plus_no_{part.name}").without == {part.name}
+    assert len(ABLATION) == len(FEATURES) + len(PARTS) + 1 and all(a.about for a in ARMS)
     with pytest.raises(LabkitError, match="unknown dialog arm"):
         arm("machine_pluss")
 
@@ -676,3 +680,46 @@ def test_the_grammar_of_a_stay_cannot_write_a_value_the_move_on_needs() -> None:
     known = grammar_schema(deadline, {"deadline": "June"})  # a known value may be changed while staying
     stay = next(a for a in known["oneOf"] if a["properties"]["signal"] == {"const": "stay"})
     assert "deadline" in stay["properties"]["results"]["properties"]
+
+
+# ----------------------------------------------------------------------------- parts: one rule of a feature off
+def test_a_part_is_recorded_only_when_switched_off_and_a_resume_keeps_it(tmp_path: Path) -> None:
+    plus = arm("machine_plus").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
+    start = next(e for e in plus.events if isinstance(e, RunStarted))
+    assert "without" not in start.params  # machine_plus says what it said before parts existed
+    log_path = tmp_path / "part.jsonl"
+    off = arm("machine_plus_no_refused_move_barred").make(SUPPORT, ScriptedBackend([]), log=JsonlLog(log_path),
+                                                           clock=lambda: 0.0)
+    start = next(e for e in off.events if isinstance(e, RunStarted))
+    assert start.params["without"] == ["refused_move_barred"]
+    with pytest.raises(LabkitError, match="written by another arm"):
+        DialogBot(SUPPORT, ScriptedBackend([]), features=ALL, arm="machine_plus_no_refused_move_barred",
+                  log=JsonlLog(log_path), clock=lambda: 0.0)  # the part on again: another contract
+    with pytest.raises(LabkitError, match="unknown dialog machine part"):
+        DialogBot(SUPPORT, ScriptedBackend([]), features=ALL, without={"refused_move"})
+    with pytest.raises(LabkitError, match="belong to no declared feature"):
+        FeatureTable("toy", (Feature("a", "x"),), (Part("p", "b", "y"),))
+
+
+def test_without_the_barred_move_the_reask_may_take_the_refused_move_again() -> None:
+    copied = answer("Noted.", "next", {"must_haves": ["a reminder on the phone"]})
+    b = DialogBot(ANALYST, ScriptedBackend([answer("Who?", "next", {"goal": "a room booking app"}),
+                                            answer("Which features?", "next", {"users": "my team"}), copied, copied]),
+                  features=frozenset({"grounded_values", "results_grammar"}), without={"refused_move_barred"},
+                  clock=lambda: 0.0)
+    for text in ("A room booking app.", "My team.", "Sorry, only the two team leads will use it."):
+        b.respond(text)
+    reask = b.backend.requests[3]
+    assert "next" in [a["properties"]["signal"]["const"] for a in reask.schema["oneOf"]]
+
+
+def test_without_the_stay_rule_a_stay_may_write_the_value_the_move_on_needs() -> None:
+    schema = grammar_schema(ANALYST.step("deadline"), {}, stay_keeps_needs=False)
+    stay = next(a for a in schema["oneOf"] if a["properties"]["signal"] == {"const": "stay"})
+    assert "deadline" in stay["properties"]["results"]["properties"]
+    for without, writes in ((set(), False), ({"stay_keeps_needs"}, True)):
+        b = DialogBot(ANALYST, ScriptedBackend([answer("What should it do?", "stay")]),
+                      features=frozenset({"results_grammar"}), without=without, clock=lambda: 0.0)
+        b.respond("Hello.")
+        sent = next(a for a in b.backend.requests[0].schema["oneOf"] if a["properties"]["signal"] == {"const": "stay"})
+        assert ("goal" in sent["properties"]["results"]["properties"]) is writes

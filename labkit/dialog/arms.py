@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from labkit.dialog.engine import DialogBot, PromptOnlyBot
-from labkit.dialog.features import ALL, FEATURES
+from labkit.dialog.features import ALL, FEATURES, PARTS
 from labkit.dialog.scenario import Scenario
 from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
@@ -46,6 +46,7 @@ class Arm:
     features: frozenset[str] = frozenset()
     checked: bool = False
     about: str = ""
+    without: frozenset[str] = frozenset()  # parts of its features switched off (labkit.dialog.features.PARTS)
 
     def make(self, scenario: Scenario, backend: Backend, *, log: EventLog | None = None,
              clock: Callable[[], float] | None = None) -> DialogBot | PromptOnlyBot:
@@ -57,7 +58,8 @@ class Arm:
             return PromptOnlyBot(scenario, backend, log=log, checked=self.checked, arm=self.name, **kwargs)
         if self.name == "machine":
             return DialogBot(scenario, backend, log=log, **kwargs)
-        return DialogBot(scenario, backend, log=log, features=self.features, arm=self.name, **kwargs)
+        return DialogBot(scenario, backend, log=log, features=self.features, arm=self.name, without=self.without,
+                         **kwargs)
 
 
 ARMS: tuple[Arm, ...] = (
@@ -69,10 +71,12 @@ ARMS: tuple[Arm, ...] = (
     Arm("machine_plus", "machine", ALL, about="the machine with every feature"),
     *(Arm(f"machine_plus_no_{f.name}", "machine", ALL - {f.name}, about=f"machine_plus without {f.name}: {f.about}")
       for f in FEATURES),
+    *(Arm(f"machine_plus_no_{p.name}", "machine", ALL, without=frozenset({p.name}),
+          about=f"machine_plus with {p.of} but without its part {p.name}: {p.about}") for p in PARTS),
 )
 BY_NAME: dict[str, Arm] = {a.name: a for a in ARMS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
-ABLATION: tuple[str, ...] = ("machine_plus", *(f"machine_plus_no_{f.name}" for f in FEATURES))
+ABLATION: tuple[str, ...] = ("machine_plus", *(f"machine_plus_no_{f.name}" for f in (*FEATURES, *PARTS)))
 
 
 def arm(name: str) -> Arm:

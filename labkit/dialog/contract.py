@@ -131,7 +131,8 @@ def _field_schema(f: Any, required: bool) -> dict[str, Any]:
 
 
 def grammar_schema(step: Step, known: dict[str, Any],
-                   only: Mapping[str, Collection[str]] | None = None, without: Collection[str] = ()) -> dict[str, Any]:
+                   only: Mapping[str, Collection[str]] | None = None, without: Collection[str] = (), *,
+                   stay_keeps_needs: bool = True) -> dict[str, Any]:
     """The ``results_grammar`` schema: one alternative per signal, each with its own results object.
 
     In the alternative of a signal, every value the signal ``needs`` that is not ``known`` yet is a
@@ -146,9 +147,11 @@ def grammar_schema(step: Step, known: dict[str, Any],
 
     ``only`` narrows a signal's results to the named fields (the correction signal may write only
     the earlier steps' known values: live, the model "corrected" the step's own value with it).
-    ``without`` leaves signals out (a re-ask may not take the move just refused).
+    ``without`` leaves signals out (a re-ask may not take the move just refused). ``stay_keeps_needs=False``
+    drops the stay rule of the paragraph above (its ablation).
     """
-    forward = {n for s in step.signals if s.to != step.name for n in s.needs if unknown(known.get(n))}
+    forward = ({n for s in step.signals if s.to != step.name for n in s.needs if unknown(known.get(n))}
+               if stay_keeps_needs else set())
     alternatives = []
     for signal in (s for s in step.signals if s.name not in without):
         required = [n for n in signal.needs if unknown(known.get(n)) and any(f.name == n for f in step.results)]

@@ -43,6 +43,7 @@ from labkit.dialog.events import (
     VariableChanged,
     reduce_dialog,
 )
+from labkit.dialog.features import PARTS, checked_parts
 from labkit.dialog.features import checked as checked_features
 from labkit.dialog.grounding import ungrounded, unsaid_words
 from labkit.dialog.scenario import ResultField, Scenario, Signal, Step, unknown
@@ -91,7 +92,8 @@ class _Bot:
         params = {**params, **(extra_params or {})}
         start = next((e for e in self.machine.events if isinstance(e, RunStarted)), None)
         if start is not None:  # a resumed log must have been written under the same contract
-            differs = [k for k in ("mode", "arm", "features", "checked") if start.params.get(k) != params.get(k)]
+            differs = [k for k in ("mode", "arm", "features", "checked", "without")
+                       if start.params.get(k) != params.get(k)]
             if differs:
                 was = ", ".join(f"{k}={start.params.get(k)!r}" for k in differs)
                 now = ", ".join(f"{k}={params.get(k)!r}" for k in differs)
@@ -227,9 +229,10 @@ class DialogBot(_Bot):
     def __init__(self, scenario: Scenario, backend: Backend, *, log: EventLog | None = None,
                  clock: Callable[[], float] = time.time, recent_turns: int = 4, max_tokens: int = MAX_TOKENS,
                  on_event: Callable[[Event], None] | None = None, features: frozenset[str] | set[str] = frozenset(),
-                 arm: str = "") -> None:
+                 arm: str = "", without: frozenset[str] | set[str] = frozenset()) -> None:
         self.recent_turns = recent_turns
         self.features = checked_features(features)
+        self.without = checked_parts(without)  # parts of features that are on, switched off (an ablation)
         self._dropped: ValuesDropped | None = None
         self._refused: frozenset[str] = frozenset()  # grounded_values: the move the re-ask may not take
         self._carrying = False  # carry_over: the step moved to is reading the turn's message again
@@ -239,11 +242,18 @@ class DialogBot(_Bot):
                               "add corrections: {signal: correct, when: ...} to the scenario, or leave the feature "
                               "out.")
         extra = {"arm": arm, "features": sorted(self.features)} if self.features or arm else None
+        if self.without:  # recorded only when a part is off, so the recordings made before parts still replay
+            extra = {**(extra or {}), "without": sorted(self.without)}
         super().__init__(scenario, backend, log=log, clock=clock, max_tokens=max_tokens, on_event=on_event,
                          mode="machine", extra_params=extra)
 
     def has(self, feature: str) -> bool:
         return feature in self.features
+
+    def has_part(self, part: str) -> bool:
+        """A part is on with its feature, unless the arm switched it off."""
+        (of,) = [p.of for p in PARTS if p.name == part]
+        return self.has(of) and part not in self.without
 
     # ------------------------------------------------------------- the contract per step
     def contract_step(self, step: Step) -> Step:
@@ -285,7 +295,9 @@ class DialogBot(_Bot):
         corrections = self.scenario.corrections
         only = ({corrections.signal: self._correctable(step) | {f.name for f in self.scenario.step(step.name).results}}
                 if self.has("corrections") and corrections is not None else None)
-        return grammar_schema(step, self.state.variables, only, self._refused if self._attempt == 2 else ())
+        barred = self._refused if self._attempt == 2 and self.has_part("refused_move_barred") else ()
+        return grammar_schema(step, self.state.variables, only, barred,
+                              stay_keeps_needs=self.has_part("stay_keeps_needs"))
 
     def _grounded(self, checked: Checked, step: Step) -> Checked:
         """``grounded_values``: free-text values holding words the user never said are taken out.

@@ -8,6 +8,9 @@ answers one of those failures. Because every feature is a name in :data:`FEATURE
 machine plus a set of names (:mod:`labkit.dialog.arms`), and the ablation arms are generated from
 this table (the full set minus one feature each).
 
+Two rules inside features have ablations of their own (:data:`PARTS`, ``machine_plus_no_<part>``): the re-ask
+that may not repeat a refused move (inside ``grounded_values``) and the stay rule (inside ``results_grammar``).
+
 A conversation records its features in its ``RunStarted`` params, so a replayed or resumed log
 says which contract the model was held to. The machine with no feature is the machine as first
 recorded: its prompts and schemas are unchanged, so the old cassettes still replay.
@@ -15,7 +18,7 @@ recorded: its prompts and schemas are unchanged, so the old cassettes still repl
 
 from __future__ import annotations
 
-from labkit.features import Feature, FeatureTable
+from labkit.features import Feature, FeatureTable, Part
 
 FEATURES: tuple[Feature, ...] = (
     Feature("step_example", "every step prompt shows one worked example answer (the step's declared example, "
@@ -43,7 +46,15 @@ FEATURES: tuple[Feature, ...] = (
     Feature("differing_reask", "a re-ask names the violation, shows the previous answer and says what to change, "
                                "so greedy decoding does not repeat itself"),
 )
-TABLE = FeatureTable("dialog machine", FEATURES)
+PARTS: tuple[Part, ...] = (
+    Part("refused_move_barred", "grounded_values", "the re-ask after an ungrounded move may not take that move "
+                                                   "again (live, on the dev users, 3 of 3 re-asks had repeated it)"),
+    Part("stay_keeps_needs", "results_grammar", "a signal that stays in the step cannot write a value that a move on "
+                                                "needs (live, the model recorded the deadline, stayed, and asked "
+                                                "for it again)"),
+)
+TABLE = FeatureTable("dialog machine", FEATURES, PARTS)
 ALL: frozenset[str] = TABLE.all
 checked = TABLE.checked
 about = TABLE.about
+checked_parts = TABLE.checked_parts
