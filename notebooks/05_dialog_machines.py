@@ -317,9 +317,10 @@ Markdown("\n".join(["| feature | what it does |", "|---|---|"]
 #
 # ## 7. Measured on the test users
 #
-# The 1.5B chat model, greedy, every test user, three arms: `machine_plus` (every feature), `prompt_only_checked`
-# (the strongest prompt-only bot under the same contract) and `machine` (the machine as first built: what the
-# features buy). Scored from the event logs; paired exact tests by user.
+# Both models (the 1.5B chat model, and the embedded 270M base model, which is reported whatever it scores), greedy,
+# every test user, three arms: `machine_plus` (every feature), `prompt_only_checked` (the strongest prompt-only bot
+# under the same contract) and `machine` (the machine as first built: what the features buy). Scored from the
+# event logs; paired exact tests by user. Live numbers differ slightly across CPUs; these are the recording's.
 
 # %%
 TEST = DATA / "runs_test"

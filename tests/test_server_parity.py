@@ -68,3 +68,17 @@ def test_the_recorded_parity_run_recomputes_and_sets_each_row_beside_the_committ
                     assert mine.get(name) == then, (part, row, name)  # the recorded side is the committed row
     chosen = read_rows(root / record["dialog"]["recording"] / "runs.jsonl")
     assert record["dialog"]["users"] == parity.dialog_users(chosen)  # the declared subset, not a pick
+
+
+def test_the_recorded_server_layouts_recompute_and_gave_the_same_rows() -> None:
+    import json
+    import statistics
+
+    record = json.loads((SCRIPT.parents[1] / "data" / "bench" / "servers-cpu.json").read_text(encoding="utf-8"))
+    assert not record["commit"].endswith("+dirty") and record["machine"]["cpu_count"] == 2
+    assert len(record["order"]) == 6 and set(record["wall_s"]) == set(record["order"])
+    base = statistics.median(record["wall_s"][record["order"][0]])
+    for layout, times in record["wall_s"].items():
+        assert len(times) == 2 and record["median_s"][layout] == statistics.median(times)
+        assert record["ratio_to_A"][layout] == round(statistics.median(times) / base, 3)
+        assert record["rows_same_as_A"][layout] is True  # greedy, one model: spreading changes no row
