@@ -445,7 +445,11 @@ print("ended where the script ends, with a value wrong:",
 # - **Corrections of earlier values are rarely taken** ("June, no wait, July"; "add a wish list"): the value
 #   stays as first given.
 #
-# The machine's own guards held: no invented value survived, and every move was one the script allows. What it
+# The 270M base model's rows say something else: under `machine_plus` its conversations end mostly in cancels and in
+# end steps the user never reached (the `cancels` and `false_completions` columns above) — the features that guard
+# values and moves cannot help a model that does not read the user's message at all.
+#
+# The 1.5B machine's own guards held: no invented value survived, and every move was one the script allows. What it
 # cannot do is make a 1.5B model *understand* a message: it can refuse, re-ask and ask the step's question, and
 # the adherence above is what that buys on users it never saw.
 
