@@ -445,7 +445,7 @@ print("ended where the script ends, with a value wrong:",
 # - **Corrections of earlier values are rarely taken** ("June, no wait, July"; "add a wish list"): the value
 #   stays as first given.
 #
-# The 270M base model's rows say something else: under `machine_plus` its conversations end mostly in cancels and in
+# The 270M base model's rows say something else: under `machine_plus` its conversations often end in cancels and in
 # end steps the user never reached (the `cancels` and `false_completions` columns above) — the features that guard
 # values and moves cannot help a model that does not read the user's message at all.
 #
