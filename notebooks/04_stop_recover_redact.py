@@ -403,7 +403,8 @@ lines += [
     f"- sensitive values in the saved log: {leaks(saved_log)} of {len(secrets)}; shown to the machine's planner: "
     f"{leaks(json.dumps(in_machine.seen))}; to the free loop's: {leaks(json.dumps(in_free_loop.seen))}",
     f"- planner answers refused before the log: {sum(refusal(json.dumps(a)) is not None for a in answers.values())} "
-    f"of {len(answers)} (only the proper proposal accepted: {refusal(json.dumps(answers['a proper proposal'])) is None})",
+    f"of {len(answers)} (the proper proposal accepted: "
+    f"{refusal(json.dumps(answers['a proper proposal'])) is None})",
     *(f"- {what}: free loop {a}, machine {b}" for what, a, b in comparison[:5]),
 ]
 Markdown("\n".join(lines))
