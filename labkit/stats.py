@@ -131,3 +131,17 @@ def paired_test(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int
         b_better += diff < 0
     ties = len(a) - a_better - b_better
     return PairedTest(names[0], names[1], len(a), a_better, b_better, ties, sign_test_p(a_better, b_better))
+
+
+def verdict_words(a_better: int, b_better: int, p_value: float, names: tuple[str, str] = ("A", "B"),
+                  alpha: float = 0.05) -> str:
+    """What a paired test says, in words a report can print whichever way it came out: which arm did better on
+    the untied tasks, and whether the exact p is below ``alpha`` (a difference beyond chance) or not (no evidence
+    either way at this size, with the direction of the point estimate)."""
+    a, b = names
+    if a_better == b_better:
+        return f"{a} and {b} are level on the untied tasks: no difference to test"
+    better = a if a_better > b_better else b
+    if p_value < alpha:
+        return f"{better} did better, beyond chance (p < {alpha:g})"
+    return f"no evidence either way at this size (p ≥ {alpha:g}); the point estimate favours {better}"

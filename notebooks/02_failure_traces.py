@@ -392,6 +392,40 @@ for runtime in (strict, lost, blind):
     runtime.world.drafts.close()
 
 # %% [markdown]
+# ## What the seed claimed, and what the kit measured
+#
+# The planner–executor seed (004) is a lesson plan, marked as prepared and not yet worked through: it ran no
+# model and reports no figure. What it claims is the shape of the machine: a transition function written down
+# row by row, and five traces to inject by hand (a normal success, bad arguments, a permission denial, a read that
+# times out, a write that times out with its outcome unknown), each checked for the state it leads to. Its
+# setting is a toy: a few synthetic records, the tools `read_record` and `save_draft`, nothing online and no real
+# business write. The kit's traces are those five, recorded by its runtime with a scripted planner and a fault
+# schedule, so what can be set beside the seed is where each run goes — not a success rate, which the seed does
+# not give and a scripted planner could not measure.
+
+# %%
+from labkit.runtime.table import seed_rows_in
+from labkit.runtime.traces import first_off_cycle
+
+seed_rows = seed_rows_in(table)
+lines = [f"- the seed's `{r['seed']}`: the table goes to {', '.join(r['table']) or 'no state'} — "
+         + ("as the seed says" if r["same"] else "**not as the seed says**") for r in seed_rows]
+lines.append(f"\n{sum(r['same'] for r in seed_rows)} of the seed's {len(seed_rows)} rows are in the table as it "
+             "writes them. Where each recorded trace's fault first sent the run, and how the run ended:\n")
+for name, trace in traces.items():
+    step = first_off_cycle(trace.events)
+    where = "no fault: only the cycle" if step is None else f"{step[0]} --{step[1]}--> {step[2]}"
+    lines.append(f"- `{name}`: {where}; ended {trace.states[-1].status} ({trace.states[-1].outcome})")
+Markdown("\n".join(lines))
+
+# %% [markdown]
+# One difference the rows cannot show: in the seed a denial comes from the validator (`VALIDATING + denied`); in
+# the kit's `permission_denied` trace the validator allows the read and the record's owner refuses it at the tool
+# (`EXECUTING + denied`, §3). The table has both rows, and both lead to the same two places. What the seed leaves
+# open and the kit decides: a read that times out stays in `EXECUTING` and is tried again under the same token,
+# and a denial goes to a person only when the task's policy says so.
+
+# %% [markdown]
 # ## Wrap-up quiz
 #
 # Answer in the boxes and press *check answers*; a wrong answer gets a hint, not the answer. Code answers are one

@@ -424,6 +424,42 @@ resumed.log.close()
 shutil.rmtree(scratch)
 
 # %% [markdown]
+# ## What the seed claimed, and what the kit measured
+#
+# The planner–executor seed (004) is a lesson plan that ran nothing and reports no figure; its claims here are
+# three. It names three invariants (an action executed only after it was validated under a policy version; a
+# success committed only after a typed success was observed; at most one side effect per logical action), and
+# calls them properties for understanding who owns the state, not test gates. It says the state can be rebuilt
+# by folding a reducer over the event log, provided no event is changed afterwards and the log records its
+# schema, tool and policy versions. And it says a free loop, which keeps its state in natural language, cannot
+# show whether the invariants hold. Its setting is the same toy as notebook 02's: synthetic records, a read tool
+# and a draft tool, no model. The kit goes one step further than the seed and checks the invariants after every
+# event of every run. What this notebook measured, on the shipped traces and the runs above:
+
+# %%
+shipped = {spec.name: load_events(TRACES / f"{spec.name}.jsonl") for spec in TRACE_SPECS}
+found = {name: replay(evs, reduce_run, empty_run_state(), runtime_invariants()).violations
+         for name, evs in shipped.items()}
+forged_found = sorted({name for _, name, _ in replay(forged, reduce_run, empty_run_state(),
+                                                     runtime_invariants()).violations})
+print(f"invariants checked after every event of the {len(shipped)} shipped traces "
+      f"({sum(map(len, shipped.values()))} events): {sum(map(len, found.values()))} violations")
+print("replay against the live run: final state equal", rebuilt.state == live.state,
+      "| every state equal", list(rebuilt.states) == live.machine.states)
+print(f"tampered copies refused on load: {len(caught)} ({', '.join(caught)})")
+print("the re-sealed forgery loads; replay with the invariants names:", ", ".join(forged_found) or "nothing")
+print("every event carries its schema version:", all(e.schema_version for e in events),
+      "| the run records its versions:", events[0].versions)
+print("the crashed run, resumed, ends with the uninterrupted run's outcome:",
+      outcome_view(reference.state) == outcome_view(resumed.state))
+
+# %% [markdown]
+# The seed asks that no event be changed afterwards without saying how to tell; the kit makes it checkable with
+# the hash chain, and shows where the chain stops (a re-sealed log passes it, and only the invariants catch the
+# lie). The seed's claim about the free loop is not measured here: notebook 04 draws the free loop beside the
+# machine, and exercise 04a counts, from both logs, what each did with unknown writes.
+
+# %% [markdown]
 # ## Wrap-up quiz
 #
 # Answer in the boxes and press *check answers*; a wrong answer gets a hint, not the answer. Code answers are one

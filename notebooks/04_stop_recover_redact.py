@@ -380,6 +380,42 @@ for runtime in (ok, priced, unsettled, guarded, watched):
     runtime.world.drafts.close()
 
 # %% [markdown]
+# ## What the seed claimed, and what the kit measured
+#
+# The planner–executor seed (004) is a lesson plan that ran nothing and gives no figure. Its claims for this
+# notebook: a run stops on a verified goal or on a budget of steps, cost or risk, and a spent budget ends it as
+# incomplete or in need of review, never as a success; recovery is chosen by what a failed action may have done
+# (a safe retry, a query, a person, a compensating action — and compensation is not a strict rollback); the log
+# keeps no full sensitive payload and no hidden reasoning; the free loop and the machine are to be compared by
+# where they can observe and recover, not by lines of code; and the machine does not remove semantic mistakes.
+# Its setting: synthetic records, a read tool and a draft tool, no model, nothing online. The kit ran each claim
+# above on its runtime with a scripted planner; the figures, from those runs:
+
+# %%
+endings = {"step budget": short, "cost budget, a call too dear": dear, "write unknown, status never answers": review}
+lines = [f"- {what}: ended `{r.outcome}`" for what, r in endings.items()]
+lines += [
+    f"- budget endings that claimed success: {sum(r.outcome == 'succeeded' for r in endings.values())} "
+    f"of {len(endings)}",
+    f"- cost checked before each call: ended `{priced_result.outcome}` at cost {priced_result.state.cost:g}, "
+    f"over the limit of {priced.task.budget.max_cost:g} by the last call",
+    f"- risk: no numeric score; the restricted task stood in `{paused.status}` waiting for a person",
+    f"- sensitive values in the saved log: {leaks(saved_log)} of {len(secrets)}; shown to the machine's planner: "
+    f"{leaks(json.dumps(in_machine.seen))}; to the free loop's: {leaks(json.dumps(in_free_loop.seen))}",
+    f"- planner answers refused before the log: {sum(refusal(json.dumps(a)) is not None for a in answers.values())} "
+    f"of {len(answers)} (the proper proposal accepted: "
+    f"{refusal(json.dumps(answers['a proper proposal'])) is None})",
+    *(f"- {what}: free loop {a}, machine {b}" for what, a, b in comparison[:5]),
+]
+Markdown("\n".join(lines))
+
+# %% [markdown]
+# Two places where the kit does less than the seed describes, said plainly: there is no numeric risk limit (risk
+# is handled by category, before anything runs), and there is no compensating action (a compensation would be a
+# new, logged run). And one where the seed's formula meets practice: a cost budget checked before each call lets
+# the last call pass the limit, which the seed's `cost ≥ B_c` does not mention.
+
+# %% [markdown]
 # ## Wrap-up quiz: the seed's five self-check questions
 #
 # The first five questions are the planner–executor lesson's own self-check, in this course's words; the last two

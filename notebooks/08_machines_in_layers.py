@@ -468,7 +468,42 @@ print("same sections as the uninterrupted run:", restarted.state.memo["sections"
 # the rule checks after every event (a few predicates here). The one design rule that keeps it cheap is that
 # upper layers *pull* the lower layers' state when they need it; lower layers never push into upper ones.
 # </details>
+
+# %% [markdown]
+# ## 10. What the seed claimed, and what the kit measured
 #
+# The layers seed (001) describes one production system, an AI novel writer built on LangGraph, and measures
+# nothing: it names no model, no run and no rate. Its claims are about structure. Four layers: a phase of five
+# states that only moves forward by ordinal, a flow of five states behind a whitelist, a graph of twelve nodes
+# with four conditional routers, and a host lifecycle of four values. The persisted lower layers are the truth
+# and the lifecycle is a view computed from them. And three traps: layers that disagree (the phase complete while
+# a review is still open), a router returning a key its map lacks (the run crashes), and an abort that changes
+# the lifecycle while the graph keeps calling the model. The kit's writing machine is smaller and made for a
+# lesson, so its counts are its own; the traps it stages on purpose, with the checks off and on. Side by side:
+
+# %%
+SEED_001 = {"layers": 4, "phase states": 5, "flow states": 5, "graph nodes": 12, "routers": 4,
+            "lifecycle values": 4}
+kit = {"layers": len((*spec.layers, spec.graph.layer, spec.lifecycle)), "phase states": len(phase.table.states),
+       "flow states": len(flow.table.states), "graph nodes": len(spec.graph.nodes),
+       "routers": len(spec.graph.routers()), "lifecycle values": len(spec.lifecycle.table.states)}
+rows = [f"| {what} | {SEED_001[what]} | {kit[what]} |" for what in SEED_001]
+late = {on: calls_after_abort(aborted_run(abort_checkpoints=on).events)["model_calls"] for on in (False, True)}
+rows += [f"| trap 1, layers that disagree: lifecycle at the end | done while a review is open | "
+         f"{unchecked.lifecycle} unchecked, {checked.lifecycle} with the rules |",
+         f"| trap 2, an undeclared router key | the run crashes | a crash unchecked ({crashing.lifecycle} left "
+         f"standing), a `route_refused` event with the check ({routed.lifecycle}) |",
+         f"| trap 3, model calls begun after an abort | the graph keeps running | {late[False]} unchecked, "
+         f"{late[True]} with abort checkpoints |"]
+Markdown("| | seed (001) | kit |\n|---|---|---|\n" + "\n".join(rows))
+
+# %% [markdown]
+# The kit's flow has one state more than the seed's (`IDLE`, between sections), and its graph fewer nodes (no
+# summaries of arcs or volumes, no expansion of the outline). Its fix for the first trap differs too: the seed
+# lets the phase win and ends the loop; the kit refuses the step that would break the rule between the layers,
+# records why, and pauses for a person.
+
+# %% [markdown]
 # ## Wrap-up quiz
 #
 # Answer in the boxes and press *check answers*; a wrong answer gets a hint, not the answer. Code answers are one

@@ -228,3 +228,38 @@ def test_an_interrupted_recording_resumes_where_it_stopped(tmp_path: Path) -> No
         finished_runs(_config(arms=["prompt-only"]), out)
     with pytest.raises(LabkitError, match="nothing to resume"):
         finished_runs(config, tmp_path / "never")
+
+
+def test_headline_counts_row_of_paired_of_and_split_text_read_the_committed_summary() -> None:
+    from labkit.experiment.v2.report import headline_counts, paired_of, row_of, split_text
+
+    folder = Path(__file__).resolve().parents[1] / "data" / "experiment-v2" / "qwen2.5-coder-1.5b"
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    row = row_of(summary, "test", "machine-model")
+    assert (row["split"], row["arm"]) == ("test", "machine-model")
+    gain = paired_of(summary, "test", "machine-model", "prompt-only")
+    assert split_text(gain) == (f"{gain['a_better']} to {gain['b_better']} ({gain['ties']} tied), "
+                                f"p = {gain['p_value']:.2g}")
+    with pytest.raises(KeyError, match="prompt-only"):
+        paired_of(summary, "test", "prompt-only", "machine-model")
+    with pytest.raises(KeyError, match="no row"):
+        row_of(summary, "train", "machine-model")
+
+    config = ConfigV2(splits=["test"])
+    test_set = config.task_sets()["test"]
+    from labkit.experiment.v2.arms import RunRecordV2
+
+    def rec(arm: str, task: Any, passed: bool) -> tuple[str, RunRecordV2]:
+        return "test", RunRecordV2(arm=arm, task=task.id, family=task.family, seed=0, passed=passed,
+                                   failed_checks=[], termination="", llm_calls=0, decisions=0, reasks=0,
+                                   schema_invalid=0, violations=0, guard_rejections=0, tool_calls=0,
+                                   prompt_tokens=0, completion_tokens=0, wall_s=0.0)
+
+    heads = [test_set.by_id(t) for t in test_set.headline]
+    runs = [rec("prompt-only", t, i == 0) for i, t in enumerate(heads)] + [rec("machine-model", t, i > 0)
+                                                                            for i, t in enumerate(heads)]
+    got = headline_counts(runs, test_set)
+    assert got is not None
+    assert (got["lower_solved"], got["upper_solved"], got["upper_better"], got["lower_better"]) == (1, 9, 9, 1)
+    assert headline(runs, test_set) == "prompt-only 1/10 → machine 9/10"
+    assert headline_counts(runs[:5], test_set) is None

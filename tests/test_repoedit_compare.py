@@ -333,3 +333,18 @@ def test_runs_spread_over_two_servers_give_one_servers_rows(project, tmp_path):
     assert replay_differences(alone, spread) == [] and [r.arm for r in spread] == config.arms
     assert [r.digest for r in spread] == [r.digest for r in alone] and a.requests and b.requests
     assert (tmp_path / "two" / "runs.jsonl").read_text().count("\n") == len(config.arms)
+
+
+def test_seed_form_counts_the_first_headline_pair_of_a_recording_and_says_it_in_one_line():
+    from labkit.repoedit.compare_report import seed_form, seed_form_text, summarize
+
+    folder = Path(__file__).resolve().parents[1] / "data" / "repoedit" / "compare-plus" / "qwen2.5-coder-1.5b"
+    form = seed_form(folder)
+    assert form is not None and (form["lower"], form["upper"]) == ("prompt_whole", "machine_plus")
+    fixed = {r["arm"]: r["tasks_solved"] for r in summarize(folder)["arms"]}
+    assert (form["lower_fixed"], form["upper_fixed"]) == (fixed["prompt_whole"], fixed["machine_plus"])
+    paired = next(p for p in summarize(folder)["paired"]
+                  if (p["measure"], p["a"], p["b"]) == ("fixed", "machine_plus", "prompt_whole"))
+    assert (form["upper_better"], form["lower_better"]) == (paired["a_better"], paired["b_better"])
+    text = seed_form_text(folder)
+    assert f"{form['lower_fixed']}/{form['tasks']} →" in text and "the kit's projects" in text

@@ -96,3 +96,19 @@ def test_a_retry_of_an_unknown_write_needs_a_recorded_status_query(tmp_path) -> 
     for trace in sorted((Path(__file__).resolve().parents[1] / "data/traces").glob("*.jsonl")):
         replay(read_jsonl(trace).events, reduce_run, empty_run_state(), runtime_invariants(),
                planner_executor_table(), state_guards())
+
+
+def test_the_seeds_rows_are_compared_with_the_table_and_a_changed_row_shows() -> None:
+    from labkit import Row, TransitionTable
+    from labkit.runtime.table import SEED_ROWS, seed_rows_in
+
+    table = planner_executor_table()
+    found = seed_rows_in(table)
+    assert len(found) == len(SEED_ROWS) and all(r["same"] for r in found)
+    assert found[3]["seed"] == "EXECUTING + timeout [side_effect_possible] -> UNKNOWN"
+    # a table that retries every timed-out call blindly no longer goes where the seed says
+    blind = TransitionTable.build("blind", ["EXECUTING", "DONE"],
+                                  [Row("EXECUTING", "timeout", "EXECUTING"), Row("EXECUTING", "ok", "DONE")],
+                                  initial="EXECUTING", terminal=["DONE"])
+    timeout = next(r for r in seed_rows_in(blind) if r["seed"].startswith("EXECUTING + timeout"))
+    assert timeout == {"seed": "EXECUTING + timeout [side_effect_possible] -> UNKNOWN", "table": [], "same": False}

@@ -72,3 +72,14 @@ def test_metrics_read_from_a_trace() -> None:
     assert (m["unknown_outcomes"], m["replans"], m["faults_injected"]) == (1, 0, 1)
     m = run_metrics(read_jsonl(TRACES_DIR / "read_timeout.jsonl").events)
     assert m["retries"] == 1 and m["seconds"] > 0
+
+
+def test_first_off_cycle_names_where_each_fault_sent_its_run() -> None:
+    from labkit import load_events
+    from labkit.runtime.traces import first_off_cycle
+
+    got = {spec.name: first_off_cycle(load_events(TRACES_DIR / f"{spec.name}.jsonl")) for spec in TRACE_SPECS}
+    assert got == {"normal_success": None, "argument_error": ("VALIDATING", "rejected", "PLANNING"),
+                   "permission_denied": ("EXECUTING", "denied", "WAITING_HUMAN"),
+                   "read_timeout": ("EXECUTING", "timeout", "EXECUTING"),
+                   "write_timeout_unknown": ("EXECUTING", "timeout", "UNKNOWN")}

@@ -102,3 +102,12 @@ def test_paired_test_refuses_different_task_sets_and_bad_counts() -> None:
         paired_test({"t1": (1, 1)}, {"t2": (1, 1)})
     with pytest.raises(StatsError, match="not \\(successes"):
         paired_test({"t1": (2, 1)}, {"t1": (1, 1)})
+
+
+def test_verdict_words_follow_the_numbers_whichever_way_they_come_out() -> None:
+    from labkit.stats import verdict_words
+
+    assert verdict_words(12, 0, 0.0005, ("machine", "prompt")) == "machine did better, beyond chance (p < 0.05)"
+    assert verdict_words(4, 9, 0.27, ("model", "rule")).endswith("the point estimate favours rule")
+    assert verdict_words(4, 9, 0.27, ("model", "rule")).startswith("no evidence either way")
+    assert "level" in verdict_words(3, 3, 1.0)

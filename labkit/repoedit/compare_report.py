@@ -95,6 +95,42 @@ def headline(rows: Sequence[RunRow]) -> str | None:
     return None
 
 
+def seed_form(folder: Path) -> dict[str, Any] | None:
+    """One recording in the seed's form, as numbers: the first pair of :data:`HEADLINES` it holds (one prompt,
+    then the machine), tasks fixed by each over the tasks both ran, the paired exact sign test of the machine
+    against the prompt, and the trees each left with a test broken that passed before (None if no pair)."""
+    config = read_config(folder)
+    rows = load_rows(folder / "runs.jsonl")
+    for lower, upper in HEADLINES:
+        ca, cb = _by_task(rows, lower), _by_task(rows, upper)
+        common = sorted(set(ca) & set(cb))
+        if not common:
+            continue
+        test = paired_test({t: cb[t] for t in common}, {t: ca[t] for t in common}, names=(upper, lower))
+        broken = {arm: sum(bool(r.broken_left) for r in rows if r.arm == arm and r.task in common)
+                  for arm in (lower, upper)}
+        return {"model": config.model, "split": config.split, "tasks_file": config.tasks_file,
+                "tasks": len(common), "lower": lower, "upper": upper,
+                "lower_fixed": sum(ca[t][0] for t in common), "upper_fixed": sum(cb[t][0] for t in common),
+                "upper_better": test.a_better, "lower_better": test.b_better, "p_value": test.p_value,
+                "broken": broken}
+    return None
+
+
+def seed_form_text(folder: Path) -> str:
+    """:func:`seed_form` in one line: "model, where: one prompt x/n → machine y/n; only the machine fixed a,
+    only the prompt b, exact sign test p; trees left broken"."""
+    f = seed_form(folder)
+    if f is None:
+        return f"{folder}: no pair of one prompt and the machine recorded."
+    where = ("the kit's projects" if f["tasks_file"] == DEFAULT_TASKS else f"tasks {f['tasks_file']}")
+    lower, upper, n = ARMS[f["lower"]].label, ARMS[f["upper"]].label, f["tasks"]
+    return (f"{f['model']}, {where}, {f['split']} split: {lower} {f['lower_fixed']}/{n} → {upper} "
+            f"{f['upper_fixed']}/{n}; only the machine fixed {f['upper_better']}, only the prompt "
+            f"{f['lower_better']}, exact sign test p = {f['p_value']:.2g}; trees left with a test broken: "
+            f"{f['broken'][f['lower']]} and {f['broken'][f['upper']]}.")
+
+
 HIDDEN_RED = "visible green, hidden red"
 FAILURES = ("fixed", "no edit", "every answer refused", "edited, still red", "edited, test files changed", HIDDEN_RED)
 """How a run ended, from its row alone: the failure table's columns, in order (the last only where a benchmark's

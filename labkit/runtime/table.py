@@ -166,3 +166,31 @@ IN_PROCESS_FAULTS: tuple[str, ...] = tuple(k for k, f in FAULTS.items() if not f
 # read by labkit.catalog (this module is listed in labkit.registry.TABLE_MODULES)
 TABLES = {TABLE_NAME: TableEntry(table=planner_executor_table, reduce=reduce_run, empty=empty_run_state,
                                  invariants=runtime_invariants, guards=state_guards)}
+
+
+# The transitions the planner–executor seed (004) writes down as its examples, in this table's event names:
+# (source, event, the guard the seed attaches, the destinations it names). The seed's ``action_proposed`` is
+# ``proposed`` here, its ``status_confirmed(success)`` and ``status_confirmed(absent)`` are ``confirmed_present``
+# and ``confirmed_absent``, and its ``event_saved`` is ``committed``.
+SEED_ROWS: tuple[tuple[str, str, str | None, tuple[str, ...]], ...] = (
+    ("PLANNING", "proposed", None, ("VALIDATING",)),
+    ("VALIDATING", "denied", None, ("WAITING_HUMAN", "FAILED")),
+    ("VALIDATING", "allowed", None, ("EXECUTING",)),
+    ("EXECUTING", "timeout", "side_effect_possible", ("UNKNOWN",)),
+    ("UNKNOWN", "confirmed_present", None, ("COMMITTING",)),
+    ("UNKNOWN", "confirmed_absent", None, ("EXECUTING",)),
+    ("COMMITTING", "committed", None, ("PLANNING", "SUCCEEDED")),
+)
+
+
+def seed_rows_in(table: TransitionTable) -> list[dict[str, Any]]:
+    """Each of :data:`SEED_ROWS` beside the destinations ``table`` has for it (same source and event, and the
+    seed's guard where it names one): ``same`` is True when the table goes exactly where the seed says."""
+    out = []
+    for source, event, guard, dests in SEED_ROWS:
+        kit = sorted({r.dest for r in table.rows
+                      if r.source == source and r.event == event and (guard is None or r.guard == guard)})
+        when = f" [{guard}]" if guard else ""
+        out.append({"seed": f"{source} + {event}{when} -> {' | '.join(dests)}", "table": kit,
+                    "same": set(kit) == set(dests)})
+    return out

@@ -8,9 +8,11 @@ files in ``data/traces/`` are evidence that anyone can regenerate (``scripts/mak
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from labkit.events import Event, Transitioned
 from labkit.runtime.clock import TickClock
 from labkit.runtime.faults import FaultPlan
 from labkit.runtime.loop import Runtime
@@ -67,3 +69,16 @@ def record_trace(spec: TraceSpec, out_dir: str | Path = TRACES_DIR) -> Runtime:
 def record_all(out_dir: str | Path = TRACES_DIR) -> dict[str, Runtime]:
     """Record every lesson trace into ``out_dir``."""
     return {spec.name: record_trace(spec, out_dir) for spec in TRACE_SPECS}
+
+
+# The transitions of a run that goes right: everything else is how a run meets a fault.
+CYCLE_TRIGGERS = frozenset({"start", "proposed", "allowed", "ok", "observed", "committed", "no_proposal"})
+
+
+def first_off_cycle(events: Sequence[Event]) -> tuple[str, str, str] | None:
+    """(source, trigger, dest) of a run's first transition outside :data:`CYCLE_TRIGGERS` — where its fault
+    sent it — or None for a run that only went round the cycle."""
+    for event in events:
+        if isinstance(event, Transitioned) and event.trigger not in CYCLE_TRIGGERS:
+            return event.source, event.trigger, event.dest
+    return None

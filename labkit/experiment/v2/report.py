@@ -95,16 +95,52 @@ def paired_rows(runs: Runs, splits: Sequence[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def headline_counts(runs: Runs, test_set: TaskSet, lower: str = "prompt-only",
+                    upper: str = "machine-model") -> dict[str, Any] | None:
+    """The seed's form as numbers, on the test split's headline set: tasks solved by each arm, the tasks, and the
+    paired exact sign test of ``upper`` against ``lower`` over them (None if either arm lacks a headline task)."""
+    ids = set(test_set.headline)
+    counts = {}
+    for arm in (lower, upper):
+        counts[arm] = {t: v for t, v in per_task(runs, "test", arm).items() if t in ids}
+        if set(counts[arm]) != ids:
+            return None
+    test = paired_test(counts[upper], counts[lower], names=(upper, lower))
+    return {"lower": lower, "upper": upper, "tasks": len(ids), "lower_solved": solved(counts[lower]),
+            "upper_solved": solved(counts[upper]), "upper_better": test.a_better, "lower_better": test.b_better,
+            "p_value": test.p_value}
+
+
 def headline(runs: Runs, test_set: TaskSet, lower: str = "prompt-only", upper: str = "machine-model") -> str | None:
     """"prompt-only x/10 → machine y/10" on the test split's headline set (None if either arm lacks it)."""
-    ids = set(test_set.headline)
-    got = {}
-    for arm in (lower, upper):
-        counts = {t: v for t, v in per_task(runs, "test", arm).items() if t in ids}
-        if set(counts) != ids:
-            return None
-        got[arm] = solved(counts)
-    return f"{lower} {got[lower]}/{len(ids)} → {upper.replace('-model', '')} {got[upper]}/{len(ids)}"
+    got = headline_counts(runs, test_set, lower, upper)
+    if got is None:
+        return None
+    n = got["tasks"]
+    return f"{lower} {got['lower_solved']}/{n} → {upper.replace('-model', '')} {got['upper_solved']}/{n}"
+
+
+def row_of(summary: Mapping[str, Any], split: str, arm: str) -> Mapping[str, Any]:
+    """The summary row of one arm on one split (KeyError naming both if the summary has none)."""
+    for r in summary["rows"]:
+        if r["split"] == split and r["arm"] == arm:
+            return r
+    raise KeyError(f"no row for arm {arm!r} on split {split!r}")
+
+
+def paired_of(summary: Mapping[str, Any], split: str, a: str, b: str) -> Mapping[str, Any]:
+    """The paired test of arm ``a`` against arm ``b`` on one split, as the summary holds it (see
+    :data:`COMPARISONS`; KeyError if the summary has no such comparison)."""
+    for p in summary["paired"]:
+        if p["split"] == split and p["a"] == a and p["b"] == b:
+            return p
+    raise KeyError(f"no paired test of {a!r} against {b!r} on split {split!r}")
+
+
+def split_text(p: Mapping[str, Any]) -> str:
+    """A paired test in words: "12 to 0 (28 tied), p = 0.00049" — tasks only A solved, only B solved, and the
+    exact sign test's p."""
+    return f"{p['a_better']} to {p['b_better']} ({p['ties']} tied), p = {p['p_value']:.2g}"
 
 
 def markdown(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any]], head: str | None) -> str:
