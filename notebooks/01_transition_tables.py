@@ -26,7 +26,7 @@
 #   records so that a replay can be trusted.
 #
 # **Prerequisites:** Python (functions, dictionaries, exceptions); no language model and no earlier notebook.
-# **Time:** about 40 minutes, the quiz included. Every term in bold or linked is defined in the
+# **Time:** about 45 minutes, the quiz included. Every term in bold or linked is defined in the
 # [glossary](../docs/glossary.md). At the **Predict** boxes, choose an answer and press *check* before you run on;
 # the answer is hidden until you do (the box's code cell is collapsed, because it holds the answer).
 

@@ -23,7 +23,7 @@
 # - run a task live with a [fault schedule](../docs/glossary.md) and read its trace.
 #
 # **Prerequisites:** notebook 01 (transition table, guard, invariant, event log, replay).
-# **Time:** about 50 minutes, the quiz included.
+# **Time:** about 65 minutes, the quiz included.
 #
 # **How to use it.** At the interesting steps you see the state *before* an event and the event itself. A
 # **Predict** box below it asks what comes next: choose, press *check*, and only then read on. The answer is hidden

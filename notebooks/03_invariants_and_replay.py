@@ -24,7 +24,7 @@
 # - [resume](../docs/glossary.md) a crashed run from its SQLite log without writing twice.
 #
 # **Prerequisites:** notebooks 01 and 02 (transition table, invariant, replay; facts, owed transitions, `UNKNOWN`,
-# status query, idempotency key). **Time:** about 50 minutes, the quiz included. The **Predict** boxes hide their
+# status query, idempotency key). **Time:** about 60 minutes, the quiz included. The **Predict** boxes hide their
 # answer until you choose and press *check* (their code cell is collapsed, because it holds the answer).
 
 # %%

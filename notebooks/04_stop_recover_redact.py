@@ -29,7 +29,7 @@
 # **Prerequisites:** notebooks 01–03 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md),
 # [owed transition](../docs/glossary.md), [UNKNOWN outcome](../docs/glossary.md),
 # [idempotency key](../docs/glossary.md), [goal predicate](../docs/glossary.md), [replay](../docs/glossary.md)).
-# **Time:** about 35 minutes, the quiz included. The **Predict** boxes hide their answer until you choose and
+# **Time:** about 60 minutes, the quiz included. The **Predict** boxes hide their answer until you choose and
 # press *check*.
 
 # %%

@@ -16,7 +16,7 @@
 #   and read what it bought on users the design never saw.
 #
 # **Prerequisites:** notebooks 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)) and 03
-# ([event log](../docs/glossary.md), [replay](../docs/glossary.md)). **Time:** about 60 minutes, the quiz included.
+# ([event log](../docs/glossary.md), [replay](../docs/glossary.md)). **Time:** about 70 minutes, the quiz included.
 # The **Predict** boxes hide their answer until you choose and press *check*.
 #
 # Nothing here runs a model. Every answer shown was recorded live (`labkit dialog-measure`, greedy decoding:

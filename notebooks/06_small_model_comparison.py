@@ -12,7 +12,7 @@
 #
 # **Prerequisites:** notebook 02 (the runtime: planner, validator, tools, the event log) and notebook 05 (a model
 # answering in JSON under a [grammar](../docs/glossary.md), the corrective [re-ask](../docs/glossary.md)).
-# **Time:** about 50 minutes, the quiz included. The **Predict** boxes hide their answer until you choose and press
+# **Time:** about 55 minutes, the quiz included. The **Predict** boxes hide their answer until you choose and press
 # *check*.
 #
 # Nothing here runs a model. Each model's runs were recorded live with `labkit experiment` (greedy decoding:

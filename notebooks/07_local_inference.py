@@ -20,7 +20,7 @@
 # - estimate whether a model fits a GPU from its weights, KV cache and [scratch space](../docs/glossary.md).
 #
 # **Prerequisites:** Python; notebook 06 helps (its arms are the prompts measured here).
-# **Time:** about 40 minutes, the quiz included. The **Predict** boxes hide their answer until you choose and press
+# **Time:** about 70 minutes, the quiz included. The **Predict** boxes hide their answer until you choose and press
 # *check* (their code cell is collapsed, because it holds the answer).
 #
 # Every number before the last section is read from a recorded benchmark in `data/bench/`, printed with its

@@ -14,7 +14,7 @@
 #
 # **Prerequisites:** notebook 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)) and
 # notebook 03 ([event log](../docs/glossary.md), [replay](../docs/glossary.md), [invariant](../docs/glossary.md),
-# [resume](../docs/glossary.md)). **Time:** about 45 minutes, the quiz included. Everything runs in a few seconds:
+# [resume](../docs/glossary.md)). **Time:** about 65 minutes, the quiz included. Everything runs in a few seconds:
 # the model's part is replayed from a recorded [cassette](../docs/glossary.md). The **Predict** boxes hide their
 # answer until you choose and press *check*.
 #
