@@ -483,8 +483,10 @@ print(f"\nHumanEval fix tasks as rates: {_form['lower_fixed'] / _form['tasks']:.
 # prompt is beyond chance but starts from a prompt that already fixes more than half. What the machine does every
 # time is leave no tree broken: its guards refuse bad edits and every run that does not end green is rolled back.
 # The seed's model is several times larger than the kit's, and its tasks are unknown, so its figure cannot be
-# re-measured here; the kit's figures say what a machine buys a small model on CPU, and the oracle rows on the
-# kit's projects (the known fix through the same machine) say the harness is not what holds them back.
+# re-measured here; the kit's figures say what a machine buys a small model on CPU. The oracle rows (the known
+# fix through the same machine) show only that the machine can carry a right fix to green; they do not show that
+# its prompts and contracts suit a small model — what holds the model back is read from the ablation of §8 and
+# from the failure table, not from the oracle.
 
 # %% [markdown]
 # ## Wrap-up quiz

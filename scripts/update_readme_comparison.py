@@ -93,10 +93,11 @@ def bench_table_block(root: Path = ROOT) -> str:
 
 
 def dialog_folders(root: Path = ROOT) -> dict[str, Path]:
-    """The dialog recordings, labelled: the first one (22 users, both splits) and the test users'."""
+    """The dialog recordings, labelled: the first one (22 users, both splits), the test users' and the dev users'
+    (the ablation, recorded in stretches: its n column says how many dev users each arm holds so far)."""
     data = root / "data" / "dialog"
     found = {}
-    for label, sub in (("first, 22 users", "runs"), ("test users", "runs_test")):
+    for label, sub in (("first, 22 users", "runs"), ("test users", "runs_test"), ("dev users", "runs_dev")):
         for model in MODELS:
             if (data / sub / model / "dialog.json").exists():
                 found[f"{label} ({model})"] = data / sub / model

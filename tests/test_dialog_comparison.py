@@ -125,12 +125,13 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     assert len(read_rows(out / "runs.jsonl")) == 1  # nothing recorded was lost
 
 
-@pytest.mark.parametrize("folder", sorted(p for p in (DATA / "runs_test").glob("*") if (p / "dialog.json").exists()),
-                         ids=lambda p: p.name)
-def test_the_committed_test_recordings_replay_row_for_row(folder: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("folder", sorted(p for split in ("runs_test", "runs_dev") for p in (DATA / split).glob("*")
+                                         if (p / "dialog.json").exists()),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_committed_test_and_dev_recordings_replay_row_for_row(folder: Path, tmp_path: Path) -> None:
     assert replay(folder, tmp_path / "again") == []
     rows = read_rows(folder / "runs.jsonl")
-    assert {r["split"] for r in rows} == {"test"} and rows
+    assert {r["split"] for r in rows} == {folder.parent.name.removeprefix("runs_")} and rows
 
 
 def test_the_recordings_table_has_a_row_per_arm_with_its_counts() -> None:
