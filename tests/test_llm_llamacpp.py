@@ -21,6 +21,7 @@ from labkit.llm import (
     ReplayBackend,
 )
 from labkit.llm.modelfile import embedded_model_sha256
+from labkit.llm.prefix_cache import split_point
 
 pytestmark = pytest.mark.slow
 
@@ -160,6 +161,9 @@ def test_a_declared_prefix_keeps_calls_independent_of_the_call_before(tmp_path_f
     again = backend.complete(a, max_tokens=12, schema=schema)
     assert again.text == first.text and backend.last_token_ids == ids
     assert backend.prefix_stats.reused == 2 and backend.prefix_stats.evaluated == 1
+    # the tokens read from the kept prefix are reported per call: none on the call that evaluated it
+    cut = split_point(backend.prompt_tokens(a), backend.prompt_tokens(prefix))
+    assert first.cached_tokens == 0 and again.cached_tokens == cut > 0
     assert "declared prefixes" in backend.describe()["prefix_cache"]
     with pytest.raises(Exception, match="n_ctx") as info:
         backend.complete(prefix + "word " * N_CTX, max_tokens=4)

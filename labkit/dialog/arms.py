@@ -90,3 +90,16 @@ def arm(name: str) -> Arm:
 def checked_arms(names: Iterable[str]) -> list[Arm]:
     """Every name in ``names`` as an arm, in order, refused if one is not declared."""
     return [arm(n) for n in names]
+
+
+def declared_prefixes(names: Iterable[str], scenarios: Iterable[Scenario], backend: Backend) -> tuple[str, ...]:
+    """The prompt heads the arms' bots declare on ``scenarios`` (each once): what a backend may keep.
+
+    A bot is built on ``backend`` only to ask it (nothing is called); see
+    :meth:`labkit.dialog.engine._Bot.declared_prefixes`.
+    """
+    scenarios = list(scenarios)
+    heads = (head for a in checked_arms(names) for s in scenarios
+             if a.bot == "prompt_only" or "corrections" not in a.features or s.corrections is not None
+             for head in a.make(s, backend).declared_prefixes())
+    return tuple(dict.fromkeys(heads))

@@ -87,7 +87,15 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     clean_commit(out)  # a recording into data/ names a commit, not a dirty tree
     from labkit.llm.server_options import live_backend
 
+    if args.prefix_cache and args.server:
+        raise LabkitError("--prefix-cache is for the in-process model",
+                          "drop it: a server keeps its own cache (what it says it reused is recorded anyway).")
     live = live_backend(args, lambda: model_backend(model, threads=args.threads))
+    if args.prefix_cache:
+        from labkit.dialog.arms import declared_prefixes
+
+        scenarios = load_scenarios(comparison.repo_path(settings.scenarios)).values()
+        live.prefixes = declared_prefixes(settings.arms, scenarios, live)
     comparison.record(settings, Answers(live=live), out, only=args.only.split(",") if args.only else None,
                       resume=args.resume, progress=None if args.quiet else print)
     _print_report(out)
@@ -109,11 +117,13 @@ def _print_report(folder: Path) -> None:
         row = summarize_scores(scores)
         mine = [r for r in rows if r["arm"] == arm]
         calls, messages = sum(r["calls"] for r in mine), sum(r["user_messages"] for r in mine)
+        cached = sum(r.get("cached_tokens", 0) for r in mine)
         print(f"{arm}: adhered {row['adhered']['count']}/{row['conversations']}, "
               + ", ".join(f"{part} {row[part]['count']}" for part in ("end_step", "values", "no_invented", "moves",
                                                                          "asks"))
               + f", false completions {row['false_completions']['count']}, cancels {row['cancels']['count']}; "
-              f"calls/message {calls / messages if messages else 0:.3f} ({calls}/{messages})")
+              f"calls/message {calls / messages if messages else 0:.3f} ({calls}/{messages})"
+              + (f"; prompt tokens read from the cache per message {cached / messages:.1f}" if cached else ""))
 
 
 def register(commands: Any, bench: Any) -> None:
@@ -156,6 +166,10 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no per-conversation progress lines")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core; on a shared, busy machine "
                    "1 thread was several times faster than 2 here, because busy threads wait for each other)")
+    p.add_argument("--prefix-cache", action="store_true",
+                   help="evaluate each step's declared prompt head as its own batch and keep its KV state between "
+                   "calls (rows record the tokens read from it); off by default: the recordings were made without, "
+                   "and the two-batch cut can change a greedy answer (labkit.llm.prefix_cache)")
     add_server_options(p, server_help="an OpenAI-compatible server's base URL instead of an in-process model; give "
                        "it once per server to spread the conversations over several servers of one model")
     add_slots_option(p)

@@ -135,7 +135,8 @@ class DialogComparison(Comparison):
         row = {"arm": job.arm, "task": user.name, "seed": 0, "split": job.split, "passed": scored.adhered,
                **counts, "parts": scored.parts, "misses": scored.misses,
                "false_completion": scored.false_completion, "cancelled": scored.cancelled,
-               "legacy_misses": list(result.misses)}  # the first recording's substring check, for comparison
+               "legacy_misses": list(result.misses),  # the first recording's substring check, for comparison
+               "cached_tokens": bot.state.cached_tokens}  # prompt tokens read from a kept prefix (0: no cache)
         verdict = "; ".join(scored.misses) or "adhered"
         return Outcome(row, scored.adhered, f"end {result.end_step}, calls {result.calls}/{result.user_messages}: "
                        f"{verdict[:160]}")

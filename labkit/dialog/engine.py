@@ -33,6 +33,7 @@ from labkit.dialog.contract import (
 )
 from labkit.dialog.events import (
     BotSaid,
+    CacheRead,
     CancelAnswered,
     CancelRequested,
     ContractFailed,
@@ -139,6 +140,8 @@ class _Bot:
                                      prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
                                      seconds=round(out.seconds, 3), violation=violation.code if violation else "",
                                      detail=violation.detail if violation else ""))
+            if out.cached_tokens:
+                self._record(CacheRead(turn=turn, attempt=attempt, tokens=out.cached_tokens))
             if checked.answer is not None:
                 return checked.answer, None, attempt
         return None, violation, 2
@@ -198,8 +201,20 @@ class _Bot:
             calls, outcome = self._calls_this_turn, "carried"
         return TurnOutcome(reply, step.name, self.state.status, calls, outcome)
 
+    def declared_prefixes(self) -> tuple[str, ...]:
+        """The head of every step's prompts: the prefixes a backend may keep the KV state of.
+
+        Declared by the bot that writes the prompts, never guessed from the calls before
+        (:mod:`labkit.llm.prefix_cache` says why): every prompt this bot sends, a re-ask included,
+        starts with the head of the step it is asked in.
+        """
+        return tuple(dict.fromkeys(self.head(step) for step in self.scenario.steps.values()))
+
     # hooks the two bots fill in
     def prompt(self, step: Step) -> str:
+        raise NotImplementedError
+
+    def head(self, step: Step) -> str:
         raise NotImplementedError
 
     def contract_step(self, step: Step) -> Step:
@@ -417,15 +432,26 @@ class DialogBot(_Bot):
         """The small prompt of the current step (see the module docstring)."""
         if self.features:
             return self._feature_prompt(step)
-        signals = "\n".join(f"- {s.name}: {s.when or 'go to ' + s.to}"
-                            + (f" (needs {', '.join(s.needs)})" if s.needs else "") for s in step.signals)
-        fields = "\n".join(f"- {f.name} ({_type_text(f)}): {f.description}" for f in step.results) or "- none"
         past = "; ".join(f"{k}: {v}" for k, v in self.state.summaries.items() if k != step.name) or "none"
-        return (f"{self.scenario.title}. Current step: {step.name}.\n{step.instructions.strip()}\n\n"
-                f"Results to fill in this step:\n{fields}\nSignals:\n{signals}\n\n"
-                f"Known so far: {self._variables_text()}\nEarlier steps: {past}\n\n"
+        return (f"{self.head(step)}{self._variables_text()}\nEarlier steps: {past}\n\n"
                 f"Conversation (latest last):\n{self._turns_text(self.recent_turns)}\n\n"
                 "Reply with one JSON object: message (to the user), signal, results, summary (one line).\nJSON: ")
+
+    def head(self, step: Step) -> str:
+        """The text every prompt of ``step`` starts with, whatever was said (a declared prompt prefix).
+
+        Without features: the step's instructions, fields and signals, up to "Known so far: ". With
+        features, the signals may widen with the state (corrections, a pending cancel), so the head
+        ends after the step's own fields.
+        """
+        fields = "\n".join(f"- {f.name} ({_type_text(f)}): {f.description}" for f in step.results) or "- none"
+        head = f"{self.scenario.title}. Current step: {step.name}.\n{step.instructions.strip()}\n\n" \
+               f"Results to fill in this step:\n{fields}"
+        if self.features:
+            return head
+        signals = "\n".join(f"- {s.name}: {s.when or 'go to ' + s.to}"
+                            + (f" (needs {', '.join(s.needs)})" if s.needs else "") for s in step.signals)
+        return f"{head}\nSignals:\n{signals}\n\nKnown so far: "
 
     def _feature_prompt(self, step: Step, *, example: bool = True) -> str:
         """The step prompt with the features that are on (a new text: the first recording never sent it)."""
@@ -433,9 +459,7 @@ class DialogBot(_Bot):
         own = {f.name for f in step.results}
         signals = "\n".join(f"- {s.name}: {s.when or 'go to ' + s.to}"
                             + (f" (needs {', '.join(s.needs)})" if s.needs else "") for s in contract.signals)
-        fields = "\n".join(f"- {f.name} ({_type_text(f)}): {f.description}" for f in step.results) or "- none"
-        parts = [f"{self.scenario.title}. Current step: {step.name}.\n{step.instructions.strip()}", "",
-                 f"Results to fill in this step:\n{fields}"]
+        parts = [self.head(step)]
         later = [f for f in contract.results if f.name not in own and unknown(self.state.variables.get(f.name))]
         if later and self.has("vars_memory"):
             parts.append("Other values: fill one in only if the user says it now (never ask for a value that is "
@@ -660,10 +684,14 @@ class PromptOnlyBot(_Bot):
         return self._step
 
     def prompt(self, step: Step) -> str:
-        return (f"{self.script}\n\nYou are the assistant following this script. Known so far: see the "
-                f"conversation.\n\nConversation (latest last):\n{self._turns_text(None)}\n\n"
+        return (f"{self.head(step)}{self._turns_text(None)}\n\n"
                 "Reply with one JSON object: message (to the user), signal (the step you are in after this "
                 "reply), results (everything learned so far), summary (one line).\nJSON: ")
+
+    def head(self, step: Step) -> str:
+        """The text every prompt starts with: the whole script, up to the conversation (a declared prefix)."""
+        return (f"{self.script}\n\nYou are the assistant following this script. Known so far: see the "
+                "conversation.\n\nConversation (latest last):\n")
 
     def _after_answer(self, answer: Answer, step: Step, turn: int) -> str:
         self._record(BotSaid(turn=turn, step=step.name, text=answer.message, summary=answer.summary,

@@ -47,6 +47,20 @@ class ModelCalled(Event):
 
 
 @register_event
+class CacheRead(Event):
+    """The model call just recorded read ``tokens`` of its prompt from a cache instead of evaluating them.
+
+    Recorded only when a backend kept a declared prefix's KV state (or a server said it reused
+    some); a recording made without a cache has none of these, and replays unchanged.
+    """
+
+    type: Literal["dialog_cache_read"] = "dialog_cache_read"
+    turn: int
+    attempt: int
+    tokens: int
+
+
+@register_event
 class VariableChanged(Event):
     """A dialog variable changed: who changed it, in which step, from what to what."""
 
@@ -133,6 +147,7 @@ class DialogState:
     turns: tuple[tuple[str, str], ...] = ()  # ("user" | "bot", text)
     user_messages: int = 0
     calls: int = 0
+    cached_tokens: int = 0  # prompt tokens read from a cache instead of evaluated (CacheRead)
     reasks: int = 0
     contract_violations: int = 0
     failures: int = 0
@@ -157,6 +172,8 @@ def reduce_dialog(state: DialogState, event: Event) -> DialogState:
         broken = 1 if event.violation else 0
         return replace(state, seq=event.seq, calls=state.calls + 1, reasks=state.reasks + (event.attempt > 1),
                        contract_violations=state.contract_violations + broken)
+    if isinstance(event, CacheRead):
+        return replace(state, seq=event.seq, cached_tokens=state.cached_tokens + event.tokens)
     if isinstance(event, VariableChanged):
         return replace(state, seq=event.seq, variables={**state.variables, event.name: event.new})
     if isinstance(event, ContractFailed):

@@ -29,7 +29,9 @@ class Completion:
     ``seconds`` is the wall time of the call as measured by the backend (for a replayed call: the
     time measured when it was recorded; ``replayed`` tells them apart). ``grammar_used`` is true
     only when a grammar really constrained decoding; ``retries`` counts the HTTP requests re-sent
-    for this call (a server backend's barrier request included).
+    for this call (a server backend's barrier request included). ``cached_tokens`` counts the prompt
+    tokens whose KV state was read from a cache instead of evaluated (a kept declared prefix, or what
+    a server reports it reused); 0 where nothing was reused or the server does not say.
     """
 
     text: str
@@ -40,6 +42,7 @@ class Completion:
     finish_reason: str = "stop"
     retries: int = 0
     replayed: bool = False
+    cached_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

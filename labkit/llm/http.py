@@ -262,4 +262,4 @@ class OpenAICompatBackend(Backend):
         return Completion(text=reply.text, prompt_tokens=reply.prompt_tokens,
                           completion_tokens=reply.completion_tokens, seconds=seconds,
                           grammar_used=request.schema is not None, finish_reason=reply.finish_reason,
-                          retries=retries)
+                          retries=retries, cached_tokens=reply.cached_tokens)

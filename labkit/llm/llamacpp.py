@@ -94,6 +94,7 @@ class LlamaCppBackend(Backend):
         install(self._llm, lambda: self._lazy_now, self._sampled)
         self._prefix = PrefixEvaluator(self._llm)
         self._prefix_tokens: dict[str, list[int]] = {}
+        self._cached_tokens = 0  # the last call's prompt tokens read from the kept prefix
 
     @property
     def prefixes(self) -> tuple[str, ...]:
@@ -243,7 +244,8 @@ class LlamaCppBackend(Backend):
         usage = out["usage"]  # type: ignore[index]
         return Completion(text=choice["text"], prompt_tokens=int(usage["prompt_tokens"]),
                           completion_tokens=int(usage["completion_tokens"]), seconds=seconds,
-                          grammar_used=grammar is not None, finish_reason=str(choice.get("finish_reason")))
+                          grammar_used=grammar is not None, finish_reason=str(choice.get("finish_reason")),
+                          cached_tokens=self._cached_tokens)
 
     def _evaluate(self, text: str) -> str | list[int]:
         """Bring the prompt into the context; return what ``create_completion`` is given.
@@ -252,6 +254,7 @@ class LlamaCppBackend(Backend):
         evaluates it in one batch). A prompt with one is evaluated here as [prefix][rest] and handed
         over as its token list, which the library then finds fully evaluated and samples from at once.
         """
+        self._cached_tokens = 0
         tokens = self.prompt_tokens(text) if self.prefixes else []
         cut = self._cut(text, tokens) if tokens else 0
         if cut == 0:
@@ -260,5 +263,6 @@ class LlamaCppBackend(Backend):
             return text
         if len(tokens) >= self.n_ctx:
             raise ValueError(f"Requested tokens ({len(tokens)}) exceed context window of {self.n_ctx}")
-        self._prefix.evaluate(tokens, cut, reuse=self.prefix_reuse)
+        if self._prefix.evaluate(tokens, cut, reuse=self.prefix_reuse):
+            self._cached_tokens = cut
         return tokens

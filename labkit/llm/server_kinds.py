@@ -112,12 +112,26 @@ class Reply:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str
+    cached_tokens: int = 0
 
 
 def turns_of(request: Request) -> list[dict[str, str]]:
     """A request as chat messages: its conversation's turns, or its prompt as one user turn."""
     turns = request.messages or (("user", request.prompt),)
     return [{"role": role, "content": text} for role, text in turns]
+
+
+def cached_prompt_tokens(answer: Mapping[str, Any]) -> int:
+    """The prompt tokens an OpenAI-style answer says were read from the server's cache (0: not said).
+
+    OpenAI and vLLM (with prefix caching on) report ``usage.prompt_tokens_details.cached_tokens``;
+    llama.cpp's ``llama-server`` reports ``timings.cache_n``.
+    """
+    details = (answer.get("usage") or {}).get("prompt_tokens_details") or {}
+    if isinstance(details, Mapping) and details.get("cached_tokens") is not None:
+        return int(details["cached_tokens"])
+    timings = answer.get("timings") or {}
+    return int(timings.get("cache_n") or 0) if isinstance(timings, Mapping) else 0
 
 
 @dataclass(frozen=True)
@@ -146,7 +160,7 @@ class OpenAIWire:
         usage = answer["usage"]
         text = choice["message"]["content"] if chat else choice["text"]
         return Reply(str(text or ""), int(usage["prompt_tokens"]), int(usage["completion_tokens"]),
-                     str(choice.get("finish_reason")))
+                     str(choice.get("finish_reason")), cached_prompt_tokens(answer))
 
     def barrier_body(self, model: str, text: str) -> dict[str, Any]:
         return {"model": model, "prompt": text, "max_tokens": 1, "temperature": 0.0}
