@@ -111,3 +111,15 @@ def test_the_prefix_cache_is_refused_for_a_server_before_anything_runs(tmp_path:
                  "--only", "a01", "--out", str(tmp_path / "rec")])
     assert code != 0 and "--prefix-cache is for the in-process model" in capsys.readouterr().err
     assert not (tmp_path / "rec").exists()
+
+
+def test_the_committed_prefix_bench_says_what_the_docs_say() -> None:
+    """data/bench/dialog-prefix.json: keeping the head changed no row and read tokens only under K."""
+    record = json.loads((DATA.parents[0] / "bench" / "dialog-prefix.json").read_text(encoding="utf-8"))
+    assert record["order"] == ["F", "K", "K", "F"] and all(len(t) == 2 for t in record["wall_s"].values())
+    assert record["rows_K_same_as_F"] is True
+    assert record["cached_tokens_per_message"]["F"] == 0 < record["cached_tokens_per_message"]["K"]
+    assert record["ratio_K_to_F"] == round(record["median_s"]["K"] / record["median_s"]["F"], 3) < 1
+    assert all(u.split("_")[0] in {x.name.split("_")[0] for x in load_user_scripts(DATA / "users")
+                                   if x.split == "dev"} for u in record["users"])
+    assert "+dirty" not in record["commit"]
