@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.labkit-installed
 # nbval's settings live with the tests (tests/nbval/), not in the folder learners open.
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval/sanitize.cfg -p tests.nbval.ignore_stderr
 
-.PHONY: test experiment lab bench notebooks data lint clean
+.PHONY: test test-bench experiment lab bench notebooks data lint clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("labkit needs Python 3.10 or newer; this is " + sys.version.split()[0] + ". Run: make PYTHON=python3.11 ...") if sys.version_info < (3, 10) else None'
@@ -22,7 +22,11 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(BIN)/ruff check labkit tests scripts exercises notebooks
-	$(BIN)/python -m pytest tests notebooks/*.ipynb $(NBVAL)
+	$(BIN)/python -m pytest tests notebooks/*.ipynb $(NBVAL) -m "not bench"
+
+# The live checks that make test leaves out (marked bench: each is the small form of a recorded benchmark).
+test-bench: $(STAMP)
+	$(BIN)/python -m pytest tests -m bench
 
 # The doctor runs first (a few seconds): a machine that cannot run the model gets advice, not a segfault.
 # MODEL=qwen2.5-coder-1.5b runs the opt-in model (labkit models fetch it first); ARGS=--full runs every task.

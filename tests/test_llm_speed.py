@@ -279,7 +279,7 @@ def test_per_arm_totals():
     assert rows["machine-rule"]["llm_calls"] == 0 and rows["machine-rule"]["runs"] == 1
 
 
-@pytest.mark.slow
+@pytest.mark.bench  # `labkit bench experiment` checks this identity on every arm (experiment-speed-v2.json)
 def test_the_v2_bench_runs_off_then_on_on_the_real_model_and_finds_them_identical(tmp_path):
     """Off (mask, prefix afresh) and on (lazy, prefix kept) give the same runs; on reuses the prefix."""
     from labkit.experiment.v2.runner import ConfigV2

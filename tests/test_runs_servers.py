@@ -51,9 +51,9 @@ def test_the_dialog_measurement_spread_over_two_real_servers_gives_one_servers_r
     from labkit.dialog.comparison import DialogConfig, record
 
     data = Path(__file__).resolve().parents[1] / "data" / "dialog"
-    settings = DialogConfig(model="gemma3-270m", arms=("machine_plus",), split="dev",
-                            scenarios=str(data), users_dir=str(data / "users"))
-    users = ["s03", "s15"]  # one and three messages
+    settings = DialogConfig(model="gemma3-270m", arms=("machine_plus",), scenarios=str(data),
+                            users_dir=str(data / "users"))
+    users = ["s03", "s20"]  # one message each (a dev and a test user): the shortest conversations there are
 
     def client(url: str) -> OpenAICompatBackend:
         return OpenAICompatBackend(url, timeout_s=120, cache_dir=tmp_path / "cache")
@@ -65,6 +65,7 @@ def test_the_dialog_measurement_spread_over_two_real_servers_gives_one_servers_r
     assert len(alone) == 2 and spread == alone  # row for row, in one order
     assert all(r["calls"] >= r["user_messages"] > 0 for r in alone)
     assert pool.runs_per_server()[first] > 0 and pool.runs_per_server()[second] > 0
+
     def events(folder: str, arm: str, user: str) -> list[dict[str, Any]]:
         """A log's events without what a live call cannot repeat: its wall time (and the hashes over it)."""
         lines = (tmp_path / folder / "logs" / arm / f"{user}.jsonl").read_text().splitlines()
@@ -72,11 +73,11 @@ def test_the_dialog_measurement_spread_over_two_real_servers_gives_one_servers_r
                 for line in lines]
 
     for arm in settings.arms:
-        for user in ("s03_cancel", "s15_smalltalk_then_cancel"):
+        for user in ("s03_cancel", "s20_stops_after_issue"):
             assert events("one", arm, user) == events("two", arm, user)
 
 
-@pytest.mark.slow
+@pytest.mark.bench  # real servers: the runner above; this comparison over a pool: test_repoedit_compare.py
 def test_the_code_comparison_spread_over_two_real_servers_gives_one_servers_rows(
         start_llama_server: Any, tmp_path: Path) -> None:
     from labkit.repoedit.compare import REPLAY_IGNORED, CompareConfig, run_compare
