@@ -28,7 +28,8 @@ class ArmInputs:
 
     ``log_path``: where the machine arms write their hash-chained event log (None: in memory).
     ``max_tokens``: the completion cap per call of the arms without the machine (the machine's planner
-    keeps its own per-state caps).
+    keeps its own per-state caps). ``temperature`` and ``seed``: how every model call of the run samples
+    (greedy by default; a best-of-k try after the first samples, :mod:`~labkit.repoedit.best_of`).
     """
 
     task: RepoTask
@@ -40,6 +41,8 @@ class ArmInputs:
     max_tokens: int = 400
     clock: Callable[[], float] = time.time
     python: str = sys.executable
+    temperature: float = 0.0
+    seed: int = 0
 
     def failing_lines(self, limit: int = 200) -> list[str]:
         """The shipped project's failing tests, ``node: message`` (the machine's plan prompt shows the same)."""

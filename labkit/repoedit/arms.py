@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.repoedit.arm_io import ArmEnd, ArmInputs, discard_on_error
+from labkit.repoedit.best_of import best_of
 from labkit.repoedit.features import ALL as ALL_FEATURES
 from labkit.repoedit.features import FEATURES
 from labkit.repoedit.free_loop import loop_head, run_free_loop
@@ -103,7 +104,7 @@ def _backend_versions(inputs: ArmInputs) -> dict[str, str]:
 
 def _model_planner(inputs: ArmInputs) -> Planner:
     assert inputs.backend is not None, "the machine_model arm needs a model"
-    return ModelPlanner(inputs.backend)
+    return ModelPlanner(inputs.backend, temperature=inputs.temperature, seed=inputs.seed)
 
 
 ARMS: dict[str, Arm] = {arm.name: arm for arm in (
@@ -143,6 +144,23 @@ ARMS.update({arm.name: arm for arm in (
 )})
 """The machine with its features (``machine_plus``), one ablation arm per feature, and the whole-file baseline.
 ``machine_model`` stays the machine as first recorded: every feature off."""
+
+BEST_OF = 3
+ARMS.update({arm.name: arm for arm in (
+    Arm(f"prompt_whole_best_of_{BEST_OF}", f"prompt-only, whole files, best of {BEST_OF}", True, False,
+        best_of(run_prompt_whole, BEST_OF),
+        f"prompt_whole, then up to {BEST_OF - 1} sampled tries in fresh copies; the first that passes the "
+        "visible tests is kept (labkit.repoedit.best_of)", lambda budget: PROMPT_WHOLE_HEAD),
+    Arm(f"machine_plus_best_of_{BEST_OF}", f"machine+, best of {BEST_OF}", True, True,
+        best_of(_machine_run(_model_planner, ALL_FEATURES), BEST_OF),
+        f"machine_plus, then up to {BEST_OF - 1} sampled runs in fresh copies; the first that passes the "
+        "visible tests is kept (labkit.repoedit.best_of)", _plus_head(ALL_FEATURES)),
+)})
+"""The same k for the strongest baseline and the machine, so that the tests picking among answers is
+measured on both sides, not given to one."""
+BEST_OF_ARMS = (f"prompt_whole_best_of_{BEST_OF}", f"machine_plus_best_of_{BEST_OF}")
 MODEL_ARMS = tuple(name for name, arm in ARMS.items() if arm.uses_model)
 ABLATION_ARMS = tuple(f"machine_plus_no_{f.name}" for f in FEATURES)
-DEFAULT_ARMS = (*(a for a in MODEL_ARMS if a not in ABLATION_ARMS), "machine_oracle", "machine_plus_oracle")
+DEFAULT_ARMS = (*(a for a in MODEL_ARMS if a not in (*ABLATION_ARMS, *BEST_OF_ARMS)), "machine_oracle",
+                "machine_plus_oracle")
+"""Every arm but the ablation and the best-of-k arms (opt-in: they cost up to k runs each)."""

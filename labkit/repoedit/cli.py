@@ -17,7 +17,8 @@ from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir, re
 
 PLANNERS = ("oracle", "model")
 ARM_NAMES = ("prompt_only", "prompt_tools", "machine_model", "machine_oracle", "machine_noop", "prompt_whole",
-             "machine_plus", *(f"machine_plus_no_{f.name}" for f in FEATURES), "machine_plus_oracle")
+             "machine_plus", *(f"machine_plus_no_{f.name}" for f in FEATURES), "machine_plus_oracle",
+             "prompt_whole_best_of_3", "machine_plus_best_of_3")
 """The comparison's arms as the help text names them (labkit.repoedit.arms.ARMS is imported only when used;
 a test keeps the two equal)."""
 

@@ -300,19 +300,28 @@ class ModelPlanner:
     file (plus the test output on a targeted fix, and the previous refusal on a retry). What the
     view carries decides the contract: a ``menu`` closes the plan's file names, ``definitions`` asks
     for whole definitions instead of search texts, a ``temperature`` samples with the view's seed.
+
+    ``temperature`` and ``seed`` given here sample *every* call of the run (a best-of-k try,
+    :mod:`~labkit.repoedit.best_of`): the hotter of the two temperatures is used, and the run's seed
+    is folded into the view's, so each try and each call in it draws differently. Left at 0, the
+    requests are exactly the greedy ones.
     """
 
     name = "model"
 
     def __init__(self, backend: Backend, *, plan_tokens: int = 160, edit_tokens: int = 320,
-                 definition_tokens: int = 600) -> None:
+                 definition_tokens: int = 600, temperature: float = 0.0, seed: int = 0) -> None:
         self.backend = backend
         self.plan_tokens = plan_tokens
         self.edit_tokens = edit_tokens
         self.definition_tokens = definition_tokens
+        self.temperature = temperature
+        self.seed = seed
 
     def _ask(self, prompt: str, schema: dict[str, Any] | None, max_tokens: int, temperature: float = 0.0,
              seed: int = 0) -> Proposal:
+        if self.temperature > 0:
+            temperature, seed = max(temperature, self.temperature), 1000 * self.seed + seed
         done = self.backend.complete(prompt, max_tokens=max_tokens, schema=schema, temperature=temperature,
                                      seed=seed)
         return Proposal(done.text, prompt, done.prompt_tokens, done.completion_tokens, done.seconds)

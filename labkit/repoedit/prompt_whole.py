@@ -80,7 +80,8 @@ def _run(inputs: ArmInputs, ws: Workspace) -> ArmEnd:
     prompt = whole_prompt(inputs.task.requirement, inputs.baseline.output[-FAILURE_CHARS:], files)
     transcript = [prompt]
     try:
-        done = inputs.backend.complete(prompt, max_tokens=WHOLE_TOKENS, temperature=0.0)
+        done = inputs.backend.complete(prompt, max_tokens=WHOLE_TOKENS, temperature=inputs.temperature,
+                                       seed=inputs.seed)
     except BackendError as exc:
         return ArmEnd(f"backend error: {exc.message[:200]}", ws, transcript=prompt)
     transcript.append(f"--- answer\n{done.text}")

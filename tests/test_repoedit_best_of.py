@@ -1,0 +1,160 @@
+"""Best of k (labkit.repoedit.best_of) on a real tiny project with real pytest and scripted answers (no model).
+
+The scripted model answers wrongly when greedy and rightly only under the seed a test names, so each
+test says which try must be the kept one, what the tries cost, and that nothing of a dropped try stays.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_repoedit_compare import CALC, FIX, TASKS_YAML, TESTS
+
+from labkit.llm.fake import ScriptedBackend
+from labkit.repoedit.arm_io import ArmEnd, ArmInputs
+from labkit.repoedit.arms import ARMS, BEST_OF, BEST_OF_ARMS, DEFAULT_ARMS
+from labkit.repoedit.best_of import TEMPERATURE, best_of, try_log_path
+from labkit.repoedit.budget import BudgetedBackend
+from labkit.repoedit.prompt_whole import run_prompt_whole
+from labkit.repoedit.tasks import load_tasks
+from labkit.repoedit.verify import measure_baseline, verify
+
+FIXED = CALC.replace(FIX["search"], FIX["replace"])
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """test_repoedit_compare's calc task: test_add fails, test_double passes."""
+    (tmp_path / "repos" / "calc" / "tests").mkdir(parents=True)
+    (tmp_path / "repos" / "calc" / "calc.py").write_text(CALC)
+    (tmp_path / "repos" / "calc" / "tests" / "test_calc.py").write_text(TESTS)
+    (tmp_path / "repos" / "tasks.yaml").write_text(TASKS_YAML)
+    return tmp_path / "repos"
+
+
+def _inputs(project: Path, backend: ScriptedBackend, budget: int = 1, log_path: Path | None = None) -> ArmInputs:
+    task = load_tasks(project / "tasks.yaml")["calc-add"]
+    source = project / "calc"
+    return ArmInputs(task, source, measure_baseline(source), BudgetedBackend(backend, budget), log_path=log_path)
+
+
+def _whole(right_seed: int | None) -> ScriptedBackend:
+    """prompt_whole answers: the file unchanged, except under ``right_seed`` (sampled) the fixed file."""
+    def answer(request) -> str:  # type: ignore[no-untyped-def]
+        right = right_seed is not None and request.temperature > 0 and request.seed == right_seed
+        return "FILE: calc.py\n```python\n" + (FIXED if right else CALC) + "```"
+    return ScriptedBackend(answer)
+
+
+def _kept(inner):  # type: ignore[no-untyped-def]
+    """``inner`` that remembers every end it returned (to check that dropped copies are gone)."""
+    ends: list[ArmEnd] = []
+
+    def run(inputs: ArmInputs) -> ArmEnd:
+        ends.append(inner(inputs))
+        return ends[-1]
+    return run, ends
+
+
+def test_the_first_try_that_passes_the_visible_tests_is_kept_and_the_others_are_removed(project: Path) -> None:
+    backend = _whole(right_seed=2)
+    run, ends = _kept(run_prompt_whole)
+    arm_input = _inputs(project, backend)
+    end = best_of(run, 3)(arm_input)
+    assert end.status.startswith("try 3 of 3 passed the visible tests")
+    assert verify(end.workspace, arm_input.baseline).fixed
+    assert [(r.temperature, r.seed) for r in backend.requests] == [(0.0, 0), (TEMPERATURE, 1), (TEMPERATURE, 2)]
+    assert arm_input.backend is not None and arm_input.backend.calls == 3  # each try had the budget of 1
+    assert end.test_runs == 3 and end.transcript.count("=== try") == 3
+    assert [e.workspace.root.exists() for e in ends] == [False, False, True]
+    end.workspace.keep = False
+    end.workspace.close()
+
+
+def test_a_greedy_answer_that_passes_is_the_only_try(project: Path) -> None:
+    backend = ScriptedBackend(lambda r: "FILE: calc.py\n```python\n" + FIXED + "```")
+    end = best_of(run_prompt_whole, 3)(_inputs(project, backend))
+    assert end.status.startswith("try 1 of 3") and len(backend.requests) == 1
+    end.workspace.keep = False
+    end.workspace.close()
+
+
+def test_when_no_try_passes_the_greedy_tree_is_kept(project: Path) -> None:
+    backend = _whole(right_seed=None)
+    run, ends = _kept(run_prompt_whole)
+    arm_input = _inputs(project, backend)
+    end = best_of(run, 3)(arm_input)
+    assert end.status.startswith("no try of 3 passed the visible tests; the greedy try is kept")
+    assert end.workspace is ends[0].workspace and not verify(end.workspace, arm_input.baseline).fixed
+    assert [e.workspace.root.exists() for e in ends] == [True, False, False]
+    end.workspace.keep = False
+    end.workspace.close()
+
+
+def test_a_try_that_raises_leaves_no_copy_behind(project: Path) -> None:
+    calls: list[ArmEnd] = []
+
+    def flaky(inputs: ArmInputs) -> ArmEnd:
+        if inputs.seed == 1:
+            raise RuntimeError("the model server went away")
+        calls.append(run_prompt_whole(inputs))
+        return calls[-1]
+
+    with pytest.raises(RuntimeError, match="went away"):
+        best_of(flaky, 3)(_inputs(project, _whole(right_seed=None)))
+    assert calls and not any(e.workspace.root.exists() for e in calls)
+
+
+def test_the_machine_best_of_k_samples_every_call_of_a_later_try_and_logs_each_try(project: Path,
+                                                                                 tmp_path: Path) -> None:
+    """Greedy (and the machine's own sampled repairs, seeds below 1000) give a wrong definition; the second
+    try's calls carry seeds 1000 + n and get the right one."""
+    def answer(request) -> str:  # type: ignore[no-untyped-def]
+        body = "a + b" if request.seed >= 1000 else "a * b"
+        return f"DEFINITION: add\n```python\ndef add(a, b):\n    return {body}\n```"
+
+    backend = ScriptedBackend(answer)
+    log = tmp_path / "logs" / "calc-add.jsonl"
+    log.parent.mkdir()
+    arm_input = _inputs(project, backend, budget=8, log_path=log)
+    end = ARMS[f"machine_plus_best_of_{BEST_OF}"].run(arm_input)
+    assert end.status.startswith(f"try 2 of {BEST_OF} passed the visible tests: DONE")
+    assert verify(end.workspace, arm_input.baseline).fixed
+    assert log.exists() and try_log_path(log, 1).exists() and not try_log_path(log, 2).exists()
+    greedy = [r for r in backend.requests if r.seed < 1000]
+    assert greedy[0].temperature == 0.0 and all(r.temperature == TEMPERATURE for r in backend.requests
+                                                 if r.seed >= 1000)
+    end.workspace.keep = False
+    end.workspace.close()
+
+
+def test_best_of_k_is_declared_for_the_baseline_and_the_machine_alike_and_is_opt_in() -> None:
+    assert (f"prompt_whole_best_of_{BEST_OF}", f"machine_plus_best_of_{BEST_OF}") == BEST_OF_ARMS
+    assert all(ARMS[a].uses_model and a not in DEFAULT_ARMS for a in BEST_OF_ARMS)
+    with pytest.raises(ValueError, match="k >= 2"):
+        best_of(run_prompt_whole, 1)
+
+
+def test_best_of_k_runs_on_the_runner_and_replays_from_its_cassettes(project: Path, tmp_path: Path) -> None:
+    """Through the code comparison's runner: a row per arm counting every try's calls, a log per machine try,
+    and a replay that asks the cassettes for the same sampled requests."""
+    from labkit.repoedit.compare import CompareConfig, load_rows, replay_differences, run_compare
+    from labkit.runs import Answers
+
+    def answer(request) -> str:  # type: ignore[no-untyped-def]
+        if "each as a line `FILE: <path>`" in request.prompt:  # right on the first sampled try
+            right = request.temperature > 0 and request.seed == 1
+            return "FILE: calc.py\n```python\n" + (FIXED if right else CALC) + "```"
+        right = request.seed >= 1000  # the machine: right only in its second try, never in its own repairs
+        return f"DEFINITION: add\n```python\ndef add(a, b):\n    return {'a + b' if right else 'a * b'}\n```"
+
+    config = CompareConfig(model="scripted", arms=list(BEST_OF_ARMS), tasks_file=str(project / "tasks.yaml"))
+    out = tmp_path / "out"
+    rows = run_compare(config, Answers(live=ScriptedBackend(answer)), out)
+    assert [(r.arm, r.fixed) for r in rows] == [(a, True) for a in BEST_OF_ARMS]
+    assert rows[0].llm_calls == 2 and rows[1].llm_calls > 2  # the whole-file arm: greedy, then seed 1
+    logs = out / "logs" / BEST_OF_ARMS[1]
+    assert (logs / "calc-add.jsonl").exists() and (logs / "calc-add.try1.jsonl").exists()
+    again = run_compare(config, Answers(replay=out), tmp_path / "again")
+    assert replay_differences(load_rows(out / "runs.jsonl"), again) == []
