@@ -25,7 +25,7 @@ from labkit.dialog.events import (
     ModelCalled,
     ValuesDropped,
 )
-from labkit.dialog.features import ALL, FEATURES, PARTS, checked
+from labkit.dialog.features import ALL, CANDIDATES, FEATURES, PARTS, RECORDED, checked
 from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_bot, floor_runs
 from labkit.dialog.measure import score, summarize_scores
 from labkit.dialog.scenario import ScenarioError
@@ -75,7 +75,7 @@ def bot(scenario, answers, *features: str, log=None) -> DialogBot:
 def test_features_are_declared_once_and_unknown_names_are_refused() -> None:
     assert [f.name for f in FEATURES] == ["step_example", "results_grammar", "vars_memory", "cancel_confirm",
                                           "corrections", "grounded_values", "step_question", "carry_over",
-                                             "differing_reask"]
+                                          "differing_reask", "results_first"]
     assert checked(["vars_memory"]) == {"vars_memory"}
     with pytest.raises(LabkitError, match="unknown dialog machine feature") as err:
         checked(["vars_memroy"])
@@ -86,13 +86,17 @@ def test_features_are_declared_once_and_unknown_names_are_refused() -> None:
 
 def test_arms_are_declarations_with_one_ablation_per_feature() -> None:
     assert {"machine", "prompt_only", "prompt_only_checked", "machine_plus"} <= set(NAMES)
-    assert arm("machine").features == frozenset() and arm("machine_plus").features == ALL
+    assert arm("machine").features == frozenset() and arm("machine_plus").features == RECORDED == ALL - CANDIDATES
+    assert arm("machine_plus_next").features == ALL and CANDIDATES and CANDIDATES <= ALL
     for f in FEATURES:
-        assert arm(f"machine_plus_no_{f.name}").features == ALL - {f.name}
+        if f.name in RECORDED:
+            assert arm(f"machine_plus_no_{f.name}").features == RECORDED - {f.name}
+        else:  # a candidate has no ablation until it joins machine_plus
+            assert f"machine_plus_no_{f.name}" not in NAMES
     for part in PARTS:  # a part's ablation keeps every feature and switches the one rule off
-        assert arm(f"machine_plus_no_{part.name}").features == ALL
+        assert arm(f"machine_plus_no_{part.name}").features == RECORDED
         assert arm(f"machine_plus_no_{part.name}").without == {part.name}
-    assert len(ABLATION) == len(FEATURES) + len(PARTS) + 1 and all(a.about for a in ARMS)
+    assert len(ABLATION) == len(RECORDED) + len(PARTS) + 1 and all(a.about for a in ARMS)
     with pytest.raises(LabkitError, match="unknown dialog arm"):
         arm("machine_pluss")
 
@@ -104,7 +108,7 @@ def test_the_old_arms_start_their_logs_as_recorded() -> None:
         assert set(start.params) == {"scenario", "mode", "model", "max_tokens"} and start.params["mode"] == mode
     plus = arm("machine_plus").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
     start = next(e for e in plus.events if isinstance(e, RunStarted))
-    assert start.params["arm"] == "machine_plus" and start.params["features"] == sorted(ALL)
+    assert start.params["arm"] == "machine_plus" and start.params["features"] == sorted(RECORDED)
 
 
 @pytest.mark.parametrize("model", ["gemma3-270m", "qwen2.5-coder-1.5b"])
@@ -723,3 +727,25 @@ def test_without_the_stay_rule_a_stay_may_write_the_value_the_move_on_needs() ->
         b.respond("Hello.")
         sent = next(a for a in b.backend.requests[0].schema["oneOf"] if a["properties"]["signal"] == {"const": "stay"})
         assert ("goal" in sent["properties"]["results"]["properties"]) is writes
+
+
+def test_results_first_puts_the_results_before_the_move_in_the_grammar_the_prompt_and_the_example() -> None:
+    from labkit.dialog.contract import RESULTS_FIRST, in_order
+    from labkit.llm.grammar import compile_schema
+
+    nxt = arm("machine_plus_next").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
+    plus = arm("machine_plus").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
+    step = SUPPORT.step(SUPPORT.initial)
+    schema = nxt._schema(nxt.contract_step(step))
+    alternatives = schema.get("oneOf", [schema])
+    assert all(tuple(a["properties"]) == RESULTS_FIRST == tuple(a["required"]) for a in alternatives)
+    assert [a["properties"]["signal"] for a in alternatives] == \
+        [a["properties"]["signal"] for a in plus._schema(plus.contract_step(step)).get("oneOf", [])]
+    gbnf = compile_schema(schema).gbnf
+    first = next(line for line in gbnf.splitlines() if line.startswith("alternative-0 ::="))
+    assert first.index("results-kv") < first.index("signal-kv") < first.index("message-kv")  # decoded in this order
+    prompt = nxt.prompt(step)
+    assert prompt.endswith("Reply with one JSON object: results (the values the user gave, in their words), signal, "
+                           "message (to the user), summary (one line).\nJSON: ")
+    assert 'JSON: {"results":' in prompt and 'JSON: {"message":' in plus.prompt(step)
+    assert in_order(in_order(schema), ("message", "signal", "results", "summary")) != schema  # order is all it changes

@@ -9,7 +9,9 @@ are checked like the machine's (``needs`` and the script's moves).
   also the third arm of the issue: the machine without the new features;
 - ``prompt_only_checked`` is the prompt-only bot under the same validator and ``needs`` checks as
   the machine, so that a violation means the same thing in both arms;
-- ``machine_plus`` has every feature; ``machine_plus_no_<feature>`` each lack one (the ablation).
+- ``machine_plus`` has every feature but the candidates; ``machine_plus_no_<feature>`` each lack one (the
+  ablation); ``machine_plus_next`` adds the candidate features (:data:`labkit.dialog.features.CANDIDATES`),
+  designed on the dev users after the test recording.
 
 Recording them (a live model; one folder per split and model, :mod:`labkit.dialog.comparison`)::
 
@@ -30,7 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from labkit.dialog.engine import DialogBot, PromptOnlyBot
-from labkit.dialog.features import ALL, FEATURES, PARTS
+from labkit.dialog.features import ALL, CANDIDATES, FEATURES, PARTS, RECORDED
 from labkit.dialog.scenario import Scenario
 from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
@@ -68,15 +70,18 @@ ARMS: tuple[Arm, ...] = (
     Arm("prompt_only", "prompt_only", about="the whole script in one prompt, as first recorded (no needs check)"),
     Arm("prompt_only_checked", "prompt_only", checked=True,
         about="the whole script in one prompt, its claimed moves held to the script's moves and needs"),
-    Arm("machine_plus", "machine", ALL, about="the machine with every feature"),
-    *(Arm(f"machine_plus_no_{f.name}", "machine", ALL - {f.name}, about=f"machine_plus without {f.name}: {f.about}")
-      for f in FEATURES),
-    *(Arm(f"machine_plus_no_{p.name}", "machine", ALL, without=frozenset({p.name}),
+    Arm("machine_plus", "machine", RECORDED, about="the machine with every feature but the candidates"),
+    *(Arm(f"machine_plus_no_{f.name}", "machine", RECORDED - {f.name},
+          about=f"machine_plus without {f.name}: {f.about}") for f in FEATURES if f.name in RECORDED),
+    *(Arm(f"machine_plus_no_{p.name}", "machine", RECORDED, without=frozenset({p.name}),
           about=f"machine_plus with {p.of} but without its part {p.name}: {p.about}") for p in PARTS),
+    Arm("machine_plus_next", "machine", ALL, about="machine_plus with the candidate features, designed on the dev "
+        "users after the test recording: " + ", ".join(sorted(CANDIDATES))),
 )
 BY_NAME: dict[str, Arm] = {a.name: a for a in ARMS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
-ABLATION: tuple[str, ...] = ("machine_plus", *(f"machine_plus_no_{f.name}" for f in (*FEATURES, *PARTS)))
+ABLATION: tuple[str, ...] = ("machine_plus", *(f"machine_plus_no_{f.name}" for f in (*FEATURES, *PARTS)
+                                               if f.name not in CANDIDATES))
 
 
 def arm(name: str) -> Arm:

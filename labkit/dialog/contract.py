@@ -171,6 +171,25 @@ def grammar_schema(step: Step, known: dict[str, Any],
     return alternatives[0] if len(alternatives) == 1 else {"oneOf": alternatives}
 
 
+RESULTS_FIRST = ("results", "signal", "message", "summary")
+"""The ``results_first`` field order: what the user gave, then the move it allows, then what to say."""
+
+
+def in_order(schema: dict[str, Any], order: tuple[str, ...] = RESULTS_FIRST) -> dict[str, Any]:
+    """``schema`` (one answer object, or a ``oneOf`` of them) with its properties in ``order``.
+
+    The grammar writes an object's properties in the order the schema lists them, so this decides
+    what the model decodes first; the schema accepts the same answers either way.
+    """
+    if "oneOf" in schema:
+        return {**schema, "oneOf": [in_order(alt, order) for alt in schema["oneOf"]]}
+    props = schema["properties"]
+    return {**schema, "properties": {k: props[k] for k in (*order, *props) if k in props and k in order}
+            | {k: v for k, v in props.items() if k not in order},
+            "required": [k for k in order if k in schema.get("required", [])]
+            + [k for k in schema.get("required", []) if k not in order]}
+
+
 def differing_reask_prompt(prompt: str, raw: str, violation: Violation, step: Step, known: dict[str, Any]) -> str:
     """The ``differing_reask`` follow-up: the violation named, the previous answer quoted, what to change.
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.dialog.contract import (
+    RESULTS_FIRST,
     Answer,
     Checked,
     Violation,
@@ -29,6 +30,7 @@ from labkit.dialog.contract import (
     check_answer,
     differing_reask_prompt,
     grammar_schema,
+    in_order,
     reask_prompt,
 )
 from labkit.dialog.events import (
@@ -305,6 +307,10 @@ class DialogBot(_Bot):
         return (set(corrections.fields) or {f.name for f in self.scenario.variables}) & known - own
 
     def _schema(self, step: Step) -> dict[str, Any]:
+        schema = self._signal_schema(step)
+        return in_order(schema) if self.has("results_first") else schema
+
+    def _signal_schema(self, step: Step) -> dict[str, Any]:
         if not self.has("results_grammar"):
             return answer_schema(step)
         corrections = self.scenario.corrections
@@ -469,11 +475,14 @@ class DialogBot(_Bot):
             parts.append("You asked the user whether to stop. Emit cancel only if the user confirms it; if the user "
                          "goes on, continue this step.")
         if self.has("step_example") and example:
-            parts.append(example_text(step))
+            parts.append(example_text(step, results_first=self.has("results_first")))
         past = "; ".join(f"{k}: {v}" for k, v in self.state.summaries.items() if k != step.name) or "none"
+        reply = ("results (the values the user gave, in their words), signal, message (to the user), summary "
+                 "(one line)" if self.has("results_first") else
+                 "message (to the user), signal, results, summary (one line)")
         parts += ["", f"Known so far: {self._variables_text()}\nEarlier steps: {past}", "",
                   f"Conversation (latest last):\n{self._turns_text(self.recent_turns)}", "",
-                  "Reply with one JSON object: message (to the user), signal, results, summary (one line).\nJSON: "]
+                  f"Reply with one JSON object: {reply}.\nJSON: "]
         return "\n".join(parts)
 
     # ------------------------------------------------------------- after a kept contract
@@ -591,8 +600,9 @@ class DialogBot(_Bot):
         return text
 
 
-def example_text(step: Step) -> str:
-    """The ``step_example`` block: the step's declared example, else one built from its schema."""
+def example_text(step: Step, *, results_first: bool = False) -> str:
+    """The ``step_example`` block: the step's declared example, else one built from its schema (its fields in
+    the answer's order: ``results_first`` puts the results first)."""
     import json as _json
 
     ex = step.example
@@ -605,6 +615,8 @@ def example_text(step: Step) -> str:
         answer = {"message": "Thanks. " + (f"Next: {forward.when}." if forward and forward.when else "Go on."),
                   "signal": forward.name if forward else "", "results": results, "summary": "what was agreed"}
         user = "(a message that gives what this step needs)"
+    if results_first:
+        answer = {k: answer[k] for k in RESULTS_FIRST}
     return (f"Example of a correct answer (another conversation; take the values from this user's words, never "
             f"from the example):\nUser: {user}\nJSON: {_json.dumps(answer, ensure_ascii=False)}")
 
