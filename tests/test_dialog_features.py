@@ -745,7 +745,10 @@ def test_results_first_puts_the_results_before_the_move_in_the_grammar_the_promp
     first = next(line for line in gbnf.splitlines() if line.startswith("alternative-0 ::="))
     assert first.index("results-kv") < first.index("signal-kv") < first.index("message-kv")  # decoded in this order
     prompt = nxt.prompt(step)
-    assert prompt.endswith("Reply with one JSON object: results (the values the user gave, in their words), signal, "
-                           "message (to the user), summary (one line).\nJSON: ")
+    assert prompt.endswith("Reply with one JSON object: results (only values the user's messages give, in their "
+                           "words; {} when they give none), signal, message (to the user), summary (one line).\nJSON: ")
+    for alt in alternatives:  # the issue the move on needs: only under the signal that needs it
+        needs = next(s for s in step.signals if s.name == alt["properties"]["signal"]["const"]).needs
+        assert ("issue" in alt["properties"]["results"]["properties"]) == ("issue" in needs), needs
     assert 'JSON: {"results":' in prompt and 'JSON: {"message":' in plus.prompt(step)
     assert in_order(in_order(schema), ("message", "signal", "results", "summary")) != schema  # order is all it changes

@@ -132,7 +132,7 @@ def _field_schema(f: Any, required: bool) -> dict[str, Any]:
 
 def grammar_schema(step: Step, known: dict[str, Any],
                    only: Mapping[str, Collection[str]] | None = None, without: Collection[str] = (), *,
-                   stay_keeps_needs: bool = True) -> dict[str, Any]:
+                   stay_keeps_needs: bool = True, needs_decide: bool = False) -> dict[str, Any]:
     """The ``results_grammar`` schema: one alternative per signal, each with its own results object.
 
     In the alternative of a signal, every value the signal ``needs`` that is not ``known`` yet is a
@@ -148,14 +148,18 @@ def grammar_schema(step: Step, known: dict[str, Any],
     ``only`` narrows a signal's results to the named fields (the correction signal may write only
     the earlier steps' known values: live, the model "corrected" the step's own value with it).
     ``without`` leaves signals out (a re-ask may not take the move just refused). ``stay_keeps_needs=False``
-    drops the stay rule of the paragraph above (its ablation).
+    drops the stay rule of the paragraph above (its ablation). ``needs_decide`` (with ``results_first``) takes
+    the rule further: a value a move on needs can be written only under a signal that needs it, so once the
+    model has written it, the move that needs it is the only one left (live, on the dev users, results first
+    let the model write the issue and then emit ``cancel``).
     """
     forward = ({n for s in step.signals if s.to != step.name for n in s.needs if unknown(known.get(n))}
                if stay_keeps_needs else set())
     alternatives = []
     for signal in (s for s in step.signals if s.name not in without):
         required = [n for n in signal.needs if unknown(known.get(n)) and any(f.name == n for f in step.results)]
-        fields = [f for f in step.results if signal.to != step.name or f.name not in forward]
+        fields = [f for f in step.results if f.name not in forward
+                  or (f.name in signal.needs if needs_decide else signal.to != step.name)]
         if only is not None and signal.name in only:
             fields = [f for f in fields if f.name in only[signal.name]]
         results = {"type": "object",

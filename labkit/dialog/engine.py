@@ -318,7 +318,8 @@ class DialogBot(_Bot):
                 if self.has("corrections") and corrections is not None else None)
         barred = self._refused if self._attempt == 2 and self.has_part("refused_move_barred") else ()
         return grammar_schema(step, self.state.variables, only, barred,
-                              stay_keeps_needs=self.has_part("stay_keeps_needs"))
+                              stay_keeps_needs=self.has_part("stay_keeps_needs"),
+                              needs_decide=self.has("results_first") and self.has_part("stay_keeps_needs"))
 
     def _grounded(self, checked: Checked, step: Step) -> Checked:
         """``grounded_values``: free-text values holding words the user never said are taken out.
@@ -477,8 +478,8 @@ class DialogBot(_Bot):
         if self.has("step_example") and example:
             parts.append(example_text(step, results_first=self.has("results_first")))
         past = "; ".join(f"{k}: {v}" for k, v in self.state.summaries.items() if k != step.name) or "none"
-        reply = ("results (the values the user gave, in their words), signal, message (to the user), summary "
-                 "(one line)" if self.has("results_first") else
+        reply = ("results (only values the user's messages give, in their words; {} when they give none), "
+                 "signal, message (to the user), summary (one line)" if self.has("results_first") else
                  "message (to the user), signal, results, summary (one line)")
         parts += ["", f"Known so far: {self._variables_text()}\nEarlier steps: {past}", "",
                   f"Conversation (latest last):\n{self._turns_text(self.recent_turns)}", "",

@@ -47,7 +47,8 @@ FEATURES: tuple[Feature, ...] = (
                                "so greedy decoding does not repeat itself"),
     Feature("results_first", "the answer writes its results before its signal and message, so a value the user "
                              "gave decides the move (on the test users the model chose 'stay' first and then "
-                             "could not write the issue the support step needed: 9 of 15 never recorded it)"),
+                             "could not write the issue the support step needed: 9 of 15 never recorded it); a "
+                             "value a move on needs is then written only under a signal that needs it"),
 )
 CANDIDATES: frozenset[str] = frozenset({"results_first"})
 """Features designed on the dev users *after* the test users were recorded with ``machine_plus``: they are in the
