@@ -751,4 +751,8 @@ def test_results_first_puts_the_results_before_the_move_in_the_grammar_the_promp
         needs = next(s for s in step.signals if s.name == alt["properties"]["signal"]["const"]).needs
         assert ("issue" in alt["properties"]["results"]["properties"]) == ("issue" in needs), needs
     assert 'JSON: {"results":' in prompt and 'JSON: {"message":' in plus.prompt(step)
-    assert in_order(in_order(schema), ("message", "signal", "results", "summary")) != schema  # order is all it changes
+    plain = plus._schema(plus.contract_step(step))
+    reordered = in_order(plain)["oneOf"]  # the same properties (dicts compare without order), in the new order
+    assert [a["properties"] for a in reordered] == [a["properties"] for a in plain["oneOf"]]
+    assert all(tuple(a["properties"]) == RESULTS_FIRST for a in reordered)
+    assert not any(tuple(a["properties"]) == RESULTS_FIRST for a in plain["oneOf"])

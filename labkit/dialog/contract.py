@@ -188,7 +188,7 @@ def in_order(schema: dict[str, Any], order: tuple[str, ...] = RESULTS_FIRST) -> 
     if "oneOf" in schema:
         return {**schema, "oneOf": [in_order(alt, order) for alt in schema["oneOf"]]}
     props = schema["properties"]
-    return {**schema, "properties": {k: props[k] for k in (*order, *props) if k in props and k in order}
+    return {**schema, "properties": {k: props[k] for k in order if k in props}
             | {k: v for k, v in props.items() if k not in order},
             "required": [k for k in order if k in schema.get("required", [])]
             + [k for k in schema.get("required", []) if k not in order]}
