@@ -32,6 +32,7 @@ from typing import Any
 
 from labkit.errors import LabkitError
 from labkit.exercise_child import MARKER
+from labkit.python_source import parse
 from labkit.sandbox import GIB, MIB, SandboxLimits, run_sandboxed
 
 
@@ -272,7 +273,7 @@ def check_file(folder: Path, target: Path, *, timeout: float = PROBE_TIMEOUT, hi
     checker = _checker(folder)
     source = target.read_text(encoding="utf-8", errors="replace")
     try:
-        tree = ast.parse(source, filename=target.name)
+        tree = parse(source, filename=target.name)
     except SyntaxError as exc:
         return [f"importing {target.name} failed at line {exc.lineno or '?'}: SyntaxError: {exc}"]
     static = getattr(checker, "static", None)
@@ -348,9 +349,7 @@ def student_text(solution: str, source: str = "solution.py") -> str:
 
 def _note_unused_imports(text: str) -> str:
     """Mark imports the stripped file no longer uses, so the student keeps them without a lint error."""
-    import ast
-
-    tree = ast.parse(text)
+    tree = parse(text)
     used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     used |= {node.value.id for node in ast.walk(tree)
              if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)}

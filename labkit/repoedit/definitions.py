@@ -15,6 +15,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from labkit.python_source import parse
 from labkit.repoedit.tasks import SearchReplace
 
 
@@ -48,7 +49,7 @@ def definitions(text: str) -> tuple[Definition, ...]:
     Empty if the file does not parse. An assignment counts because a table or a constant is as
     often the thing to fix as a function is."""
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except SyntaxError:
         return ()
     found: list[Definition] = []
@@ -84,7 +85,7 @@ def _defined(code: str) -> tuple[str | None, str, str]:
     A module docstring or import lines the model copied along with the definition are dropped (they
     are not part of the definition, and the file keeps its own; imports change as ``imports``)."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError as exc:
         return None, f"the new definition does not parse: {exc.msg} (line {exc.lineno})", ""
     if tree.body and all(isinstance(n, ast.Import | ast.ImportFrom) for n in tree.body):

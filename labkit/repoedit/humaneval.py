@@ -40,6 +40,7 @@ from typing import Literal
 import yaml
 
 from labkit.errors import LabkitError
+from labkit.python_source import parse
 from labkit.sandbox import run_sandboxed
 
 BenchKind = Literal["fix", "implement"]
@@ -147,7 +148,7 @@ def _assertion(call: str, want: str) -> str:
     if not _literal(want):
         return ""
     try:
-        ast.parse(call, mode="eval")
+        parse(call, mode="eval")
     except SyntaxError:
         return ""
     return f"assert {call} == {want}"
@@ -155,7 +156,7 @@ def _assertion(call: str, want: str) -> str:
 
 def check_asserts(problem: Problem) -> list[str]:
     """The asserts of the problem's own ``check``, written against the entry point (the fallback visible test)."""
-    tree = ast.parse(problem.test)
+    tree = parse(problem.test)
     check = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check")
     found = []
     for node in check.body:
@@ -187,7 +188,7 @@ def mutants(body: str) -> list[tuple[str, str]]:
         for new in replacements:
             text = _replace_token(body, tok, new)
             try:
-                ast.parse("def _body():\n" + text)  # the body is indented: it parses inside a function
+                parse("def _body():\n" + text)  # the body is indented: it parses inside a function
             except SyntaxError:
                 continue
             found.append((f"line {tok.start[0]}: {tok.string!r} -> {new or '(removed)'!r}", text))
@@ -318,7 +319,7 @@ def plan_task(problem: Problem, kind: BenchKind, split: str, seed: int = SEED) -
 def helpers_used(problem: Problem) -> list[str]:
     """Functions of the prompt besides the entry point that the problem's own tests call (``encode_cyclic`` for
     ``decode_cyclic``): the test files must import them too."""
-    defined = [n.name for n in ast.parse(problem.prompt).body if isinstance(n, ast.FunctionDef)]
+    defined = [n.name for n in parse(problem.prompt).body if isinstance(n, ast.FunctionDef)]
     return [name for name in defined if name != problem.entry_point and re.search(rf"\b{name}\(", problem.test)]
 
 

@@ -10,6 +10,8 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from labkit.python_source import parse
+
 SKIP_DIRS = frozenset({".git", "__pycache__", ".pytest_cache"})
 
 
@@ -101,7 +103,7 @@ def index_project(root: Path) -> RepoIndex:
         text = path.read_text(encoding="utf-8", errors="replace")
         if posix.endswith(".py"):
             try:
-                symbols, imports = _symbols(ast.parse(text))
+                symbols, imports = _symbols(parse(text))
             except SyntaxError:
                 symbols = ("(does not parse)",)
         entries.append(FileEntry(posix, is_test_path(posix), symbols, imports, text.count("\n")))
@@ -110,7 +112,7 @@ def index_project(root: Path) -> RepoIndex:
 
 def _used_names(text: str) -> set[str]:
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except SyntaxError:
         return set()
     return ({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
