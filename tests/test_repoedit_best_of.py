@@ -158,3 +158,64 @@ def test_best_of_k_runs_on_the_runner_and_replays_from_its_cassettes(project: Pa
     assert (logs / "calc-add.jsonl").exists() and (logs / "calc-add.try1.jsonl").exists()
     again = run_compare(config, Answers(replay=out), tmp_path / "again")
     assert replay_differences(load_rows(out / "runs.jsonl"), again) == []
+
+
+def test_a_recorded_greedy_arm_answers_the_best_of_arms_first_try_and_the_new_cassette_replays_alone(
+        project: Path, tmp_path: Path) -> None:
+    """`--reuse`: the greedy arms recorded first; then the best-of arms with a model that may only be asked
+    sampled requests, so every greedy request must come from the greedy recording's cassettes."""
+    from labkit.llm.cassette import ReusingBackend, read_cassette
+    from labkit.repoedit.compare import CompareConfig, load_rows, replay_differences, run_compare
+    from labkit.runs import Answers
+
+    def answer(request) -> str:  # type: ignore[no-untyped-def]
+        if "each as a line `FILE: <path>`" in request.prompt:
+            right = request.temperature > 0 and request.seed == 1
+            return "FILE: calc.py\n```python\n" + (FIXED if right else CALC) + "```"
+        right = request.seed >= 1000
+        return f"DEFINITION: add\n```python\ndef add(a, b):\n    return {'a + b' if right else 'a * b'}\n```"
+
+    tasks = str(project / "tasks.yaml")
+    greedy = tmp_path / "greedy"
+    greedy_rows = run_compare(CompareConfig(model="scripted", arms=["prompt_whole", "machine_plus"], tasks_file=tasks),
+                              Answers(live=ScriptedBackend(answer)), greedy)
+    assert [r.fixed for r in greedy_rows] == [False, False]
+
+    def sampled_only(request) -> str:  # type: ignore[no-untyped-def]
+        assert request.temperature > 0, "a greedy request reached the model: it should have been reused"
+        return answer(request)
+
+    reusing = ReusingBackend(ScriptedBackend(sampled_only), sorted((greedy / "cassettes").glob("*.jsonl")))
+    config = CompareConfig(model="scripted", arms=list(BEST_OF_ARMS), tasks_file=tasks)
+    out = tmp_path / "out"
+    rows = run_compare(config, Answers(live=reusing), out)
+    assert [(r.arm, r.fixed) for r in rows] == [(a, True) for a in BEST_OF_ARMS]
+    greedy_calls = sum(r.llm_calls for r in greedy_rows)
+    assert reusing.hits == greedy_calls and reusing.misses == sum(r.llm_calls for r in rows) - greedy_calls
+    # the reused answers say so: all of the first try's (the machine's own sampled repairs among them)
+    first_try = {BEST_OF_ARMS[0]: lambda seed: seed == 0, BEST_OF_ARMS[1]: lambda seed: seed < 1000}
+    for arm, is_first in first_try.items():
+        _, calls = read_cassette(out / "cassettes" / f"{arm}.jsonl")
+        assert [c["completion"]["replayed"] for c in calls] == [is_first(c["request"]["seed"]) for c in calls]
+        assert any(c["completion"]["replayed"] for c in calls) and not all(c["completion"]["replayed"] for c in calls)
+    again = run_compare(config, Answers(replay=out), tmp_path / "again")
+    assert replay_differences(load_rows(out / "runs.jsonl"), again) == []
+
+
+def test_reuse_is_refused_with_a_server_with_a_replay_and_without_cassettes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    def compare(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "labkit", "repoedit", "compare", *extra],
+                              capture_output=True, text=True, timeout=120)
+
+    proc = compare("--replay", str(tmp_path), "--reuse", str(tmp_path))
+    assert proc.returncode == 2 and "--reuse is for a live recording" in proc.stderr
+    from labkit.errors import LabkitError
+    from labkit.repoedit.cli import _reusing
+
+    with pytest.raises(LabkitError, match="no cassettes in"):
+        _reusing(ScriptedBackend(lambda r: ""), tmp_path, server=False)
+    with pytest.raises(LabkitError, match="in-process model file"):
+        _reusing(ScriptedBackend(lambda r: ""), tmp_path, server=True)

@@ -169,3 +169,39 @@ class ReplayBackend(Backend):
     def requests(self) -> list[Request]:
         """The recorded requests (e.g. to list what a cassette can answer)."""
         return [_request_from(c["request"]) for c in self._calls.values()]
+
+
+class ReusingBackend(WrappedBackend):
+    """Answers a call from earlier cassettes when that very request (same model file, prompt, schema and
+    decoding) was answered there, and asks ``inner`` otherwise.
+
+    Why: a best-of-k arm's first try is the greedy arm itself (:mod:`labkit.repoedit.best_of`). Where
+    that arm is recorded already, its cassette holds the greedy try's answers; asking the model again
+    costs the whole first recording's time for answers a replay gives anyway, and could give others
+    (llama.cpp's greedy answer can move with the KV state a call starts from). A reused completion
+    keeps its recorded seconds and says ``replayed=True``, so the new cassette tells the reused
+    answers from the new ones; ``hits`` and ``misses`` count them.
+    """
+
+    kind = "reusing"
+
+    def __init__(self, inner: Backend, cassettes: list[Path]) -> None:
+        super().__init__(inner)
+        self.cassettes = [Path(p) for p in cassettes]
+        model = inner.model_id()
+        self._calls: dict[str, dict[str, Any]] = {}
+        for path in self.cassettes:
+            _, calls = read_cassette(path)
+            self._calls.update((c["key"], c) for c in calls if c.get("model") == model)
+        self.hits = self.misses = 0
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.inner.describe(), "reusing": [str(p) for p in self.cassettes]}
+
+    def _complete(self, request: Request) -> Completion:
+        record = self._calls.get(cassette_key(request, self.inner.model_id()))
+        if record is None:
+            self.misses += 1
+            return self.inner._complete(request)
+        self.hits += 1
+        return Completion.from_dict({**record["completion"], "replayed": True})

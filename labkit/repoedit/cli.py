@@ -178,6 +178,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from labkit.repoedit.compare import CompareConfig, recording_tasks_differences, replay_compare, run_compare
     from labkit.repoedit.compare_report import render_report
 
+    if args.replay and args.reuse:
+        raise LabkitError("--reuse is for a live recording; a replay answers every call from its own cassettes",
+                          "drop --reuse.")
     if args.replay:
         folder = Path(args.replay)
         out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="labkit-compare-replay-"))
@@ -225,6 +228,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             return model_backend(model, threads=args.threads, prefixes=prefixes)
 
         live = live_backend(args, local)  # one server, a pool of servers and slots, or the in-process model
+        if args.reuse:
+            live = _reusing(live, Path(args.reuse), server=bool(args.server))
         describe = live.describe()
     elif args.server:
         raise LabkitError("--server is given but no arm asks a model", "drop --server, or add a model arm.")
@@ -233,8 +238,23 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     clean_commit(out)  # a recording into data/ names a commit, not a dirty tree
     run_compare(config, Answers(live=live), out, describe=describe, progress=print)
+    if args.reuse:
+        print(f"{live.hits} call(s) answered from {args.reuse}'s cassettes, {live.misses} by the model")
     print(render_report([out]))
     return 0
+
+
+def _reusing(live: Any, folder: Path, *, server: bool) -> Any:
+    """``live`` answering every request already recorded in ``folder``'s cassettes from there (``--reuse``)."""
+    from labkit.llm.cassette import ReusingBackend
+
+    if server:
+        raise LabkitError("--reuse serves answers of the in-process model file", "drop --server, or drop --reuse.")
+    cassettes = sorted((folder / "cassettes").glob("*.jsonl"))
+    if not cassettes:
+        raise LabkitError(f"no cassettes in {folder / 'cassettes'}",
+                          "give a folder recorded by `labkit repoedit compare` with the same model.")
+    return ReusingBackend(live, cassettes)
 
 
 def _tasks_spec(value: str) -> str:
@@ -313,6 +333,9 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--out", help="the folder to record into (an existing one with the same options is resumed)")
     p.add_argument("--replay", metavar="DIR", help="re-run a recorded folder from its cassettes (no model) and "
                    "check that every row is reproduced")
+    p.add_argument("--reuse", metavar="DIR", help="answer every call whose very request a recorded folder's "
+                   "cassettes hold from there (marked replayed in the new cassette), e.g. a best-of arm's greedy "
+                   "try from the greedy arm's recording; the other calls go to the model")
     p.set_defaults(func=_cmd_compare)
     p = sub.add_parser("compare-report", help="print the report of recorded comparisons (one folder per model)")
     p.add_argument("folders", nargs="+", help="folders written by `labkit repoedit compare`")
