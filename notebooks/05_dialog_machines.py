@@ -52,6 +52,7 @@ from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_runs
 from labkit.dialog.measure import PARTS, compare_arms
 from labkit.dialog.rescore import counts, report, score_folder, score_runs
 from labkit.dialog.simulate import load_scenarios
+from labkit.dialog.targets import check_targets
 from labkit.drawio import to_drawio
 from labkit.llm.cassette import ReplayBackend
 from labkit.runs import read_rows
@@ -401,23 +402,9 @@ Markdown("\n".join(lines))
 # %%
 _q = "qwen2.5-coder-1.5b"
 
-
-def targets_for(arm: str) -> list[tuple[str, bool]]:
-    """The issue's targets for one arm of the 1.5B model's test recording, each with whether it is met."""
-    s, only = test_report["summaries"][(_q, arm)], test_report["summaries"][(_q, "prompt_only_checked")]
-    p = compare_arms(tested[_q][arm], tested[_q]["prompt_only_checked"])["adhered"].p_value
-    n, calls = s["conversations"], test_counts[_q][arm]["calls_per_message"]
-    return [(f"{arm} adherence at least 60%", s["adhered"]["count"] >= 0.6 * n),
-            ("at least twice prompt_only_checked's", s["adhered"]["count"] >= 2 * only["adhered"]["count"]),
-            (f"paired exact test p < 0.05 (p = {p:.3g})", p < 0.05),
-            (f"calls per user message at most 1.10 ({calls})", calls <= 1.10),
-            ("no false completion", s["false_completions"]["count"] == 0),
-            ("no invented value", s["no_invented"]["count"] == n)]
-
-
-targets = targets_for("machine_plus")
+targets = check_targets(tested[_q], test_counts[_q], "machine_plus")
 failing = {part: sum(not sc.parts[part] for sc in tested[_q]["machine_plus"]) for part in PARTS}
-Markdown("\n".join([f"- {'met' if ok else '**missed**'}: {what}" for what, ok in targets]
+Markdown("\n".join([t.line() for t in targets]
                    + ["\nConversations where machine_plus fails each part: "
                       + ", ".join(f"{part} {n}" for part, n in failing.items()) + "."]))
 
@@ -476,7 +463,7 @@ for where, arms in (("dev users", dev_next), ("test users", tested[_q])):
     print(f"{where:10s} machine_plus_next vs machine_plus, paired by user: {paired.describe()}")
 if "machine_plus_next" in tested[_q]:
     print("\nThe targets, for machine_plus_next on the test users:")
-    print("\n".join(f"- {'met' if ok else 'MISSED'}: {what}" for what, ok in targets_for("machine_plus_next")))
+    print("\n".join(t.line() for t in check_targets(tested[_q], test_counts[_q], "machine_plus_next")))
 
 # %% [markdown]
 # The 270M base model's rows say something else: under `machine_plus` its conversations often end in cancels and in
