@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_repoedit_compare import CALC, FIX, TASKS_YAML, TESTS
+from calc_project import CALC, FIX, write_calc_project
 
 from labkit.llm.fake import ScriptedBackend
 from labkit.repoedit.arm_io import ArmEnd, ArmInputs
@@ -25,12 +25,7 @@ FIXED = CALC.replace(FIX["search"], FIX["replace"])
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """test_repoedit_compare's calc task: test_add fails, test_double passes."""
-    (tmp_path / "repos" / "calc" / "tests").mkdir(parents=True)
-    (tmp_path / "repos" / "calc" / "calc.py").write_text(CALC)
-    (tmp_path / "repos" / "calc" / "tests" / "test_calc.py").write_text(TESTS)
-    (tmp_path / "repos" / "tasks.yaml").write_text(TASKS_YAML)
-    return tmp_path / "repos"
+    return write_calc_project(tmp_path)
 
 
 def _inputs(project: Path, backend: ScriptedBackend, budget: int = 1, log_path: Path | None = None) -> ArmInputs:

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from calc_project import CALC, FIX, write_calc_project
 
 from labkit.cli import main
 from labkit.errors import LabkitError
@@ -30,36 +31,13 @@ from labkit.repoedit.verify import judge, measure_baseline, verify
 from labkit.repoedit.workspace import TestRun
 from labkit.runs import Answers
 
-CALC = "def add(a, b):\n    return a - b\n\n\ndef double(x):\n    return 2 * x\n"
-TESTS = ("from calc import add, double\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
-         "def test_double():\n    assert double(4) == 8\n")
-TASKS_YAML = """format: 1
-tasks:
-  - id: calc-add
-    project: calc
-    split: test
-    kind: bug
-    requirement: add(a, b) must return the sum of a and b.
-    failing: [tests/test_calc.py::test_add]
-    oracle:
-      - path: calc.py
-        why: add subtracts
-        edits:
-          - search: '    return a - b'
-            replace: '    return a + b'
-"""
-FIX = {"search": "    return a - b", "replace": "    return a + b"}
 BREAK_DOUBLE = {"search": "    return 2 * x", "replace": "    return 3 * x"}
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A task file with one task on a real two-file project: test_add fails, test_double passes."""
-    (tmp_path / "repos" / "calc" / "tests").mkdir(parents=True)
-    (tmp_path / "repos" / "calc" / "calc.py").write_text(CALC)
-    (tmp_path / "repos" / "calc" / "tests" / "test_calc.py").write_text(TESTS)
-    (tmp_path / "repos" / "tasks.yaml").write_text(TASKS_YAML)
-    return tmp_path / "repos"
+    return write_calc_project(tmp_path)
 
 
 def inputs(project: Path, backend=None, budget: int = 6) -> ArmInputs:

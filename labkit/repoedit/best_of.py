@@ -34,6 +34,13 @@ def try_log_path(log_path: Path | None, attempt: int) -> Path | None:
     return log_path.with_name(f"{log_path.stem}.try{attempt}{log_path.suffix}")
 
 
+def _remove(ends: list[ArmEnd]) -> None:
+    """Delete the copies of tries that are not kept."""
+    for end in ends:
+        end.workspace.keep = False
+        end.workspace.close()
+
+
 def best_of(inner: Callable[[ArmInputs], ArmEnd], k: int) -> Callable[[ArmInputs], ArmEnd]:
     """The arm ``inner`` tried up to ``k`` times (see the module docstring); ``inner`` must honour
     ``inputs.temperature`` and ``inputs.seed`` on every model call."""
@@ -63,15 +70,10 @@ def best_of(inner: Callable[[ArmInputs], ArmEnd], k: int) -> Callable[[ArmInputs
                     kept = attempt
                     break
         except BaseException:
-            for end in ends:  # the runner sees no copy: remove every one made so far
-                end.workspace.keep = False
-                end.workspace.close()
+            _remove(ends)  # the runner sees no copy: remove every one made so far
             raise
         chosen = ends[kept if kept is not None else 0]
-        for end in ends:
-            if end is not chosen:
-                end.workspace.keep = False
-                end.workspace.close()
+        _remove([end for end in ends if end is not chosen])
         status = (f"try {kept + 1} of {k} passed the visible tests: {chosen.status}" if kept is not None
                   else f"no try of {len(ends)} passed the visible tests; the greedy try is kept: {chosen.status}")
         return ArmEnd(status, chosen.workspace, test_runs=test_runs, edits=chosen.edits, refused=chosen.refused,
