@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from labkit.errors import LabkitError
+from labkit.experiment.v2.arms import RunRecordV2
 from labkit.experiment.v2.report import counts_only, headline, paired_rows, summary_rows, write_report
 from labkit.experiment.v2.runner import Backends, ConfigV2, load_runs_v2, log_path, run_experiment_v2
 from labkit.llm.backend import Request
@@ -79,17 +80,17 @@ def test_replay_of_something_not_recorded_is_an_error(tmp_path: Path) -> None:
         run_experiment_v2(_config(arms=["prompt-only"]), Backends(replay=live), tmp_path / "r")
 
 
-def test_paired_rows_and_headline_from_runs(tmp_path: Path) -> None:
-    from labkit.experiment.v2.arms import RunRecordV2
+def rec(arm: str, task: Any, passed: bool) -> tuple[str, RunRecordV2]:
+    """A test-split row of ``arm`` on ``task`` that only says whether it passed."""
+    return "test", RunRecordV2(arm=arm, task=task.id, family=task.family, seed=0, passed=passed,
+                               failed_checks=[], termination="", llm_calls=0, decisions=0, reasks=0,
+                               schema_invalid=0, violations=0, guard_rejections=0, tool_calls=0,
+                               prompt_tokens=0, completion_tokens=0, wall_s=0.0)
 
+
+def test_paired_rows_and_headline_from_runs(tmp_path: Path) -> None:
     config = ConfigV2(splits=["test"])
     test_set = config.task_sets()["test"]
-
-    def rec(arm: str, task: Any, passed: bool) -> tuple[str, RunRecordV2]:
-        return "test", RunRecordV2(arm=arm, task=task.id, family=task.family, seed=0, passed=passed,
-                                   failed_checks=[], termination="", llm_calls=0, decisions=0, reasks=0,
-                                   schema_invalid=0, violations=0, guard_rejections=0, tool_calls=0,
-                                   prompt_tokens=0, completion_tokens=0, wall_s=0.0)
 
     runs = []
     for i, task in enumerate(test_set.tasks):
@@ -247,14 +248,6 @@ def test_headline_counts_row_of_paired_of_and_split_text_read_the_committed_summ
 
     config = ConfigV2(splits=["test"])
     test_set = config.task_sets()["test"]
-    from labkit.experiment.v2.arms import RunRecordV2
-
-    def rec(arm: str, task: Any, passed: bool) -> tuple[str, RunRecordV2]:
-        return "test", RunRecordV2(arm=arm, task=task.id, family=task.family, seed=0, passed=passed,
-                                   failed_checks=[], termination="", llm_calls=0, decisions=0, reasks=0,
-                                   schema_invalid=0, violations=0, guard_rejections=0, tool_calls=0,
-                                   prompt_tokens=0, completion_tokens=0, wall_s=0.0)
-
     heads = [test_set.by_id(t) for t in test_set.headline]
     runs = [rec("prompt-only", t, i == 0) for i, t in enumerate(heads)] + [rec("machine-model", t, i > 0)
                                                                             for i, t in enumerate(heads)]
