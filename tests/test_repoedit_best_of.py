@@ -196,6 +196,29 @@ def test_a_recorded_greedy_arm_answers_the_best_of_arms_first_try_and_the_new_ca
     again = run_compare(config, Answers(replay=out), tmp_path / "again")
     assert replay_differences(load_rows(out / "runs.jsonl"), again) == []
 
+    # one report over both folders: the best-of arms paired with the greedy ones task by task
+    from labkit.repoedit.compare_report import render_report, summarize
+
+    both = summarize([greedy, out])
+    fixed = {(p["a"], p["b"]): (p["a_better"], p["b_better"]) for p in both["paired"] if p["measure"] == "fixed"}
+    assert fixed[(BEST_OF_ARMS[1], "machine_plus")] == (1, 0) and fixed[(BEST_OF_ARMS[0], "prompt_whole")] == (1, 0)
+    assert [r["arm"] for r in both["arms"]] == ["prompt_whole", "machine_plus", *BEST_OF_ARMS]
+    assert both["runs"] == both["planned"] == 4
+    assert f"Best of {BEST_OF} (the visible tests picking among up to {BEST_OF} tries) fixed 1 task(s) the greedy" \
+        in render_report([[greedy, out]])
+    from labkit.errors import LabkitError
+
+    with pytest.raises(LabkitError, match="record the same arm twice"):
+        summarize([greedy, greedy])
+    import json
+    import shutil
+
+    other = shutil.copytree(out, tmp_path / "other")
+    config_file = other / "compare.json"
+    config_file.write_text(json.dumps({**json.loads(config_file.read_text()), "call_budget": 7}))
+    with pytest.raises(LabkitError, match=r"not the same comparison as .*: call_budget differ"):
+        summarize([greedy, other])
+
 
 def test_reuse_is_refused_with_a_server_with_a_replay_and_without_cassettes(tmp_path: Path) -> None:
     import subprocess

@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from labkit.errors import LabkitError
 from labkit.experiment.v2.report import solved_cell
-from labkit.repoedit.arms import ARMS
+from labkit.repoedit.arms import ARMS, BEST_OF
 from labkit.repoedit.compare import RunRow, load_rows, read_config
 from labkit.repoedit.features import FEATURES
 from labkit.stats import paired_test, wilson_interval
@@ -24,7 +25,10 @@ from labkit.stats import paired_test, wilson_interval
 # (a, b): what the machine adds over one prompt, and over a free loop with the same tools; what the features add
 # over the machine as first recorded. A pair is reported where a recording holds both arms.
 COMPARISONS = (("machine_model", "prompt_only"), ("machine_model", "prompt_tools"), ("machine_plus", "prompt_whole"),
-               ("machine_plus", "prompt_only"), ("machine_plus", "machine_model"))
+               ("machine_plus", "prompt_only"), ("machine_plus", "machine_model"),
+               (f"machine_plus_best_of_{BEST_OF}", f"prompt_whole_best_of_{BEST_OF}"),
+               (f"machine_plus_best_of_{BEST_OF}", "machine_plus"), (f"prompt_whole_best_of_{BEST_OF}", "prompt_whole"),
+               (f"machine_plus_best_of_{BEST_OF}", "prompt_whole"))
 HEADLINES = (("prompt_whole", "machine_plus"), ("prompt_only", "machine_plus"), ("prompt_only", "machine_model"))
 """(one prompt, machine) pairs for the seed's "x/n → y/n" form, the first that a recording holds both of."""
 ORACLES = ("machine_oracle", "machine_plus_oracle")
@@ -184,7 +188,8 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
     """What the numbers mean, in sentences built from them (so the text is right whichever way they came out)."""
     by = {r["arm"]: r for r in arms}
     said = []
-    one = next((p for p in paired if p["b"] in ("prompt_only", "prompt_whole") and p["measure"] == "fixed"), None)
+    one = next((p for p in paired if p["a"].startswith("machine") and p["measure"] == "fixed"
+                and p["b"] in ("prompt_only", "prompt_whole", f"prompt_whole_best_of_{BEST_OF}")), None)
     if one is not None:
         a, b, n = one["a_better"], one["b_better"], one["tasks"]
         if a == b == 0:
@@ -204,10 +209,17 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
                               "proof; more tasks would decide it."))
     broken = [f"{r['label']} {r['broken_trees']}" for r in arms if r["arm"] not in ORACLES]
     said.append("Trees left with a test broken that passed before: " + ", ".join(broken) + ".")
-    kept = [p for p in paired if p["measure"] == "no test left broken" and p["a_better"] + p["b_better"]]
+    kept = [p for p in paired if p["measure"] == "no test left broken" and p["a_better"] + p["b_better"]
+            and p["a"].startswith("machine") and not p["b"].startswith("machine")]
     said += [f"Leaving the tree no worse, the machine beat {ARMS[p['b']].label} on {p['a_better']} task(s) and "
              f"lost on {p['b_better']} (exact sign test p = {p['p_value']:.3g})." for p in kept]
-    machine = by.get("machine_model") or by.get("machine_plus")
+    for p in paired:
+        if p["measure"] == "fixed" and p["a"] == f"{p['b']}_best_of_{BEST_OF}":
+            said.append(f"Best of {BEST_OF} (the visible tests picking among up to {BEST_OF} tries) fixed "
+                        f"{p['a_better']} "
+                        f"task(s) the greedy {ARMS[p['b']].label} did not and lost {p['b_better']} "
+                        f"(exact sign test p = {p['p_value']:.3g}).")
+    machine = by.get("machine_model") or by.get("machine_plus") or by.get(f"machine_plus_best_of_{BEST_OF}")
     if machine is not None:
         said.append("The machine left none, as it must: it ends green or rolls back to the tree it started from."
                     if machine["broken_trees"] == 0 else
@@ -227,15 +239,34 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
     return " ".join(said)
 
 
-def summarize(folder: Path) -> dict[str, Any]:
-    """Everything the report shows for one recorded folder (one model)."""
-    config = read_config(folder)
-    rows = load_rows(folder / "runs.jsonl")
+def _sessions(folder: Path) -> list[dict[str, Any]]:
+    path = folder / "provenance.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()] if path.exists() else []
+
+
+def summarize(folder: Path | Sequence[Path]) -> dict[str, Any]:
+    """Everything the report shows for one recorded folder (one model), or for several folders that recorded
+    other arms of the same comparison (an arm added later into a folder of its own, e.g. best of k beside the
+    greedy arms): their rows are paired by task as if one folder held them all."""
+    folders = [Path(folder)] if isinstance(folder, str | Path) else [Path(f) for f in folder]
+    configs = [read_config(f) for f in folders]
+    config = configs[0]
+    for other, where in zip(configs[1:], folders[1:], strict=True):
+        same = ("model", "tasks_file", "split", "call_budget", "max_tokens", "limits")
+        if differs := [k for k in same if getattr(other, k) != getattr(config, k)]:
+            raise LabkitError(f"{where} is not the same comparison as {folders[0]}: {', '.join(differs)} differ",
+                              "report together only folders recorded with the same model, tasks and limits.")
+    recorded = [load_rows(f / "runs.jsonl") for f in folders]
+    arms_of = [{r.arm for r in rows} for rows in recorded]
+    if len(set().union(*arms_of)) < sum(map(len, arms_of)):
+        raise LabkitError(f"folders {', '.join(map(str, folders))} record the same arm twice",
+                          "report together only folders whose arms differ.")
+    rows = [row for rows in recorded for row in rows]
     arms = arm_rows(rows)
     paired = paired_rows(rows)
-    sessions = [json.loads(line) for line in (folder / "provenance.jsonl").read_text(encoding="utf-8").splitlines()
-                if line.strip()] if (folder / "provenance.jsonl").exists() else []
-    planned = len(config.jobs())
+    sessions = [s for f in folders for s in _sessions(f)]
+    planned = sum(len(c.jobs()) for c in configs)
     return {"model": config.model, "tasks_file": config.tasks_file,
             "split": config.split, "call_budget": config.call_budget, "arms": arms,
             "paired": paired, "ablation": ablation_rows(rows), "failures": failure_rows(rows),
@@ -326,9 +357,10 @@ def pass_at_1_text(folder: Path, arm: str = "prompt_whole") -> str:
     return text
 
 
-def render_report(folders: Sequence[Path]) -> str:
-    """The report of one or more recorded folders (one per model), as Markdown (notebook, docs/results.md, CLI)."""
-    return "\n".join(markdown(summarize(Path(f))) for f in folders)
+def render_report(folders: Sequence[Path | Sequence[Path]]) -> str:
+    """The report of one or more recorded folders (one per model; a list of folders is one report over their
+    arms, see :func:`summarize`), as Markdown (notebook, docs/results.md, CLI)."""
+    return "\n".join(markdown(summarize(f)) for f in folders)
 
 
 def models_table(folders: Sequence[Path]) -> str:
