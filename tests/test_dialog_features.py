@@ -75,7 +75,7 @@ def bot(scenario, answers, *features: str, log=None) -> DialogBot:
 def test_features_are_declared_once_and_unknown_names_are_refused() -> None:
     assert [f.name for f in FEATURES] == ["step_example", "results_grammar", "vars_memory", "cancel_confirm",
                                           "corrections", "grounded_values", "step_question", "carry_over",
-                                          "differing_reask", "results_first"]
+                                          "differing_reask", "results_first", "more_examples"]
     assert checked(["vars_memory"]) == {"vars_memory"}
     with pytest.raises(LabkitError, match="unknown dialog machine feature") as err:
         checked(["vars_memroy"])
@@ -87,7 +87,8 @@ def test_features_are_declared_once_and_unknown_names_are_refused() -> None:
 def test_arms_are_declarations_with_one_ablation_per_feature() -> None:
     assert {"machine", "prompt_only", "prompt_only_checked", "machine_plus"} <= set(NAMES)
     assert arm("machine").features == frozenset() and arm("machine_plus").features == RECORDED == ALL - CANDIDATES
-    assert arm("machine_plus_next").features == ALL and CANDIDATES and CANDIDATES <= ALL
+    assert arm("machine_plus_next").features == RECORDED | {"results_first"}  # as recorded
+    assert arm("machine_plus_next2").features == ALL and CANDIDATES and CANDIDATES <= ALL
     for f in FEATURES:
         if f.name in RECORDED:
             assert arm(f"machine_plus_no_{f.name}").features == RECORDED - {f.name}
@@ -198,6 +199,53 @@ def test_no_user_file_holds_an_example_value() -> None:
         for value in json.loads(example).values():
             for item in value if isinstance(value, list) else [value]:
                 assert item not in user_text
+
+
+# ----------------------------------------------------------------------------- more_examples
+def test_more_examples_show_split_values_and_a_correction_only_when_on() -> None:
+    step = SUPPORT.step("issue")
+    shown = arm("machine_plus_next2").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0).prompt(step)
+    without = arm("machine_plus_next").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0).prompt(step)
+    assert "More examples" not in without and shown.startswith(without.split("\n\nKnown so far")[0])
+    split = ('JSON: {"results": {"issue": "the upload page freezes at 90 percent", "product": "website", '
+             '"severity": "high", "email": "sam@example.invalid"}, "signal": "next"')
+    assert split in shown and shown.index("Example of a correct answer") < shown.index("More examples")
+    correction = SUPPORT.step("contact").more_examples[0]
+    assert (correction.signal, correction.results) == ("correct", {"severity": "high"})
+    assert all(s.more_examples for sc in (ANALYST, SUPPORT) for s in sc.steps.values()
+               if s.name in ("goal", "must_haves", "constraints", "issue", "contact"))
+
+
+def test_no_user_file_holds_a_free_text_value_of_the_more_examples() -> None:
+    user_text = " ".join(" ".join(u.turns).lower() for u in USERS)
+    for scenario in (ANALYST, SUPPORT):
+        enums = {f.name for f in scenario.variables if f.type == "enum"}
+        for step in scenario.steps.values():
+            for example in step.more_examples:
+                for name, value in example.results.items():
+                    for item in [] if name in enums else value if isinstance(value, list) else [value]:
+                        assert item.lower() not in user_text, (step.name, item)
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    ("more_examples:\n  ask: {user: hi, message: ok, signal: next}\n", "of step 'ask' must be a non-empty list"),
+    ("more_examples:\n  ask: []\n", "of step 'ask' must be a non-empty list"),
+    ("more_examples:\n  asks: [{user: a, message: b, signal: next}]\n", "'more_examples' names unknown step 'asks'"),
+    ("more_examples:\n  ask: [{user: red, message: ok, signal: next, results: {size: 3}}]\n", "results.size"),
+    ("more_examples:\n  ask: [{user: hi, message: ok, signal: correct}]\n", "'correct', not a signal of the step"),
+    ("more_examples: [ask]\n", "'more_examples' must be a mapping"),
+])
+def test_bad_more_examples_name_the_place(extra: str, needle: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(MINI + extra, "mini.yaml")
+    assert needle in str(err.value) and "mini.yaml:" in str(err.value)
+
+
+def test_a_more_example_may_correct_when_the_scenario_declares_corrections() -> None:
+    text = MINI.replace("initial: ask\n", "corrections: {signal: correct}\ninitial: ask\n")
+    mini = parse_scenario(text + "more_examples:\n  ask: [{user: I meant blue, message: ok, signal: correct, "
+                                 "results: {colour: blue}}]\n", "mini.yaml")
+    assert mini.step("ask").more_examples[0].results == {"colour": "blue"}
 
 
 # ----------------------------------------------------------------------------- results_grammar

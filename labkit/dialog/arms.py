@@ -75,8 +75,10 @@ ARMS: tuple[Arm, ...] = (
           about=f"machine_plus without {f.name}: {f.about}") for f in FEATURES if f.name in RECORDED),
     *(Arm(f"machine_plus_no_{p.name}", "machine", RECORDED, without=frozenset({p.name}),
           about=f"machine_plus with {p.of} but without its part {p.name}: {p.about}") for p in PARTS),
-    Arm("machine_plus_next", "machine", ALL, about="machine_plus with the candidate features, designed on the dev "
-        "users after the test recording: " + ", ".join(sorted(CANDIDATES))),
+    Arm("machine_plus_next", "machine", RECORDED | {"results_first"}, about="machine_plus with the first "
+        "candidate feature, results_first, designed on the dev users after the test recording"),
+    Arm("machine_plus_next2", "machine", ALL, about="machine_plus_next with the second round's candidates, designed "
+        "on the dev users after machine_plus_next's recordings: " + ", ".join(sorted(CANDIDATES - {"results_first"}))),
 )
 BY_NAME: dict[str, Arm] = {a.name: a for a in ARMS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)

@@ -477,6 +477,8 @@ class DialogBot(_Bot):
                          "goes on, continue this step.")
         if self.has("step_example") and example:
             parts.append(example_text(step, results_first=self.has("results_first")))
+        if self.has("more_examples") and example and step.more_examples:
+            parts.append(more_examples_text(step, results_first=self.has("results_first")))
         past = "; ".join(f"{k}: {v}" for k, v in self.state.summaries.items() if k != step.name) or "none"
         reply = ("results (only values the user's messages give, in their words; {} when they give none), "
                  "signal, message (to the user), summary (one line)" if self.has("results_first") else
@@ -620,6 +622,19 @@ def example_text(step: Step, *, results_first: bool = False) -> str:
         answer = {k: answer[k] for k in RESULTS_FIRST}
     return (f"Example of a correct answer (another conversation; take the values from this user's words, never "
             f"from the example):\nUser: {user}\nJSON: {_json.dumps(answer, ensure_ascii=False)}")
+
+
+def more_examples_text(step: Step, *, results_first: bool = False) -> str:
+    """The ``more_examples`` block: the step's further worked answers, in the answer's field order."""
+    import json as _json
+
+    order = RESULTS_FIRST if results_first else ("message", "signal", "results", "summary")
+    lines = ["More examples (other conversations again; when a user gives several values at once, each goes into "
+             "its own field):"]
+    for ex in step.more_examples:
+        answer = {"message": ex.message, "signal": ex.signal, "results": ex.results, "summary": ex.summary}
+        lines += [f"User: {ex.user}", f"JSON: {_json.dumps({k: answer[k] for k in order}, ensure_ascii=False)}"]
+    return "\n".join(lines)
 
 
 def _placeholder(f: ResultField) -> Any:

@@ -49,8 +49,12 @@ FEATURES: tuple[Feature, ...] = (
                              "gave decides the move (on the test users the model chose 'stay' first and then "
                              "could not write the issue the support step needed: 9 of 15 never recorded it); a "
                              "value a move on needs is then written only under a signal that needs it"),
+    Feature("more_examples", "the step prompt shows the scenario's further worked answers after the step's example: "
+                             "a message that gives later steps' values too, split into each of them, and a "
+                             "correction (on the dev users the model wrote a whole message holding four values "
+                             "as the issue, and took 2 of 5 corrections)"),
 )
-CANDIDATES: frozenset[str] = frozenset({"results_first"})
+CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples"})
 """Features designed on the dev users *after* the test users were recorded with ``machine_plus``: they are in the
 arm ``machine_plus_next``, and join ``machine_plus`` when its test users are recorded again (a recording names
 the features its arm ran with, so adding one to a recorded arm would make its recordings unreplayable)."""

@@ -41,6 +41,15 @@ without them send the same prompts as before):
 
   each checked against its step: the signal is the step's, the results fit its schema and give
   what the signal ``needs`` (``step_example``);
+- ``more_examples`` (top level, by step name): a list of further worked answers where the user gives
+  more than the step asks (values of later steps) or corrects an earlier value (the correction
+  signal), each checked against the step as the features widen it: any scenario variable in its
+  results, the step's signals and the correction signal (``more_examples``)::
+
+      more_examples:
+        goal: [{user: A tool for my reading list, just for me., signal: next, message: Noted.,
+                results: {goal: a tool for my reading list, users: just me}}]
+
 - ``corrections`` (top level): the declared correction signal (``corrections``)::
 
       corrections: {signal: correct, when: 'the user corrects a value given earlier ("actually ...")',
@@ -60,6 +69,7 @@ the results that must be known (given now or earlier) before the signal may be e
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,6 +200,7 @@ class Step:
     message: str = ""  # what a final step says (no model call there)
     ask_keywords: tuple[str, ...] = ()  # words a reply that asks for this step's value contains (the measure's)
     example: Example | None = None  # a worked example answer (the step_example feature shows it)
+    more_examples: tuple[Example, ...] = ()  # answers giving more than the step asks, or correcting (more_examples)
 
     def signal(self, name: str) -> Signal | None:
         return next((s for s in self.signals if s.name == name), None)
@@ -367,8 +378,33 @@ def _examples(data: _Located, steps: dict[str, Step]) -> dict[str, Step]:
         if step is None:
             raise _fail(where, f"'examples' names unknown step '{name}'", f"use one of: {', '.join(steps)}.")
         example = _example(spec, where, step.name, step.final, step.results, step.signals)
-        out[step.name] = Step(step.name, step.instructions, step.instructions_file, step.results, step.signals,
-                              step.final, step.message, step.ask_keywords, example)
+        out[step.name] = dataclasses.replace(step, example=example)
+    return out
+
+
+def _more_examples(data: _Located, steps: dict[str, Step], corrections: Corrections | None) -> dict[str, Step]:
+    """``steps`` with the top-level ``more_examples`` attached, each checked against its step widened as the
+    features widen it (every scenario variable may be in results; the correction signal may be emitted)."""
+    if "more_examples" not in data:
+        return steps
+    raw = data["more_examples"]
+    if not isinstance(raw, _Located):
+        raise _fail(data.key_where["more_examples"], "'more_examples' must be a mapping of step names to lists",
+                    "e.g. more_examples: {goal: [{user: ..., message: ..., signal: next, results: {...}}]}.")
+    variables = tuple({f.name: f for st in steps.values() for f in st.results}.values())
+    out = dict(steps)
+    for name, specs in raw.items():
+        where = raw.key_where[str(name)]
+        step = steps.get(str(name))
+        if step is None:
+            raise _fail(where, f"'more_examples' names unknown step '{name}'", f"use one of: {', '.join(steps)}.")
+        if not isinstance(specs, list) or not specs:
+            raise _fail(where, f"'more_examples' of step '{name}' must be a non-empty list of examples",
+                        f"e.g. {name}: [{{user: ..., message: ..., signal: next, results: {{...}}}}].")
+        signals = step.signals + ((Signal(corrections.signal, step.name),) if corrections is not None else ())
+        examples = tuple(_example(spec, spec.where if isinstance(spec, _Located) else where, step.name, step.final,
+                                  variables, signals) for spec in specs)
+        out[step.name] = dataclasses.replace(step, more_examples=examples)
     return out
 
 
@@ -484,7 +520,7 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
         raise ScenarioError(f"{Where(file, 1, 1)}: a scenario is a YAML mapping with name, initial and steps",
                             "see the format in labkit/dialog/scenario.py.")
     _check_keys(data, {"name", "title", "initial", "steps", "description", "corrections", "cancel_question",
-                       "examples", "questions"}, "the scenario")
+                       "examples", "more_examples", "questions"}, "the scenario")
     name = _require(data, "name", str, "the scenario")
     initial = _require(data, "initial", str, "the scenario")
     raw_steps = _require(data, "steps", _Located, "the scenario")
@@ -545,6 +581,7 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
             raise _fail(data["corrections"].key_where.get("signal", data["corrections"].where),
                         f"the correction signal '{corrections.signal}' is already a signal of step(s) {taken}",
                         "name the correction signal differently, e.g. signal: correct.")
+    steps = _more_examples(data, steps, corrections)
     cancel_question = data.get("cancel_question", "")
     if not isinstance(cancel_question, str):
         raise _fail(data.key_where["cancel_question"], "'cancel_question' must be a string",
