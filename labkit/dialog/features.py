@@ -52,7 +52,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("more_examples", "the step prompt shows the scenario's further worked answers after the step's example: "
                              "a message that gives later steps' values too, split into each of them, and a "
                              "correction (on the dev users the model wrote a whole message holding four values "
-                             "as the issue, and took 2 of 5 corrections)"),
+                             "as the issue, and took 2 of the 4 dev users' corrections)"),
 )
 CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples"})
 """Features designed on the dev users *after* the test users were recorded with ``machine_plus``: they are in the
