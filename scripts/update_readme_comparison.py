@@ -57,7 +57,7 @@ def plus_table_block(root: Path = ROOT) -> str:
     from labkit.repoedit.compare_report import markdown, summarize
     from labkit.repoedit.compare_report import models_table as code_models_table
 
-    parts = [code_models_table(plus_folders(root)).strip()]
+    parts = [code_models_table([with_later_arms(f) for f in plus_folders(root)]).strip()]
     for folder in plus_folders(root):
         summary = summarize(folder)
         if summary["ablation"]:
@@ -74,6 +74,12 @@ def bench_folders(root: Path = ROOT) -> list[Path]:
             if ((folder := root / "data" / "repoedit" / f"humaneval-{kind}") / m / "runs.jsonl").exists()]
 
 
+def with_later_arms(folder: Path) -> list[Path]:
+    """``folder`` and the recordings of arms added later to the same comparison (``<kind>-best-of/<model>``)."""
+    later = folder.parent.with_name(folder.parent.name + "-best-of") / folder.name
+    return [folder, later] if (later / "runs.jsonl").exists() else [folder]
+
+
 def bench_table_block(root: Path = ROOT) -> str:
     """Per HumanEval recording: its arms table and paired tests, the hidden grader's line; pass@1 for implement."""
     from labkit.repoedit.compare_report import markdown, pass_at_1_text, summarize
@@ -83,7 +89,7 @@ def bench_table_block(root: Path = ROOT) -> str:
         if folder.parent.name == "humaneval-implement":
             parts.append(f"Implement tasks: {pass_at_1_text(folder)}")
             continue
-        table = markdown(summarize(folder))
+        table = markdown(summarize(with_later_arms(folder)))
         head, rest = table.split("\n\n", 1)
         blocks = rest.split("\n\n")
         keep = [b for b in blocks if b.startswith("| arm | fixed") or b.startswith("| measure")

@@ -363,10 +363,10 @@ def render_report(folders: Sequence[Path | Sequence[Path]]) -> str:
     return "\n".join(markdown(summarize(f)) for f in folders)
 
 
-def models_table(folders: Sequence[Path]) -> str:
+def models_table(folders: Sequence[Path | Sequence[Path]]) -> str:
     """One compact table over models (docs/results.md): per arm and model, tasks fixed and trees left broken;
-    headlines."""
-    summaries = [summarize(Path(f)) for f in folders]
+    headlines. (A list of folders is one model's comparison, see :func:`summarize`.)"""
+    summaries = [summarize(f) for f in folders]
     header = "| arm | " + " | ".join(f"{s['model']}: fixed | broken trees" for s in summaries) + " |"
     lines = [header, "|---|" + "---|---|" * len(summaries)]
     for arm in ARMS:
