@@ -212,6 +212,10 @@ def test_more_examples_show_split_values_and_a_correction_only_when_on() -> None
     assert split in shown and shown.index("Example of a correct answer") < shown.index("More examples")
     correction = SUPPORT.step("contact").more_examples[0]
     assert (correction.signal, correction.results) == ("correct", {"severity": "high"})
+    contact = arm("machine_plus_next2").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
+    assert "More examples" not in contact.prompt(SUPPORT.step("contact"))  # nothing known yet: nothing to correct
+    contact.state.variables["severity"] = "low"
+    assert '"results": {"severity": "high"}, "signal": "correct"' in contact.prompt(SUPPORT.step("contact"))
     assert all(s.more_examples for sc in (ANALYST, SUPPORT) for s in sc.steps.values()
                if s.name in ("goal", "must_haves", "constraints", "issue", "contact"))
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +49,7 @@ from labkit.dialog.events import (
 from labkit.dialog.features import PARTS, checked_parts
 from labkit.dialog.features import checked as checked_features
 from labkit.dialog.grounding import ungrounded, unsaid_words
-from labkit.dialog.scenario import ResultField, Scenario, Signal, Step, unknown
+from labkit.dialog.scenario import Example, ResultField, Scenario, Signal, Step, unknown
 from labkit.errors import LabkitError
 from labkit.events import Event, RunStarted
 from labkit.llm.backend import Backend
@@ -477,8 +477,9 @@ class DialogBot(_Bot):
                          "goes on, continue this step.")
         if self.has("step_example") and example:
             parts.append(example_text(step, results_first=self.has("results_first")))
-        if self.has("more_examples") and example and step.more_examples:
-            parts.append(more_examples_text(step, results_first=self.has("results_first")))
+        shown = [e for e in step.more_examples if contract.signal(e.signal) is not None]  # a correction needs a value
+        if self.has("more_examples") and example and shown:
+            parts.append(more_examples_text(shown, results_first=self.has("results_first")))
         past = "; ".join(f"{k}: {v}" for k, v in self.state.summaries.items() if k != step.name) or "none"
         reply = ("results (only values the user's messages give, in their words; {} when they give none), "
                  "signal, message (to the user), summary (one line)" if self.has("results_first") else
@@ -624,14 +625,14 @@ def example_text(step: Step, *, results_first: bool = False) -> str:
             f"from the example):\nUser: {user}\nJSON: {_json.dumps(answer, ensure_ascii=False)}")
 
 
-def more_examples_text(step: Step, *, results_first: bool = False) -> str:
-    """The ``more_examples`` block: the step's further worked answers, in the answer's field order."""
+def more_examples_text(examples: Sequence[Example], *, results_first: bool = False) -> str:
+    """The ``more_examples`` block: a step's further worked answers, in the answer's field order."""
     import json as _json
 
     order = RESULTS_FIRST if results_first else ("message", "signal", "results", "summary")
     lines = ["More examples (other conversations again; when a user gives several values at once, each goes into "
              "its own field):"]
-    for ex in step.more_examples:
+    for ex in examples:
         answer = {"message": ex.message, "signal": ex.signal, "results": ex.results, "summary": ex.summary}
         lines += [f"User: {ex.user}", f"JSON: {_json.dumps({k: answer[k] for k in order}, ensure_ascii=False)}"]
     return "\n".join(lines)
