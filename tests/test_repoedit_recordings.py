@@ -12,7 +12,8 @@ import pytest
 
 from labkit.store import load_events
 
-PLUS = Path(__file__).resolve().parents[1] / "data" / "repoedit" / "compare-plus"
+DATA = Path(__file__).resolve().parents[1] / "data" / "repoedit"
+PLUS = DATA / "compare-plus"
 
 
 @pytest.mark.parametrize("model", ["gemma3-270m", "qwen2.5-coder-1.5b"])
@@ -22,3 +23,33 @@ def test_every_recorded_machine_run_reaches_the_edit_state(model):
     for log in logs:
         dests = [e.dest for e in load_events(log) if e.type == "transitioned"]
         assert "EDIT_FILE" in dests, f"{log.name}: the run never reached EDIT_FILE ({dests})"
+
+
+# ----------------------------------------------------------------------------- best of 3, recorded beside
+BEST_OF = [(DATA / kind, DATA / f"{kind}-best-of") for kind in ("compare-plus", "humaneval-fix")]
+
+
+@pytest.mark.parametrize(("greedy", "best"), BEST_OF, ids=lambda p: p.name)
+def test_a_best_of_recording_keeps_the_greedy_tree_where_its_first_try_was_kept(greedy, best):
+    """Its first tries were answered from the greedy recording (`--reuse`): where the first try's tree was kept,
+    it is the greedy arm's tree, digest for digest; and a best-of arm fixes every task its greedy arm fixed."""
+    from labkit.repoedit.compare import load_rows, read_config
+    from labkit.repoedit.compare_report import summarize
+
+    model = "qwen2.5-coder-1.5b"
+    rows = {(r.arm, r.task): r for r in load_rows(greedy / model / "runs.jsonl")}
+    best_rows = load_rows(best / model / "runs.jsonl")
+    assert len(best_rows) == len(read_config(best / model).jobs())
+    for row in best_rows:
+        base = rows[(row.arm.removesuffix("_best_of_3"), row.task)]
+        if row.status.startswith("try 1 of 3") or row.status.startswith("no try of 3"):
+            assert row.digest == base.digest, (row.arm, row.task)
+        assert row.fixed or not base.fixed, (row.arm, row.task)
+    assert summarize([greedy / model, best / model])["runs"] == len(rows) + len(best_rows)
+
+
+@pytest.mark.slow
+def test_the_best_of_recording_on_the_kits_projects_replays_row_for_row(tmp_path):
+    from labkit.repoedit.compare import replay_compare
+
+    assert replay_compare(DATA / "compare-plus-best-of" / "qwen2.5-coder-1.5b", tmp_path / "again") == []

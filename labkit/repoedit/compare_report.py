@@ -211,8 +211,9 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
     said.append("Trees left with a test broken that passed before: " + ", ".join(broken) + ".")
     kept = [p for p in paired if p["measure"] == "no test left broken" and p["a_better"] + p["b_better"]
             and p["a"].startswith("machine") and not p["b"].startswith("machine")]
-    said += [f"Leaving the tree no worse, the machine beat {ARMS[p['b']].label} on {p['a_better']} task(s) and "
-             f"lost on {p['b_better']} (exact sign test p = {p['p_value']:.3g})." for p in kept]
+    said += [f"Leaving the tree no worse, {'the machine' if len(kept) == 1 else ARMS[p['a']].label} beat "
+             f"{ARMS[p['b']].label} on {p['a_better']} task(s) and lost on {p['b_better']} (exact sign test "
+             f"p = {p['p_value']:.3g})." for p in kept]
     for p in paired:
         if p["measure"] == "fixed" and p["a"] == f"{p['b']}_best_of_{BEST_OF}":
             said.append(f"Best of {BEST_OF} (the visible tests picking among up to {BEST_OF} tries) fixed "
