@@ -70,7 +70,7 @@ the results that must be known (given now or earlier) before the signal may be e
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -363,20 +363,29 @@ def _ask_keywords(raw: _Located, step_name: str, final: bool) -> tuple[str, ...]
     return tuple(k.strip() for k in value)
 
 
-def _examples(data: _Located, steps: dict[str, Step]) -> dict[str, Step]:
-    """``steps`` with the top-level ``examples`` attached, each checked against its step."""
-    if "examples" not in data:
-        return steps
-    raw = data["examples"]
+def _by_step(data: _Located, key: str, steps: dict[str, Step], what: str,
+             example: str) -> Iterator[tuple[Step, Any, Where]]:
+    """Each (step, value, where) of the top-level mapping ``key``, which names steps: the one walk that
+    ``examples``, ``more_examples`` and ``questions`` share, so each refuses a non-mapping or an unknown step alike."""
+    if key not in data:
+        return
+    raw = data[key]
     if not isinstance(raw, _Located):
-        raise _fail(data.key_where["examples"], "'examples' must be a mapping of step names",
-                    "e.g. examples: {goal: {user: ..., message: ..., signal: next, results: {...}}}.")
-    out = dict(steps)
+        raise _fail(data.key_where[key], f"'{key}' must be a mapping of step names to {what}",
+                    f"e.g. {key}: {example}.")
     for name, spec in raw.items():
         where = raw.key_where[str(name)]
         step = steps.get(str(name))
         if step is None:
-            raise _fail(where, f"'examples' names unknown step '{name}'", f"use one of: {', '.join(steps)}.")
+            raise _fail(where, f"'{key}' names unknown step '{name}'", f"use one of: {', '.join(steps)}.")
+        yield step, spec, where
+
+
+def _examples(data: _Located, steps: dict[str, Step]) -> dict[str, Step]:
+    """``steps`` with the top-level ``examples`` attached, each checked against its step."""
+    out = dict(steps)
+    for step, spec, where in _by_step(data, "examples", steps, "examples",
+                                      "{goal: {user: ..., message: ..., signal: next, results: {...}}}"):
         example = _example(spec, where, step.name, step.final, step.results, step.signals)
         out[step.name] = dataclasses.replace(step, example=example)
     return out
@@ -385,22 +394,13 @@ def _examples(data: _Located, steps: dict[str, Step]) -> dict[str, Step]:
 def _more_examples(data: _Located, steps: dict[str, Step], corrections: Corrections | None) -> dict[str, Step]:
     """``steps`` with the top-level ``more_examples`` attached, each checked against its step widened as the
     features widen it (every scenario variable may be in results; the correction signal may be emitted)."""
-    if "more_examples" not in data:
-        return steps
-    raw = data["more_examples"]
-    if not isinstance(raw, _Located):
-        raise _fail(data.key_where["more_examples"], "'more_examples' must be a mapping of step names to lists",
-                    "e.g. more_examples: {goal: [{user: ..., message: ..., signal: next, results: {...}}]}.")
     variables = tuple({f.name: f for st in steps.values() for f in st.results}.values())
     out = dict(steps)
-    for name, specs in raw.items():
-        where = raw.key_where[str(name)]
-        step = steps.get(str(name))
-        if step is None:
-            raise _fail(where, f"'more_examples' names unknown step '{name}'", f"use one of: {', '.join(steps)}.")
+    for step, specs, where in _by_step(data, "more_examples", steps, "lists",
+                                       "{goal: [{user: ..., message: ..., signal: next, results: {...}}]}"):
         if not isinstance(specs, list) or not specs:
-            raise _fail(where, f"'more_examples' of step '{name}' must be a non-empty list of examples",
-                        f"e.g. {name}: [{{user: ..., message: ..., signal: next, results: {{...}}}}].")
+            raise _fail(where, f"'more_examples' of step '{step.name}' must be a non-empty list of examples",
+                        f"e.g. {step.name}: [{{user: ..., message: ..., signal: next, results: {{...}}}}].")
         signals = step.signals + ((Signal(corrections.signal, step.name),) if corrections is not None else ())
         examples = tuple(_example(spec, spec.where if isinstance(spec, _Located) else where, step.name, step.final,
                                   variables, signals) for spec in specs)
@@ -410,23 +410,15 @@ def _more_examples(data: _Located, steps: dict[str, Step], corrections: Correcti
 
 def _questions(data: _Located, steps: dict[str, Step]) -> dict[str, str]:
     """The top-level ``questions``: one non-empty question per named non-final step."""
-    if "questions" not in data:
-        return {}
-    raw = data["questions"]
-    if not isinstance(raw, _Located):
-        raise _fail(data.key_where["questions"], "'questions' must be a mapping of step names to questions",
-                    "e.g. questions: {goal: What should the project achieve?}.")
     questions: dict[str, str] = {}
-    for name, text in raw.items():
-        where = raw.key_where[str(name)]
-        if str(name) not in steps:
-            raise _fail(where, f"'questions' names unknown step '{name}'", f"use one of: {', '.join(steps)}.")
-        if steps[str(name)].final:
-            raise _fail(where, f"final step '{name}' has a question", "a final step asks nothing; remove it.")
+    for step, text, where in _by_step(data, "questions", steps, "questions",
+                                      "{goal: What should the project achieve?}"):
+        if step.final:
+            raise _fail(where, f"final step '{step.name}' has a question", "a final step asks nothing; remove it.")
         if not isinstance(text, str) or not text.strip():
-            raise _fail(where, f"the question of step '{name}' must be a non-empty string",
+            raise _fail(where, f"the question of step '{step.name}' must be a non-empty string",
                         "e.g. goal: What should the project achieve?")
-        questions[str(name)] = text.strip()
+        questions[step.name] = text.strip()
     return questions
 
 
