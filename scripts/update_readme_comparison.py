@@ -101,11 +101,13 @@ def bench_table_block(root: Path = ROOT) -> str:
 def dialog_folders(root: Path = ROOT) -> dict[str, Path]:
     """The dialog recordings, labelled: the first one (22 users, both splits), the test users' and the dev users'
     (the ablation, recorded in stretches: its n column says how many dev users each arm holds so far), and the
-    dev users' recording of the candidate features (``<model>-next``: machine_plus_next beside machine_plus)."""
+    dev users' recordings of the candidate features (``<model>-next``: machine_plus_next, results_first, beside
+    machine_plus; ``<model>-next2``: machine_plus_next2, results_first and more_examples)."""
     data = root / "data" / "dialog"
     found = {}
     for label, sub, suffix in (("first, 22 users", "runs", ""), ("test users", "runs_test", ""),
-                               ("dev users", "runs_dev", ""), ("dev users, candidates", "runs_dev", "-next")):
+                               ("dev users", "runs_dev", ""), ("dev users, candidates", "runs_dev", "-next"),
+                               ("dev users, both candidates", "runs_dev", "-next2")):
         for model in MODELS:
             if (data / sub / f"{model}{suffix}" / "dialog.json").exists():
                 found[f"{label} ({model})"] = data / sub / f"{model}{suffix}"
