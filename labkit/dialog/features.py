@@ -55,9 +55,10 @@ FEATURES: tuple[Feature, ...] = (
                              "as the issue, and took 2 of the 4 dev users' corrections)"),
 )
 CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples"})
-"""Features designed on the dev users *after* the test users were recorded with ``machine_plus``: they are in the
-arm ``machine_plus_next``, and join ``machine_plus`` when its test users are recorded again (a recording names
-the features its arm ran with, so adding one to a recorded arm would make its recordings unreplayable)."""
+"""Features designed on the dev users *after* the test users were recorded with ``machine_plus``:
+``results_first`` is in the arm ``machine_plus_next``, both are in ``machine_plus_next2``, and they join
+``machine_plus`` when its test users are recorded again (a recording names the features its arm ran with, so
+adding one to a recorded arm would make its recordings unreplayable)."""
 PARTS: tuple[Part, ...] = (
     Part("refused_move_barred", "grounded_values", "the re-ask after an ungrounded move may not take that move "
                                                    "again (live, on the dev users, 3 of 3 re-asks had repeated it)"),
