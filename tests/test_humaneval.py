@@ -141,3 +141,29 @@ def test_the_built_task_file_names_every_task_once_with_its_origin(built):
     raw = yaml.safe_load((out / "fix" / "tasks.yaml").read_text())
     assert [t["id"] for t in raw["tasks"]] == sorted(fix, key=lambda s: int(s.split("-")[1]))
     assert all(t["origin"].startswith("HumanEval/") and "mutation line" in t["origin"] for t in raw["tasks"])
+
+
+def test_two_builders_at_once_leave_one_complete_folder_and_no_partial(tmp_path, monkeypatch):
+    """Two processes may build the cache at once (a test run on two workers, two notebooks): each writes its own
+    partial folder, one rename wins, and both callers get the same complete task file."""
+    import threading
+
+    both_writing = threading.Barrier(2)
+
+    def slow_build(kind, out, **_):
+        out.mkdir(parents=True)
+        (out / "half").write_text("written before the other builder starts\n")
+        both_writing.wait(timeout=10)  # both are mid-build now: a shared partial folder would mix them
+        (out / "tasks.yaml").write_text(f"tasks: []  # {threading.current_thread().name}\n")
+
+    monkeypatch.setattr(humaneval, "build", slow_build)
+    got: list[Path] = []
+    threads = [threading.Thread(target=lambda: got.append(humaneval.tasks_file("humaneval:fix", tmp_path)),
+                                name=f"builder-{i}") for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 2 and got[0] == got[1] and got[0].is_file()
+    assert sorted(p.name for p in (tmp_path / "humaneval").iterdir()) == [got[0].parent.name]
+    assert sorted(p.name for p in got[0].parent.iterdir()) == ["half", "tasks.yaml"]

