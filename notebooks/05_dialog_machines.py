@@ -321,7 +321,7 @@ Markdown("\n".join(["| feature | what it does |", "|---|---|"]
 # Both models (the 1.5B chat model, and the embedded 270M base model, which is reported whatever it scores), greedy,
 # every test user, three arms: `machine_plus` (every feature), `prompt_only_checked` (the strongest prompt-only bot
 # under the same contract) and `machine` (the machine as first built: what the features buy) — and, for the 1.5B
-# model, `machine_plus_next`, the next design round (§9). Scored from the event logs; paired exact tests by user.
+# model, `machine_plus_next` and `machine_plus_next2`, the next design rounds (§9). Scored from the event logs; paired exact tests by user.
 # Live numbers differ slightly across CPUs; these are the recording's.
 
 # %%
@@ -452,8 +452,6 @@ print("ended where the script ends, with a value wrong:",
 # %%
 dev_next = score_folder(DATA / "runs_dev" / "qwen2.5-coder-1.5b-next", scenarios, all_users)
 for where, arms in (("dev users", dev_next), ("test users", tested[_q])):
-    if "machine_plus_next" not in arms:
-        continue
     for arm in ("machine_plus_next", "machine_plus"):
         sc = arms[arm]
         never = sum(any(m.startswith("issue: not set") for m in s.misses) for s in sc if s.scenario == "support")
@@ -461,9 +459,41 @@ for where, arms in (("dev users", dev_next), ("test users", tested[_q])):
               f"never recorded the issue: {never}/{sum(s.scenario == 'support' for s in sc)}")
     paired = compare_arms(arms["machine_plus_next"], arms["machine_plus"])["adhered"]
     print(f"{where:10s} machine_plus_next vs machine_plus, paired by user: {paired.describe()}")
-if "machine_plus_next" in tested[_q]:
-    print("\nThe targets, for machine_plus_next on the test users:")
-    print("\n".join(t.line() for t in check_targets(tested[_q], test_counts[_q], "machine_plus_next")))
+
+# %% [markdown]
+# **A second candidate.** The other two failures — a message that gives several values at once written whole into
+# one of them, and corrections not taken — are about what the model has never been shown: the step's one worked
+# example gives exactly the step's own value. The candidate feature `more_examples` shows, after it, the
+# scenario's further worked answers (`more_examples:` in each `scenario.yaml`): a message holding later steps'
+# values too, split into each of them, and a correction. It was designed on the dev users like the first (the
+# same caveat holds: the failure was read from the test logs). `machine_plus_next2` has both candidates; paired
+# with `machine_plus_next`, the arm with the first one only:
+
+# %%
+dev_next2 = dev_next | score_folder(DATA / "runs_dev" / "qwen2.5-coder-1.5b-next2", scenarios, all_users)
+for where, arms in (("dev users", dev_next2), ("test users", tested[_q])):
+    sc = arms["machine_plus_next2"]
+    by_scenario = ", ".join(f"{name} {sum(s.adhered for s in sc if s.scenario == name)}/"
+                            f"{sum(s.scenario == name for s in sc)}" for name in sorted({s.scenario for s in sc}))
+    print(f"{where:10s} machine_plus_next2 adhered {sum(s.adhered for s in sc)}/{len(sc)} ({by_scenario})")
+    paired = compare_arms(arms["machine_plus_next2"], arms["machine_plus_next"])["adhered"]
+    print(f"{where:10s} machine_plus_next2 vs machine_plus_next, paired by user: {paired.describe()}")
+best = max(("machine_plus_next", "machine_plus_next2"), key=lambda arm: sum(s.adhered for s in dev_next2[arm]))
+print(f"\nThe targets, for {best} (the candidate arm chosen on the dev users):")
+print("\n".join(t.line() for t in check_targets(tested[_q], test_counts[_q], best)))
+
+# %% [markdown]
+# Read the paired lines, not the two totals: on the users it never saw, the second candidate changes a few
+# conversations each way and the difference is not beyond chance; what is steady across both rounds is what the
+# machine's guards hold (no false completion, no invented value that survives, every move allowed). The 60% target
+# stays missed, and the analyst bot is where it is lost (the per-scenario counts). Its logs
+# (`logs/machine_plus_next2/<user>.jsonl`) show the same kinds of failure as before: a message holding several
+# values written whole into one of them (a16, s16), corrections not taken (a17, a25, s23), a value taken one turn
+# late (a21) — and, after an answer refused twice, the fallback reply, which asks nothing (a20, a24). That reply is
+# left as it is on purpose: were the machine to ask the step's question there, a bot that breaks every contract
+# would pass the users who should be asked again and again, because the machine would be doing the asking for it.
+# Worked examples alone do not teach a 1.5B model to split a message; a step that extracts each value on its own
+# (one short call per variable) is the next thing to try, and it is not built.
 
 # %% [markdown]
 # The 270M base model's rows say something else: under `machine_plus` its conversations often end in cancels and in

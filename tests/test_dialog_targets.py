@@ -20,12 +20,20 @@ def _score(user: str, arm: str, adhered: bool, *, invented: bool = False, false:
     return Score(user, "support", arm, "test", "done", "done", parts, false_completion=false)
 
 
-def test_the_targets_of_the_recorded_candidate_on_the_test_users() -> None:
+def test_the_targets_of_the_first_candidate_on_the_test_users() -> None:
     scored = score_runs(DATA / "runs_test", load_scenarios(DATA), load_user_scripts(DATA / "users"))[QWEN]
     targets = check_targets(scored, counts(DATA / "runs_test" / QWEN), "machine_plus_next")
     assert [t.met for t in targets] == [False, True, True, True, True, False]
     assert targets[0].what == "machine_plus_next adherence at least 60% (14/30)"
     assert targets[5].what == "no invented value (in 1 conversation(s))" and targets[5].line().startswith("- MISSED")
+
+
+def test_the_targets_of_both_candidates_on_the_test_users() -> None:
+    scored = score_runs(DATA / "runs_test", load_scenarios(DATA), load_user_scripts(DATA / "users"))[QWEN]
+    targets = check_targets(scored, counts(DATA / "runs_test" / QWEN), "machine_plus_next2")
+    assert [t.met for t in targets] == [False, True, True, True, True, True]
+    assert targets[0].what == "machine_plus_next2 adherence at least 60% (15/30)"
+    assert targets[5].what == "no invented value (in 0 conversation(s))" and targets[5].line().startswith("- met")
 
 
 def test_each_target_is_met_exactly_at_its_bound() -> None:
