@@ -485,15 +485,20 @@ print("\n".join(t.line() for t in check_targets(tested[_q], test_counts[_q], bes
 # %% [markdown]
 # Read the paired lines, not the two totals: on the users it never saw, the second candidate changes a few
 # conversations each way and the difference is not beyond chance; what is steady across both rounds is what the
-# machine's guards hold (no false completion, no invented value that survives, every move allowed). The 60% target
-# stays missed, and the analyst bot is where it is lost (the per-scenario counts). Its logs
+# machine's guards hold (no false completion, no invented value that survives, every move allowed). The adherence
+# target stays missed, and the analyst bot is where it is lost (the per-scenario counts). Its logs
 # (`logs/machine_plus_next2/<user>.jsonl`) show the same kinds of failure as before: a message holding several
-# values written whole into one of them (a16, s16), corrections not taken (a17, a25, s23), a value taken one turn
-# late (a21) — and, after an answer refused twice, the fallback reply, which asks nothing (a20, a24). That reply is
+# values written whole into one of them, corrections not taken, a value taken one turn late — and, after an
+# answer refused twice, the fallback reply, which asks nothing (the cell below lists them). That reply is
 # left as it is on purpose: were the machine to ask the step's question there, a bot that breaks every contract
 # would pass the users who should be asked again and again, because the machine would be doing the asking for it.
 # Worked examples alone do not teach a 1.5B model to split a message; a step that extracts each value on its own
 # (one short call per variable) is the next thing to try, and it is not built.
+
+# %%
+for sc in tested[_q]["machine_plus_next2"]:
+    if not sc.adhered:
+        print(f"{sc.user:32s} " + "; ".join(m[:70] for m in sc.misses[:2]))
 
 # %% [markdown]
 # The 270M base model's rows say something else: under `machine_plus` its conversations often end in cancels and in
