@@ -20,9 +20,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
+# Two workers: much of the suite waits on child processes (sandboxes, servers, kernels), so two keep both cores
+# busy. --dist loadfile keeps each file on one worker: a notebook's cells run in order in one kernel, and a
+# module's server fixture starts once. TEST_WORKERS=0 runs it in this process, one test at a time.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
 	$(BIN)/ruff check labkit tests scripts exercises notebooks
-	$(BIN)/python -m pytest tests notebooks/*.ipynb $(NBVAL) -m "not bench"
+	$(BIN)/python -m pytest tests notebooks/*.ipynb $(NBVAL) -m "not bench" -n $(TEST_WORKERS) --dist loadfile
 
 # The live checks that make test leaves out (marked bench: each is the small form of a recorded benchmark).
 test-bench: $(STAMP)
