@@ -55,6 +55,19 @@ default_model_path = embedded_model_path
 sha256_of = file_sha256
 
 
+def model_fields(path: Path, plan: Any, *, n_gpu_layers: int, threads: int) -> dict[str, Any]:
+    """What every inference benchmark records about the model, the llama.cpp build and the machine it ran on."""
+    import llama_cpp
+
+    return {"model": str(path), "model_name": str(read_gguf(path).metadata.get("general.name", path.stem)),
+            "model_sha256": sha256_of(path), "llama_cpp_python": llama_cpp.__version__,
+            "gpu_offload_supported": bool(llama_cpp.llama_supports_gpu_offload()),
+            "n_gpu_layers": n_gpu_layers, "threads": threads, "cpu_count": os.cpu_count(),
+            "machine": f"{platform.system()} {platform.machine()}",
+            "cpu_amx": plan.cpu_amx, "build_amx": plan.build_amx, "llama_system_info": system_info().strip(),
+            "extra_buffer_types": plan.use_extra_bufts, "load_route": plan.label, "load_route_reason": plan.reason}
+
+
 def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -100,7 +113,7 @@ def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int =
     resolved, _kind = resolve_model(str(model_path) if model_path is not None else None)
     embedded = resolved is None
     path = default_model_path() if resolved is None else resolved
-    gguf_file = read_gguf(path)  # clear errors for a missing or non-GGUF file before llama.cpp sees it
+    read_gguf(path)  # clear errors for a missing or non-GGUF file before llama.cpp sees it
     threads = threads or os.cpu_count() or 1
     started = now()
 
@@ -166,17 +179,7 @@ def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int =
     result: dict[str, Any] = {
         "benchmark": "labkit bench inference",
         "started_utc": started.isoformat(timespec="seconds"),
-        "model": str(path),
-        "model_name": str(gguf_file.metadata.get("general.name", path.stem)),
-        "model_sha256": sha256_of(path),
-        "llama_cpp_python": llama_cpp.__version__,
-        "gpu_offload_supported": bool(llama_cpp.llama_supports_gpu_offload()),
-        "n_gpu_layers": n_gpu_layers,
-        "threads": threads,
-        "cpu_count": os.cpu_count(),
-        "machine": f"{platform.system()} {platform.machine()}",
-        "cpu_amx": plan.cpu_amx, "build_amx": plan.build_amx, "llama_system_info": system_info().strip(),
-        "extra_buffer_types": plan.use_extra_bufts, "load_route": plan.label, "load_route_reason": plan.reason,
+        **model_fields(path, plan, n_gpu_layers=n_gpu_layers, threads=threads),
         "n_ctx": n_ctx, "prompt_tokens": len(ids), "gen_tokens_max": gen_tokens,
         "gen_steps_free": free_steps, "gen_steps_grammar": constrained_steps,
         "runs": runs, "warmup_runs": 1, "seed": seed,

@@ -1,4 +1,4 @@
-"""Inference subcommands: ``labkit bench inference``, ``labkit bench equality`` and ``labkit fit``.
+"""Inference subcommands: ``labkit bench inference|parallel|equality`` and ``labkit fit``.
 
 Registered by ``labkit.cli`` through :func:`register`, so the main parser stays a table of contents.
 """
@@ -42,6 +42,19 @@ def _cmd_bench_inference(args: argparse.Namespace) -> int:
                              n_ctx=args.n_ctx, prompt_tokens=args.prompt_tokens, gen_tokens=args.gen_tokens,
                              runs=args.runs)
     print(json.dumps(result, indent=2) if args.json else render_inference(result))
+    return 0
+
+
+def _cmd_bench_parallel(args: argparse.Namespace) -> int:
+    from labkit.inference.parallel import bench_parallel, render_parallel
+
+    result = bench_parallel(args.model, widths=args.sequences, n_gpu_layers=args.n_gpu_layers,
+                            threads=args.threads, gen_tokens=args.gen_tokens, runs=args.runs)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2) if args.json else render_parallel(result))
     return 0
 
 
@@ -120,7 +133,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
-    """Add ``bench inference`` and ``bench equality`` under ``bench``, ``fit`` under the top-level commands."""
+    """Add ``bench inference|parallel|equality`` under ``bench``, ``fit`` under the top-level commands."""
     b = bench.add_parser("inference", help="load time, prompt and generation tokens/s, grammar cost")
     b.add_argument("--model", help="a registered model name (`labkit models list`) or a .gguf file "
                    "(default: the embedded Gemma 3 270M)")
@@ -132,6 +145,19 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     b.add_argument("--runs", type=int, default=3, help="timed runs after one warm-up (default 3)")
     b.add_argument("--json", action="store_true", help="print the results as JSON")
     b.set_defaults(func=_cmd_bench_inference)
+
+    q = bench.add_parser("parallel", help="aggregate generated tokens/s with several sequences in one batch")
+    q.add_argument("--model", help="a registered model name (`labkit models list`) or a .gguf file "
+                   "(default: the embedded Gemma 3 270M)")
+    q.add_argument("--sequences", type=int, nargs="+", default=[1, 2, 4, 8],
+                   help="batch widths to measure (default 1 2 4 8; 1 is always measured)")
+    q.add_argument("--n-gpu-layers", type=int, default=0, help="layers to offload, -1 = all (default 0)")
+    q.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    q.add_argument("--gen-tokens", type=int, default=64, help="tokens to generate per sequence (default 64)")
+    q.add_argument("--runs", type=int, default=3, help="timed runs per width after one warm-up (default 3)")
+    q.add_argument("--out", help="write the result as JSON here (e.g. data/bench/parallel-cpu.json)")
+    q.add_argument("--json", action="store_true", help="print the result as JSON")
+    q.set_defaults(func=_cmd_bench_parallel)
 
     e = bench.add_parser("equality", help="lazy grammar and prefix reuse against today's path, token by token")
     e.add_argument("--recording", default=DEFAULT_RECORDING,
