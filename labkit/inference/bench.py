@@ -55,11 +55,14 @@ default_model_path = embedded_model_path
 sha256_of = file_sha256
 
 
-def model_fields(path: Path, plan: Any, *, n_gpu_layers: int, threads: int) -> dict[str, Any]:
-    """What every inference benchmark records about the model, the llama.cpp build and the machine it ran on."""
+def model_fields(path: Path, plan: Any, *, embedded: bool, n_gpu_layers: int, threads: int) -> dict[str, Any]:
+    """What every inference benchmark records about the model, the llama.cpp build and the machine it ran on
+    (with the registered model's name and pinned sha256 where the file is one the registry knows)."""
     import llama_cpp
 
-    return {"model": str(path), "model_name": str(read_gguf(path).metadata.get("general.name", path.stem)),
+    spec = get_model(DEFAULT_MODEL) if embedded else spec_for_path(path)
+    known = {} if spec is None else {"registered_model": spec.name, "expected_sha256": spec.sha256}
+    return {**known, "model": str(path), "model_name": str(read_gguf(path).metadata.get("general.name", path.stem)),
             "model_sha256": sha256_of(path), "llama_cpp_python": llama_cpp.__version__,
             "gpu_offload_supported": bool(llama_cpp.llama_supports_gpu_offload()),
             "n_gpu_layers": n_gpu_layers, "threads": threads, "cpu_count": os.cpu_count(),
@@ -179,7 +182,7 @@ def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int =
     result: dict[str, Any] = {
         "benchmark": "labkit bench inference",
         "started_utc": started.isoformat(timespec="seconds"),
-        **model_fields(path, plan, n_gpu_layers=n_gpu_layers, threads=threads),
+        **model_fields(path, plan, embedded=embedded, n_gpu_layers=n_gpu_layers, threads=threads),
         "n_ctx": n_ctx, "prompt_tokens": len(ids), "gen_tokens_max": gen_tokens,
         "gen_steps_free": free_steps, "gen_steps_grammar": constrained_steps,
         "runs": runs, "warmup_runs": 1, "seed": seed,
@@ -194,10 +197,6 @@ def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int =
     }
     result["grammar_to_free_ratio"] = result["gen_grammar_tokens_per_s"] / result["gen_tokens_per_s"]
     result["lazy_grammar_to_free_ratio"] = result["gen_lazy_grammar_tokens_per_s"] / result["gen_tokens_per_s"]
-    spec = get_model(DEFAULT_MODEL) if embedded else spec_for_path(path)
-    if spec is not None:
-        result["registered_model"] = spec.name
-        result["expected_sha256"] = spec.sha256
     return result
 
 

@@ -37,6 +37,7 @@ from labkit.inference.loadlog import capture_llama_log
 from labkit.llm.modelfile import embedded_model_path
 from labkit.llm.models import resolve_model
 from labkit.llm.native import load_plan, open_llama
+from labkit.provenance import git_commit, machine
 
 # Different prompts per sequence, so the batch is N users, not one answer copied N times.
 PROMPT = "Ticket {n}: a customer writes that the {thing} stopped working after the update. Reply:"
@@ -114,7 +115,7 @@ def bench_parallel(model: str | None = None, *, widths: Sequence[int] = (1, 2, 4
     path = embedded_model_path() if resolved is None else Path(resolved)
     read_gguf(path)  # a clear error for a missing or non-GGUF file before llama.cpp sees it
     threads = threads or os.cpu_count() or 1
-    started = now()
+    started, commit, host = now(), git_commit(), machine()  # the code that ran and the load it met, at the start
     plan = load_plan()
     with capture_llama_log():
         llm = open_llama(path, plan, n_ctx=256, n_threads=threads, n_threads_batch=threads,
@@ -162,7 +163,8 @@ def bench_parallel(model: str | None = None, *, widths: Sequence[int] = (1, 2, 4
     for row in rows:
         row["aggregate_over_single"] = row["aggregate_tokens_per_s"] / single
     return {"benchmark": "labkit bench parallel", "started_utc": started.isoformat(timespec="seconds"),
-            **model_fields(path, plan, n_gpu_layers=n_gpu_layers, threads=threads),
+            "labkit_commit": commit, "load_average_at_start": host["load_average_at_start"],
+            **model_fields(path, plan, embedded=resolved is None, n_gpu_layers=n_gpu_layers, threads=threads),
             "gen_tokens_max": gen_tokens, "runs": runs, "warmup_runs": 1, "prompt": PROMPT, "widths": rows,
             "best_aggregate_tokens_per_s": max(r["aggregate_tokens_per_s"] for r in rows)}
 
