@@ -16,7 +16,7 @@
 #   and read what it bought on users the design never saw.
 #
 # **Prerequisites:** notebooks 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)) and 03
-# ([event log](../docs/glossary.md), [replay](../docs/glossary.md)). **Time:** about 75 minutes, the quiz included.
+# ([event log](../docs/glossary.md), [replay](../docs/glossary.md)). **Time:** about 80 minutes, the quiz included.
 # The **Predict** boxes hide their answer until you choose and press *check*.
 #
 # Nothing here runs a model. Every answer shown was recorded live (`labkit dialog-measure`, greedy decoding:
@@ -46,6 +46,7 @@ from labkit.dialog import (
     load_user_scripts,
     render_text,
 )
+from labkit.dialog.ablation import ablation_summary, ablation_table, dev_ablation
 from labkit.dialog.comparison import replay
 from labkit.dialog.features import FEATURES
 from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_runs
@@ -56,6 +57,7 @@ from labkit.dialog.targets import check_targets
 from labkit.drawio import to_drawio
 from labkit.llm.cassette import ReplayBackend
 from labkit.runs import read_rows
+from labkit.stats import sign_test_p
 from labkit.store import read_jsonl
 
 DATA = Path("..") / "data" / "dialog"
@@ -313,6 +315,29 @@ Markdown("\n".join(["| feature | what it does |", "|---|---|"]
                    + [f"| `{f.name}` | {f.about} |" for f in FEATURES]))
 
 # %% [markdown]
+# **What each feature buys.** Every feature, and each of the two rules inside features, has an ablation: the same
+# arm without it, on the dev users (design data, never the report). The features and rules of `machine_plus` were
+# ablated on the first six dev users, three per scenario (`labkit dialog-measure --only a01,a02,a03,s01,s02,s03`);
+# the two candidates of the later design rounds (§9) on all twenty, each against the arm it was added to. One row
+# per pair, paired by user; "parts that moved" counts users per part of the measure, so a feature that buys no
+# adherence can still show what it changes:
+
+# %%
+_q = "qwen2.5-coder-1.5b"
+ablation = dev_ablation(DATA, _q, scenarios, all_users)
+print(ablation_summary(ablation))
+print(f"The smallest p a sign test over six users can give (all six one way): {sign_test_p(6, 0):.3f}")
+Markdown(ablation_table(ablation))
+
+# %% [markdown]
+# Read it for where to look next, not as a result: six users per row can show a feature that decides whole
+# conversations (the worked example, the step's question) and little else. One user counts against a feature
+# for the script's sake, not the feature's: the dev user `s03_cancel` says "never mind" once, says nothing more,
+# and expects the conversation cancelled; under `cancel_confirm` the bot asks whether to cancel and waits for an
+# answer that never comes, so every arm with that feature fails that user (the other users who cancel, one on
+# dev and one on test, answer the question, as the feature expects).
+
+# %% [markdown]
 # The features were designed on the **dev** users only (10 per scenario); the **test** users (15 per scenario)
 # were not looked at until the recording below, which is what the kit reports.
 #
@@ -400,8 +425,6 @@ Markdown("\n".join(lines))
 # logs:
 
 # %%
-_q = "qwen2.5-coder-1.5b"
-
 targets = check_targets(tested[_q], test_counts[_q], "machine_plus")
 failing = {part: sum(not sc.parts[part] for sc in tested[_q]["machine_plus"]) for part in PARTS}
 Markdown("\n".join([t.line() for t in targets]

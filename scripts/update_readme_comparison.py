@@ -1,10 +1,11 @@
 """Write the comparison tables from the committed recordings into the files that hold their markers.
 
-Five blocks: the comparison v2 (data/experiment-v2/<model>/summary.json), the code comparison
+Blocks: the comparison v2 (data/experiment-v2/<model>/summary.json), the code comparison
 (data/repoedit/compare/<model>/), the code comparison with the machine's features and their ablation
 (data/repoedit/compare-plus/<model>/), the HumanEval recordings (data/repoedit/humaneval-<kind>/<model>/),
-and the dialog recordings (data/dialog/runs/<model>/, data/dialog/runs_test/<model>/). TABLES declares, per block,
-its markers and the file they live in (today all five in docs/results.md, which README.md links to).
+the dialog recordings (data/dialog/runs/<model>/, data/dialog/runs_test/<model>/) and the dialog ablation
+(data/dialog/runs_dev/). TABLES declares, per block, its markers and the file they live in (docs/results.md,
+which README.md links to; the front page's dialog line in README.md).
 
 Run it after a new recording; tests/test_readme_comparison.py fails while a file shows another table.
 """
@@ -24,6 +25,7 @@ PLUS_BEGIN, PLUS_END = "<!-- code-plus-table: begin -->", "<!-- code-plus-table:
 BENCH_BEGIN, BENCH_END = "<!-- humaneval-table: begin -->", "<!-- humaneval-table: end -->"
 DIALOG_BEGIN, DIALOG_END = "<!-- dialog-table: begin -->", "<!-- dialog-table: end -->"
 HEADLINE_BEGIN, HEADLINE_END = "<!-- dialog-headline: begin -->", "<!-- dialog-headline: end -->"
+ABLATION_BEGIN, ABLATION_END = "<!-- dialog-ablation: begin -->", "<!-- dialog-ablation: end -->"
 
 
 def recorded_summaries(root: Path = ROOT) -> dict[str, dict]:
@@ -124,6 +126,17 @@ def dialog_table_block(root: Path = ROOT) -> str:
     return table.replace(" (gemma3-270m) |", " |").replace(" (qwen2.5-coder-1.5b) |", " |")
 
 
+def dialog_ablation_block(root: Path = ROOT) -> str:
+    """What each dialog feature buys on the dev users (the 1.5B model's ablation and design rounds)."""
+    from labkit.dialog.ablation import ablation_summary, ablation_table, dev_ablation
+    from labkit.dialog.simulate import load_scenarios
+    from labkit.dialog.users import load_user_scripts
+
+    data = root / "data" / "dialog"
+    rows = dev_ablation(data, "qwen2.5-coder-1.5b", load_scenarios(data), load_user_scripts(data / "users"))
+    return ablation_table(rows) + "\n\n" + ablation_summary(rows)
+
+
 def dialog_headline_block(root: Path = ROOT) -> str:
     """The front page's dialog line: each model's test recording, machine_plus against prompt_only_checked."""
     from labkit.dialog.rescore import headline
@@ -149,6 +162,7 @@ TABLES = (
     (CODE_BEGIN, CODE_END, "docs/results.md", code_table_block),
     (PLUS_BEGIN, PLUS_END, "docs/results.md", plus_table_block),
     (DIALOG_BEGIN, DIALOG_END, "docs/results.md", dialog_table_block),
+    (ABLATION_BEGIN, ABLATION_END, "docs/results.md", dialog_ablation_block),
     (BENCH_BEGIN, BENCH_END, "docs/results.md", bench_table_block),
     (HEADLINE_BEGIN, HEADLINE_END, "README.md", dialog_headline_block),
 )

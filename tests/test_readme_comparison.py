@@ -24,7 +24,7 @@ def shown(begin: str, end: str) -> str:
 
 def test_every_table_is_declared_once_with_a_file_of_the_repository() -> None:
     begins = [begin for begin, _, _, _ in script.TABLES]
-    assert len(begins) == len(set(begins)) == 6
+    assert len(begins) == len(set(begins)) == 7
     for begin, end, name, _ in script.TABLES:
         assert (ROOT / name).is_file(), f"{begin} is declared in {name}, which does not exist"
         text = (ROOT / name).read_text(encoding="utf-8")
@@ -75,6 +75,12 @@ def test_the_readme_dialog_table_is_the_recordings_table() -> None:
     block = shown(script.DIALOG_BEGIN, script.DIALOG_END)
     assert any(label.startswith("test users") for label in script.dialog_folders()), "no dialog test recording"
     assert block == script.dialog_table_block(), STALE
+
+
+def test_the_dialog_ablation_block_is_the_recordings_table() -> None:
+    block = shown(script.ABLATION_BEGIN, script.ABLATION_END)
+    assert "| `step_example` |" in block and "Of 13 features and rules" in block
+    assert block == script.dialog_ablation_block(), STALE
 
 
 def test_the_front_pages_dialog_line_is_computed_from_the_test_recordings() -> None:

@@ -86,6 +86,25 @@ ABLATION: tuple[str, ...] = ("machine_plus", *(f"machine_plus_no_{f.name}" for f
                                                if f.name not in CANDIDATES))
 
 
+@dataclass(frozen=True)
+class Ablation:
+    """What one feature (or one rule inside a feature) buys: the arm with it against the same arm without it."""
+
+    feature: str
+    with_arm: str
+    without_arm: str
+
+
+ABLATIONS: tuple[Ablation, ...] = (
+    *(Ablation(name.removeprefix("machine_plus_no_"), "machine_plus", name) for name in ABLATION[1:]),
+    # the candidates joined in design rounds, each on top of the arm before it
+    Ablation("results_first", "machine_plus_next", "machine_plus"),
+    Ablation("more_examples", "machine_plus_next2", "machine_plus_next"),
+)
+"""Every feature and part with the pair of recorded arms that differ in it alone (read by
+:func:`labkit.dialog.ablation.ablation_rows`)."""
+
+
 def arm(name: str) -> Arm:
     """The declared arm ``name``; refused with the known names otherwise."""
     found = BY_NAME.get(name)

@@ -1,0 +1,91 @@
+"""What each feature of the dialog machine buys: the declared ablation pairs, scored and paired by user.
+
+Each row is one :class:`~labkit.dialog.arms.Ablation` — the same arm with and without one feature (or one
+rule inside a feature) — read from recordings that hold both arms. It counts the users each arm adhered
+on, over the users both arms ran, the users only one of them adhered on, the exact sign test, and how
+the five parts of the measure moved (so a feature that buys no adherence can still show what it changes).
+
+A pair is read from the first recording given that holds both of its arms: the arms of one recording
+ran the same users on the same code and model, which is what makes the pairing fair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from labkit.dialog.arms import ABLATIONS
+from labkit.dialog.measure import PARTS, Score
+from labkit.dialog.rescore import score_folder
+from labkit.dialog.scenario import Scenario
+from labkit.dialog.users import UserScript
+from labkit.stats import paired_test
+
+
+def ablation_rows(recordings: Sequence[Mapping[str, Sequence[Score]]]) -> list[dict[str, Any]]:
+    """One row per declared ablation whose two arms some recording holds (scored per arm, as from
+    :func:`labkit.dialog.rescore.score_folder`); ablations no recording holds are left out."""
+    rows = []
+    for ablation in ABLATIONS:
+        found = next((r for r in recordings if ablation.with_arm in r and ablation.without_arm in r), None)
+        if found is None:
+            continue
+        with_by = {s.user: s for s in found[ablation.with_arm]}
+        without_by = {s.user: s for s in found[ablation.without_arm]}
+        users = sorted(set(with_by) & set(without_by))
+        if not users:
+            continue
+        test = paired_test({u: (int(with_by[u].adhered), 1) for u in users},
+                           {u: (int(without_by[u].adhered), 1) for u in users},
+                           names=(ablation.with_arm, ablation.without_arm))
+        parts = {part: sum(with_by[u].parts[part] for u in users) - sum(without_by[u].parts[part] for u in users)
+                 for part in PARTS}
+        with_n = sum(with_by[u].adhered for u in users)
+        without_n = sum(without_by[u].adhered for u in users)
+        rows.append({"feature": ablation.feature, "with_arm": ablation.with_arm,
+                     "without_arm": ablation.without_arm, "users": len(users), "with": with_n,
+                     "without": without_n, "buys": with_n - without_n, "only_with": test.a_better,
+                     "only_without": test.b_better, "p_value": test.p_value, "parts": parts})
+    return rows
+
+
+def dev_ablation(data: str | Path, model: str, scenarios: Mapping[str, Scenario],
+                 users: Sequence[UserScript]) -> list[dict[str, Any]]:
+    """The ablation rows of ``model``'s dev recordings under ``data/runs_dev``: the ablation itself
+    (``<model>``), then the design rounds' candidates (``<model>-next`` and ``<model>-next2`` read as one, since
+    each round's arm is paired with the arm of the round before)."""
+    runs = Path(data) / "runs_dev"
+    ablation = score_folder(runs / model, scenarios, list(users))
+    rounds: dict[str, list[Score]] = {}
+    for suffix in ("-next", "-next2"):
+        if (runs / f"{model}{suffix}").exists():
+            rounds |= score_folder(runs / f"{model}{suffix}", scenarios, list(users))
+    return ablation_rows([ablation, rounds])
+
+
+def ablation_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The rows as a Markdown table; a part's change is listed only where it moved."""
+    lines = ["| feature | with / without | users | adhered with | without | buys | only with / only without | "
+             "p | parts that moved |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        moved = ", ".join(f"{part} {n:+d}" for part, n in r["parts"].items() if n) or "none"
+        lines.append(f"| `{r['feature']}` | {r['with_arm']} / {r['without_arm']} | {r['users']} | {r['with']} | "
+                     f"{r['without']} | {r['buys']:+d} | {r['only_with']} / {r['only_without']} | "
+                     f"{r['p_value']:.3g} | {moved} |")
+    return "\n".join(lines)
+
+
+def ablation_summary(rows: Sequence[Mapping[str, Any]], alpha: float = 0.05) -> str:
+    """The table in one sentence, built from its rows: which features bought adherence, which cost it, and
+    which of those differences are beyond chance (so the words stay right whichever way the numbers came)."""
+    def names(selected: Sequence[Mapping[str, Any]]) -> str:
+        return ", ".join(f"{r['feature']} ({r['buys']:+d} of {r['users']})" for r in selected) or "none"
+
+    bought = [r for r in rows if r["buys"] > 0]
+    cost = [r for r in rows if r["buys"] < 0]
+    level = len(rows) - len(bought) - len(cost)
+    beyond = [r["feature"] for r in rows if r["p_value"] < alpha]
+    return (f"Of {len(rows)} features and rules, {len(bought)} bought adherence: {names(bought)}; "
+            f"{len(cost)} cost it: {names(cost)}; {level} changed no user's adherence. Beyond chance "
+            f"(exact sign test p < {alpha:g}): {', '.join(beyond) or 'none'}.")
