@@ -317,21 +317,22 @@ Markdown("\n".join(["| feature | what it does |", "|---|---|"]
 # %% [markdown]
 # **What each feature buys.** Every feature, and each of the two rules inside features, has an ablation: the same
 # arm without it, on the dev users (design data, never the report). The features and rules of `machine_plus` were
-# ablated on the first six dev users, three per scenario (`labkit dialog-measure --only a01,a02,a03,s01,s02,s03`);
-# the two candidates of the later design rounds (§9) on all twenty, each against the arm it was added to. One row
-# per pair, paired by user; "parts that moved" counts users per part of the measure, so a feature that buys no
-# adherence can still show what it changes:
+# ablated on the first dev users of each scenario, recorded a few users at a time (`labkit dialog-measure --only
+# a05,s05 --resume`); the two candidates of the later design rounds (§9) on all the dev users, each against the
+# arm it was added to. One row per pair, paired by user (the users column); "parts that moved" counts users per
+# part of the measure, so a feature that buys no adherence can still show what it changes:
 
 # %%
 _q = "qwen2.5-coder-1.5b"
 ablation = dev_ablation(DATA, _q, scenarios, all_users)
 print(ablation_summary(ablation))
-print(f"The smallest p a sign test over six users can give (all six one way): {sign_test_p(6, 0):.3f}")
+_fewest = min(r["users"] for r in ablation)
+print(f"The smallest p a sign test over {_fewest} users can give (all of them one way): {sign_test_p(_fewest, 0):.3g}")
 Markdown(ablation_table(ablation))
 
 # %% [markdown]
-# Read it for where to look next, not as a result: six users per row can show a feature that decides whole
-# conversations (the worked example, the step's question) and little else. One user counts against a feature
+# Read it for where to look next, not as a result: so few users per row can show a feature that decides whole
+# conversations and little else. One user counts against a feature
 # for the script's sake, not the feature's: the dev user `s03_cancel` says "never mind" once, says nothing more,
 # and expects the conversation cancelled; under `cancel_confirm` the bot asks whether to cancel and waits for an
 # answer that never comes, so every arm with that feature fails that user (the other users who cancel, one on
