@@ -27,8 +27,8 @@
 #          OUT/build.log       the compiler output, in case the build fails
 #
 # The goal for the 270M model on a data-centre GPU is >= 1,000 generated tokens/s in aggregate; summary.json
-# says whether the single stream and the best batch width reached it. No GPU figure in this repository is claimed until such a run
-# has produced these files (docs/gpu.md says where results were measured).
+# says whether the single stream and the best batch width reached it. No GPU figure in this repository is
+# claimed until such a run has produced these files (docs/gpu.md says where results were measured).
 #
 # Options: --bench-args "..." passes extra arguments to both benchmark runs (default: a longer run,
 # "--n-ctx 2048 --prompt-tokens 512 --gen-tokens 256 --runs 5"); --parallel-args "..." replaces the bench

@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from labkit.dialog.arms import ABLATIONS
-from labkit.dialog.measure import PARTS, Score
+from labkit.dialog.measure import PARTS, Score, compare_arms
 from labkit.dialog.rescore import score_folder
 from labkit.dialog.scenario import Scenario
 from labkit.dialog.users import UserScript
-from labkit.stats import paired_test
 
 
 def ablation_rows(recordings: Sequence[Mapping[str, Sequence[Score]]]) -> list[dict[str, Any]]:
@@ -36,17 +35,15 @@ def ablation_rows(recordings: Sequence[Mapping[str, Sequence[Score]]]) -> list[d
         users = sorted(set(with_by) & set(without_by))
         if not users:
             continue
-        test = paired_test({u: (int(with_by[u].adhered), 1) for u in users},
-                           {u: (int(without_by[u].adhered), 1) for u in users},
-                           names=(ablation.with_arm, ablation.without_arm))
-        parts = {part: sum(with_by[u].parts[part] for u in users) - sum(without_by[u].parts[part] for u in users)
-                 for part in PARTS}
-        with_n = sum(with_by[u].adhered for u in users)
-        without_n = sum(without_by[u].adhered for u in users)
+        tests = compare_arms([with_by[u] for u in users], [without_by[u] for u in users])
+        adhered = tests["adhered"]
+        with_n, without_n = (sum(by[u].adhered for u in users) for by in (with_by, without_by))
         rows.append({"feature": ablation.feature, "with_arm": ablation.with_arm,
                      "without_arm": ablation.without_arm, "users": len(users), "with": with_n,
-                     "without": without_n, "buys": with_n - without_n, "only_with": test.a_better,
-                     "only_without": test.b_better, "p_value": test.p_value, "parts": parts})
+                     "without": without_n, "buys": with_n - without_n, "only_with": adhered.a_better,
+                     "only_without": adhered.b_better, "p_value": adhered.p_value,
+                     # per user a part is passed or not, so the difference of the counts is wins minus losses
+                     "parts": {part: tests[part].a_better - tests[part].b_better for part in PARTS}})
     return rows
 
 
