@@ -8,8 +8,9 @@ name check and the lookup are written once, here, and each machine declares only
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from labkit.errors import LabkitError
 
@@ -76,3 +77,21 @@ class FeatureTable:
             raise LabkitError(f"unknown {self.machine} part(s) {unknown}",
                               f"use some of: {', '.join(p.name for p in self.parts) or '(none declared)'}.")
         return found
+
+
+def ablation_sentence(rows: Sequence[Mapping[str, Any]], *, things: str, bought: str, count: str,
+                      alpha: float = 0.05) -> str:
+    """An ablation table in one sentence, built from its rows (each with ``feature``, ``buys``, ``p_value`` and
+    the number of paired units under ``count``): which features bought ``bought``, which cost, which bought
+    nothing net (a feature may win some units and lose as many), and which differences are beyond chance — so
+    the words stay right whichever way the numbers came out."""
+    def names(selected: Sequence[Mapping[str, Any]]) -> str:
+        return ", ".join(f"{r['feature']} ({r['buys']:+d} of {r[count]})" for r in selected) or "none"
+
+    gained = [r for r in rows if r["buys"] > 0]
+    cost = [r for r in rows if r["buys"] < 0]
+    level = len(rows) - len(gained) - len(cost)
+    beyond = [r["feature"] for r in rows if r["p_value"] < alpha]
+    return (f"Of {len(rows)} {things}, {len(gained)} bought {bought}: {names(gained)}; {len(cost)} cost: "
+            f"{names(cost)}; {level} bought nothing net. Beyond chance (exact sign test p < {alpha:g}): "
+            f"{', '.join(beyond) or 'none'}.")

@@ -56,17 +56,15 @@ def plus_folders(root: Path = ROOT) -> list[Path]:
 
 def plus_table_block(root: Path = ROOT) -> str:
     """The arms table over models, then each model's ablation table (what each feature buys)."""
-    from labkit.repoedit.compare_report import markdown, summarize
+    from labkit.repoedit.compare_report import ablation_markdown, ablation_text, summarize
     from labkit.repoedit.compare_report import models_table as code_models_table
 
     parts = [code_models_table([with_later_arms(f) for f in plus_folders(root)]).strip()]
     for folder in plus_folders(root):
         summary = summarize(folder)
         if summary["ablation"]:
-            table = markdown(summary)
-            start = table.index("| feature switched off")
             parts.append(f"Ablation, {summary['model']} ({summary['runs']}/{summary['planned']} runs recorded):\n\n"
-                         + table[start:].split("\n\n", 1)[0])
+                         + ablation_markdown(summary["ablation"]) + "\n\n" + ablation_text(summary["ablation"]))
     return "\n\n".join(parts)
 
 
@@ -76,10 +74,15 @@ def bench_folders(root: Path = ROOT) -> list[Path]:
             if ((folder := root / "data" / "repoedit" / f"humaneval-{kind}") / m / "runs.jsonl").exists()]
 
 
+LATER_ARMS = ("best-of", "ablation")
+"""Folders that recorded further arms of a comparison beside it: ``<kind>-<suffix>/<model>`` (best of k; the
+ablation arms, recorded after the greedy arms and answered from their cassettes where the request is the same)."""
+
+
 def with_later_arms(folder: Path) -> list[Path]:
-    """``folder`` and the recordings of arms added later to the same comparison (``<kind>-best-of/<model>``)."""
-    later = folder.parent.with_name(folder.parent.name + "-best-of") / folder.name
-    return [folder, later] if (later / "runs.jsonl").exists() else [folder]
+    """``folder`` and the recordings of arms added later to the same comparison (:data:`LATER_ARMS`)."""
+    later = [folder.parent.with_name(f"{folder.parent.name}-{suffix}") / folder.name for suffix in LATER_ARMS]
+    return [folder, *(f for f in later if (f / "runs.jsonl").exists())]
 
 
 def bench_table_block(root: Path = ROOT) -> str:
@@ -94,8 +97,8 @@ def bench_table_block(root: Path = ROOT) -> str:
         table = markdown(summarize(with_later_arms(folder)))
         head, rest = table.split("\n\n", 1)
         blocks = rest.split("\n\n")
-        keep = [b for b in blocks if b.startswith("| arm | fixed") or b.startswith("| measure")
-                or b.startswith("Fixed means") or b.startswith("Headline")]
+        keep = [b for b in blocks if b.startswith(("| arm | fixed", "| measure", "| feature switched off",
+                                                    "Of ", "Fixed means", "Headline", "Not recorded"))]
         parts.append("\n\n".join([head.replace("**", "", 2) + ":", *keep]))
     return "\n\n".join(parts)
 

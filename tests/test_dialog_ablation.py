@@ -49,9 +49,8 @@ def test_a_pair_is_read_from_the_first_recording_that_holds_both_arms() -> None:
     (row,) = ablation_rows([first, second, third])
     assert (row["feature"], row["buys"], row["parts"]["end_step"]) == ("carry_over", 1, 1)
     assert "end_step +1" in ablation_table([row])
-    assert ablation_summary([row]) == ("Of 1 features and rules, 1 bought adherence: carry_over (+1 of 1); 0 cost "
-                                       "it: none; 0 changed no user's adherence. Beyond chance (exact sign test "
-                                       "p < 0.05): none.")
+    assert ablation_summary([row]) == ("Of 1 features and rules, 1 bought adherence: carry_over (+1 of 1); 0 cost: "
+                                       "none; 0 bought nothing net. Beyond chance (exact sign test p < 0.05): none.")
 
 
 def test_the_committed_dev_recordings_hold_every_pair() -> None:

@@ -221,6 +221,17 @@ def test_the_runner_writes_a_row_per_run_resumes_and_reports(project, tmp_path):
     assert len(provenance) == 2 and provenance[1]["jobs_left"] == 1 and provenance[0]["tasks_sha256"]
 
 
+def test_the_ablation_sentence_says_what_each_feature_bought_net():
+    from labkit.repoedit.compare_report import ablation_text
+
+    rows = [{"feature": "definition_edit", "tasks": 10, "buys": 7, "p_value": 0.0156},
+            {"feature": "blamed_skip", "tasks": 10, "buys": -1, "p_value": 1.0},
+            {"feature": "sampled_repair", "tasks": 10, "buys": 0, "p_value": 1.0}]  # won one task, lost one
+    assert ablation_text(rows) == ("Of 3 features, 1 bought fixes: definition_edit (+7 of 10); 1 cost: blamed_skip "
+                                   "(-1 of 10); 1 bought nothing net. Beyond chance (exact sign test p < 0.05): "
+                                   "definition_edit.")
+
+
 def test_bad_input_is_refused_with_a_clear_error(project, tmp_path, capsys):
     good = CompareConfig(model="scripted", arms=["machine_oracle"], tasks_file=str(project / "tasks.yaml"))
     for bad, words in ((CompareConfig(model="m", arms=["nope"]), "unknown arm"),

@@ -20,6 +20,7 @@ from labkit.dialog.measure import PARTS, Score, compare_arms
 from labkit.dialog.rescore import score_folder
 from labkit.dialog.scenario import Scenario
 from labkit.dialog.users import UserScript
+from labkit.features import ablation_sentence
 
 
 def ablation_rows(recordings: Sequence[Mapping[str, Sequence[Score]]]) -> list[dict[str, Any]]:
@@ -76,13 +77,4 @@ def ablation_table(rows: Sequence[Mapping[str, Any]]) -> str:
 def ablation_summary(rows: Sequence[Mapping[str, Any]], alpha: float = 0.05) -> str:
     """The table in one sentence, built from its rows: which features bought adherence, which cost it, and
     which of those differences are beyond chance (so the words stay right whichever way the numbers came)."""
-    def names(selected: Sequence[Mapping[str, Any]]) -> str:
-        return ", ".join(f"{r['feature']} ({r['buys']:+d} of {r['users']})" for r in selected) or "none"
-
-    bought = [r for r in rows if r["buys"] > 0]
-    cost = [r for r in rows if r["buys"] < 0]
-    level = len(rows) - len(bought) - len(cost)
-    beyond = [r["feature"] for r in rows if r["p_value"] < alpha]
-    return (f"Of {len(rows)} features and rules, {len(bought)} bought adherence: {names(bought)}; "
-            f"{len(cost)} cost it: {names(cost)}; {level} changed no user's adherence. Beyond chance "
-            f"(exact sign test p < {alpha:g}): {', '.join(beyond) or 'none'}.")
+    return ablation_sentence(rows, things="features and rules", bought="adherence", count="users", alpha=alpha)

@@ -17,6 +17,7 @@ from typing import Any
 
 from labkit.errors import LabkitError
 from labkit.experiment.v2.report import solved_cell
+from labkit.features import ablation_sentence
 from labkit.repoedit.arms import ARMS, BEST_OF
 from labkit.repoedit.compare import RunRow, load_rows, read_config
 from labkit.repoedit.features import FEATURES
@@ -275,6 +276,20 @@ def summarize(folder: Path | Sequence[Path]) -> dict[str, Any]:
             "meaning": meaning(arms, paired), "runs": len(rows), "planned": planned, "sessions": sessions}
 
 
+def ablation_markdown(ablation: Sequence[Mapping[str, Any]]) -> str:
+    """The ablation table (:func:`ablation_rows`) as Markdown: one row per feature switched off."""
+    lines = ["| feature switched off | tasks | fixed with | fixed without | buys | only with | only without | "
+             "exact sign test p |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {a['feature']} | {a['tasks']} | {a['with']} | {a['without']} | {a['buys']:+d} | "
+              f"{a['only_with']} | {a['only_without']} | {a['p_value']:.3g} |" for a in ablation]
+    return "\n".join(lines)
+
+
+def ablation_text(ablation: Sequence[Mapping[str, Any]], alpha: float = 0.05) -> str:
+    """The ablation table (:func:`ablation_rows`) in one sentence, computed from its rows."""
+    return ablation_sentence(ablation, things="features", bought="fixes", count="tasks", alpha=alpha)
+
+
 def markdown(summary: Mapping[str, Any]) -> str:
     """One model's table, its paired tests, the headline and the meaning, as Markdown."""
     tasks = "" if summary.get("tasks_file", DEFAULT_TASKS) == DEFAULT_TASKS else f"tasks {summary['tasks_file']}, "
@@ -301,10 +316,7 @@ def markdown(summary: Mapping[str, Any]) -> str:
                       ", ".join(f"{r['label']} {r['visible_green_hidden_red']}/{r['tasks']}" for r in summary["arms"])
                   + "."]
     if summary.get("ablation"):
-        lines += ["", "| feature switched off | tasks | fixed with | fixed without | buys | only with | "
-                      "only without | exact sign test p |", "|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {a['feature']} | {a['tasks']} | {a['with']} | {a['without']} | {a['buys']:+d} | "
-                  f"{a['only_with']} | {a['only_without']} | {a['p_value']:.3g} |" for a in summary["ablation"]]
+        lines += ["", ablation_markdown(summary["ablation"]), "", ablation_text(summary["ablation"])]
     if summary["headline"]:
         lines += ["", f"Headline: {summary['headline']}"]
     missing = summary["planned"] - summary["runs"]
