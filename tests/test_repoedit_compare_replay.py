@@ -85,3 +85,11 @@ def test_the_report_of_both_recordings_prints(capsys):
         assert f"**{model}**" in text and summary["headline"] and summary["headline"] in text
     assert main(["repoedit", "compare-report", *map(str, FOLDERS)]) == 0
     assert capsys.readouterr().out == text
+
+
+def test_the_report_pairs_folders_joined_by_a_comma_as_one_comparison(capsys):
+    greedy, best = (COMPARE.parent / kind / "qwen2.5-coder-1.5b" for kind in ("compare-plus", "compare-plus-best-of"))
+    assert main(["repoedit", "compare-report", f"{greedy},{best}"]) == 0
+    text = capsys.readouterr().out
+    assert text == render_report([[greedy, best]])
+    assert "| machine+, best of 3 vs machine+ (every feature) |" in text  # paired across the two folders

@@ -272,7 +272,7 @@ def _tasks_spec(value: str) -> str:
 def _cmd_compare_report(args: argparse.Namespace) -> int:
     from labkit.repoedit.compare_report import render_report
 
-    print(render_report([Path(f) for f in args.folders]), end="")
+    print(render_report([[Path(f) for f in joined.split(",")] for joined in args.folders]), end="")
     return 0
 
 
@@ -338,7 +338,9 @@ def register(commands: Any, bench: Any) -> None:
                    "try from the greedy arm's recording; the other calls go to the model")
     p.set_defaults(func=_cmd_compare)
     p = sub.add_parser("compare-report", help="print the report of recorded comparisons (one folder per model)")
-    p.add_argument("folders", nargs="+", help="folders written by `labkit repoedit compare`")
+    p.add_argument("folders", nargs="+", help="folders written by `labkit repoedit compare`; join the folders of "
+                   "one comparison with commas (DIR,DIR: arms recorded later beside it, e.g. with --reuse) to pair "
+                   "their arms by task in one report")
     p.set_defaults(func=_cmd_compare_report)
     p = sub.add_parser("humaneval", help="build HumanEval's problems as projects (fix: one seeded mutation; "
                        "implement: a body to write) into a folder, with the hidden graders beside them")
