@@ -296,10 +296,15 @@ def markdown(summary: Mapping[str, Any]) -> str:
     lines = [f"**{summary['model']}** ({tasks}{summary['split']} split, {summary['runs']}/{summary['planned']} runs "
              f"recorded, {summary['call_budget']} model calls per run at most)", "",
              "| arm | fixed (95% CI) | broken trees left | test files changed | test runs | LLM calls | "
-             "tokens (prompt + completion) |", "|---|---|---|---|---|---|---|"]
+             "tokens (prompt + completion) | model s per task |", "|---|---|---|---|---|---|---|---|"]
     for r in summary["arms"]:
         lines.append(f"| {r['label']} | {solved_cell(r)} | {r['broken_trees']} | {r['tests_changed']} | "
-                     f"{r['test_runs']} | {r['llm_calls']} | {r['prompt_tokens']} + {r['completion_tokens']} |")
+                     f"{r['test_runs']} | {r['llm_calls']} | {r['prompt_tokens']} + {r['completion_tokens']} | "
+                     f"{r['model_s'] / r['tasks']:.1f} |")
+    if any(r["llm_calls"] for r in summary["arms"]):
+        lines += ["", "Model seconds are the recording's, live on its machine's CPU; a call answered from an earlier "
+                      "recording (`--reuse`) counts at the seconds it took there, so arms compare as if each had "
+                      "called the model itself."]
     if summary["paired"]:
         lines += ["", "| measure | A vs B | tasks | only A | only B | tied | exact sign test p |",
                   "|---|---|---|---|---|---|---|"]
