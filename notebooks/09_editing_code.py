@@ -13,14 +13,14 @@
 # 4. show that a failed run leaves the project exactly as it was (a [rollback](../docs/glossary.md) checked by
 #    file hashes);
 # 5. [replay](../docs/glossary.md) a recorded run without the model, the project or pytest;
-# 6. read an ablation table: what each of the machine's features buys on the same tasks, and what the oracle
-#    row does and does not show;
+# 6. read an ablation table: what each of the machine's features buys on the same tasks, which rows a task set
+#    cannot move (a feature whose state never runs there), and what the oracle row does and does not show;
 # 7. say what visible tests and a hidden grader each measure on a public benchmark, and set a recorded pass@1
 #    beside a published one.
 #
 # **Prerequisites:** notebook 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)),
 # notebook 03 ([event log](../docs/glossary.md), [hash chain](../docs/glossary.md), [invariant](../docs/glossary.md)).
-# **Time:** about 80 minutes, the quiz included. The runs below use real git copies and real pytest
+# **Time:** about 90 minutes, the quiz included. The runs below use real git copies and real pytest
 # subprocesses (a second or two each); the planner is the known fix or a short script, so no model is loaded.
 # The **Predict** boxes hide their answer until you choose and press *check*.
 #
@@ -491,6 +491,45 @@ print(render_report([[_fix, _best]]))
 # points above the one prompt; [docs/results.md](../docs/results.md) says where the recordings stand against it.
 
 # %% [markdown]
+# ### What each feature buys on HumanEval
+#
+# Section 8's ablation ran on ten projects, too few to show anything but a large effect. The same ablation arms
+# were recorded on the fix tasks of the test split, after the machine with every feature, with
+# `labkit repoedit compare --reuse`: a call whose very request the machine's recording holds is answered from
+# its cassette (greedy decoding gives one answer per request), so only the calls a switched-off feature changes
+# went to the model. A HumanEval project has one source file, so `code_plan` plans it and no plan prompt is ever
+# built. Before the table: what should switching off `closed_plan`, `plan_references` or `plan_example` change?
+
+# %% jupyter={"source_hidden": true}
+from labkit.repoedit.compare_report import ablation_markdown, ablation_text
+
+_ablation = DATA / "repoedit" / "humaneval-fix-ablation" / "qwen2.5-coder-1.5b"
+_features = summarize([_fix, _ablation])["ablation"]
+_plan_moves = sum(r["only_with"] + r["only_without"] for r in _features
+                  if r["feature"] in ("closed_plan", "plan_references", "plan_example"))
+predict("Code plans every HumanEval project. Switched off one at a time, how many tasks do the three plan-prompt "
+        "features change between them?", ["none", "a few", "many"],
+        "none" if _plan_moves == 0 else "a few" if _plan_moves <= 5 else "many",
+        f"Counted from the recordings: {_plan_moves} task(s). A feature acts only where its state runs; on one-file "
+        "projects the plan prompt is never built, so these rows check the harness (the same tree as the machine "
+        "with every feature), not the features.")
+
+# %% tags=["reveal"]
+print(ablation_markdown(_features))
+print()
+print(ablation_text(_features))
+
+# %% [markdown]
+# **How to read it.** Each row pairs the machine with every feature and the machine without one, task by task,
+# on the tasks both recorded. The features that act after a failure — `blamed_skip`, `repair_feedback`,
+# `sampled_repair`, `tolerant_match` — can change only the tasks where an answer was refused or left the tests
+# red, so their rows weigh few tasks however many the split holds; a row with wins on both sides says the
+# feature changes which tasks fail more than how many. `code_plan`, `first_failure` and `definition_edit` are not
+# in this table yet: switching any of them off changes nearly every prompt, so each is a whole new recording of
+# the split (section 8 has all three on the kit's projects). The command that adds them is in
+# [docs/results.md](../docs/results.md).
+
+# %% [markdown]
 # ## 10. What the seed claimed, and what the kit measured
 #
 # The seed (000) reports 2/10 → 10/10 on code changes: the same ~13.8 GB local model (7–13B parameters,
@@ -527,7 +566,7 @@ print(f"\nHumanEval fix tasks as rates: {_form['lower_fixed'] / _form['tasks']:.
 # %% [markdown]
 # ## Wrap-up quiz
 #
-# Six questions to choose from and two to answer with one line of code; `table`, `check_edit` and `edit_case`
+# Seven questions to choose from and two to answer with one line of code; `table`, `check_edit` and `edit_case`
 # are there to use. Press *check answers*: a wrong answer gets a hint, not the answer.
 
 # %% jupyter={"source_hidden": true}
@@ -562,6 +601,13 @@ quiz = Quiz([
            "on these tasks X changed no outcome; other tasks, or other models, may still need it",
            "An ablation measures a feature on the tasks it ran; +0 on ten one-file projects says little about "
            "a rename across files, where the plan features matter."),
+    Choice("On HumanEval, the machine without plan_example leaves the very tree the machine with it leaves, on "
+           "every task. Why?",
+           ["code plans a project with one source file, so the plan prompt, and its example, is never built",
+            "the model ignores worked examples", "the ablation arm was not run"],
+           "code plans a project with one source file, so the plan prompt, and its example, is never built",
+           "A feature acts only in the state it belongs to; on one-file projects PLAN_CHANGE asks no model. Such a "
+           "row checks the harness, not the feature: section 8's projects are where the plan features can act."),
     Choice("On a HumanEval task an arm's edit turns every visible test green, and the hidden grader stays red. "
            "What does that show?",
            ["the function now gives the docstring's examples right, not the problem as its own tests specify it",

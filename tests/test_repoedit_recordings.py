@@ -53,3 +53,22 @@ def test_the_best_of_recording_on_the_kits_projects_replays_row_for_row(tmp_path
     from labkit.repoedit.compare import replay_compare
 
     assert replay_compare(DATA / "compare-plus-best-of" / "qwen2.5-coder-1.5b", tmp_path / "again") == []
+
+
+# ----------------------------------------------------------------------------- the ablation on HumanEval
+IDLE_ON_ONE_FILE = ("closed_plan", "plan_references", "plan_example", "follow_traceback")
+
+
+def test_on_one_file_projects_the_plan_features_change_no_tree():
+    """Code plans a one-file project, so the plan prompt's features never act and a red run's traceback blames
+    no file outside the plan: switched off, the machine must leave the very tree it left with them, task by
+    task. (If this fails, a feature acts where the docs say it cannot, or the recording is not the machine's.)"""
+    from labkit.repoedit.compare import load_rows
+
+    model = "qwen2.5-coder-1.5b"
+    full = {r.task: r for r in load_rows(DATA / "humaneval-fix" / model / "runs.jsonl") if r.arm == "machine_plus"}
+    rows = load_rows(DATA / "humaneval-fix-ablation" / model / "runs.jsonl")
+    idle = [r for r in rows if r.arm.removeprefix("machine_plus_no_") in IDLE_ON_ONE_FILE]
+    assert len(idle) >= 4 * len(IDLE_ON_ONE_FILE)
+    for row in idle:
+        assert (row.digest, row.fixed) == (full[row.task].digest, full[row.task].fixed), (row.arm, row.task)
