@@ -20,7 +20,7 @@
 #
 # **Prerequisites:** notebook 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)),
 # notebook 03 ([event log](../docs/glossary.md), [hash chain](../docs/glossary.md), [invariant](../docs/glossary.md)).
-# **Time:** about 90 minutes, the quiz included. The runs below use real git copies and real pytest
+# **Time:** about 85 minutes, the quiz included. The runs below use real git copies and real pytest
 # subprocesses (a second or two each); the planner is the known fix or a short script, so no model is loaded.
 # The **Predict** boxes hide their answer until you choose and press *check*.
 #
@@ -566,7 +566,7 @@ print(f"\nHumanEval fix tasks as rates: {_form['lower_fixed'] / _form['tasks']:.
 # %% [markdown]
 # ## Wrap-up quiz
 #
-# Seven questions to choose from and two to answer with one line of code; `table`, `check_edit` and `edit_case`
+# Six questions to choose from and two to answer with one line of code; `table`, `check_edit` and `edit_case`
 # are there to use. Press *check answers*: a wrong answer gets a hint, not the answer.
 
 # %% jupyter={"source_hidden": true}
@@ -601,13 +601,6 @@ quiz = Quiz([
            "on these tasks X changed no outcome; other tasks, or other models, may still need it",
            "An ablation measures a feature on the tasks it ran; +0 on ten one-file projects says little about "
            "a rename across files, where the plan features matter."),
-    Choice("On HumanEval, the machine without plan_example leaves the very tree the machine with it leaves, on "
-           "every task. Why?",
-           ["code plans a project with one source file, so the plan prompt, and its example, is never built",
-            "the model ignores worked examples", "the ablation arm was not run"],
-           "code plans a project with one source file, so the plan prompt, and its example, is never built",
-           "A feature acts only in the state it belongs to; on one-file projects PLAN_CHANGE asks no model. Such a "
-           "row checks the harness, not the feature: section 8's projects are where the plan features can act."),
     Choice("On a HumanEval task an arm's edit turns every visible test green, and the hidden grader stays red. "
            "What does that show?",
            ["the function now gives the docstring's examples right, not the problem as its own tests specify it",
