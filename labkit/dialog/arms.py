@@ -77,8 +77,11 @@ ARMS: tuple[Arm, ...] = (
           about=f"machine_plus with {p.of} but without its part {p.name}: {p.about}") for p in PARTS),
     Arm("machine_plus_next", "machine", RECORDED | {"results_first"}, about="machine_plus with the first "
         "candidate feature, results_first, designed on the dev users after the test recording"),
-    Arm("machine_plus_next2", "machine", ALL, about="machine_plus_next with the second round's candidates, designed "
-        "on the dev users after machine_plus_next's recordings: " + ", ".join(sorted(CANDIDATES - {"results_first"}))),
+    Arm("machine_plus_next2", "machine", RECORDED | {"results_first", "more_examples"}, about="machine_plus_next "
+        "with the second round's candidate, more_examples, designed on the dev users after machine_plus_next's "
+        "recordings"),
+    Arm("machine_plus_next3", "machine", ALL, about="machine_plus_next2 with the third round's candidate, "
+        "split_values, designed on the dev users after machine_plus_next2's recordings"),
 )
 BY_NAME: dict[str, Arm] = {a.name: a for a in ARMS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
@@ -100,6 +103,7 @@ ABLATIONS: tuple[Ablation, ...] = (
     # the candidates joined in design rounds, each on top of the arm before it
     Ablation("results_first", "machine_plus_next", "machine_plus"),
     Ablation("more_examples", "machine_plus_next2", "machine_plus_next"),
+    Ablation("split_values", "machine_plus_next3", "machine_plus_next2"),
 )
 """Every feature and part with the pair of recorded arms that differ in it alone (read by
 :func:`labkit.dialog.ablation.ablation_rows`)."""

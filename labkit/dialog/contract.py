@@ -41,7 +41,8 @@ class Answer(BaseModel):
 class Violation:
     """Why an answer broke the contract: a code a table can count and a sentence the model can read."""
 
-    code: str  # not_json | wrong_shape | unknown_signal | invalid_results | missing_results
+    code: str  # not_json | wrong_shape | unknown_signal | invalid_results | missing_results | ungrounded_results
+    #             | mixed_values (split_values)
     detail: str
 
 
@@ -210,6 +211,9 @@ def differing_reask_prompt(prompt: str, raw: str, violation: Violation, step: St
             if missing:
                 lines.append(f"To emit '{signal.name}', put {', '.join(missing)} into results, taken from the "
                              "user's words; if the user has not said it, emit a signal that stays and ask for it.")
+    elif violation.code == "mixed_values":
+        lines.append("Split the values: every field in results holds one value, in the user's words; the fields of "
+                     "later steps may be filled now.")
     elif violation.code == "unknown_signal":
         lines.append(f"The signal must be one of: {', '.join(step.signal_names)}.")
     else:

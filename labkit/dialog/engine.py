@@ -50,6 +50,7 @@ from labkit.dialog.features import PARTS, checked_parts
 from labkit.dialog.features import checked as checked_features
 from labkit.dialog.grounding import ungrounded, unsaid_words
 from labkit.dialog.scenario import Example, ResultField, Scenario, Signal, Step, unknown
+from labkit.dialog.splitting import foreign_parts, mixed_detail
 from labkit.errors import LabkitError
 from labkit.events import Event, RunStarted
 from labkit.llm.backend import Backend
@@ -375,6 +376,11 @@ class DialogBot(_Bot):
             checked = self._grounded(checked, step)
             if checked.answer is None:
                 return checked
+        if self.has("split_values") and self._attempt == 1:
+            fresh = {k: v for k, v in checked.answer.results.items() if self.state.variables.get(k) != v}
+            mixed = foreign_parts(fresh, self.scenario.cues)
+            if mixed:
+                return Checked(None, Violation("mixed_values", mixed_detail(mixed)))
         if not self.has("corrections") or corrections is None or checked.answer.signal != corrections.signal:
             return checked
         own = {f.name for f in self.scenario.step(self.state.status).results}

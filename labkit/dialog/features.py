@@ -53,10 +53,16 @@ FEATURES: tuple[Feature, ...] = (
                              "a message that gives later steps' values too, split into each of them, and a "
                              "correction (on the dev users the model wrote a whole message holding four values "
                              "as the issue, and took 2 of the 4 dev users' corrections)"),
+    Feature("split_values", "a free-text value whose later part holds another variable's declared cue (the "
+                            "scenario's cues: 'for me' for the users, 'Friday' for the deadline) is refused once, "
+                            "naming each part and whose it is, so the re-ask splits them (on the dev users, with "
+                            "the worked example of a split in the prompt, the model still wrote 'a tool that plans "
+                            "my running training, just for me' as the goal; labkit.dialog.splitting)"),
 )
-CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples"})
+CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples", "split_values"})
 """Features designed on the dev users *after* the test users were recorded with ``machine_plus``:
-``results_first`` is in the arm ``machine_plus_next``, both are in ``machine_plus_next2``, and they join
+``results_first`` is in the arm ``machine_plus_next``, it and ``more_examples`` are in ``machine_plus_next2``,
+all three in ``machine_plus_next3``; they join
 ``machine_plus`` when its test users are recorded again (a recording names the features its arm ran with, so
 adding one to a recorded arm would make its recordings unreplayable)."""
 PARTS: tuple[Part, ...] = (

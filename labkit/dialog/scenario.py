@@ -62,6 +62,12 @@ without them send the same prompts as before):
 
       questions: {goal: What should the project achieve?, users: Who will use it?}
 
+- ``cues`` (top level, by variable name): words or phrases that mark a part of a message as that
+  variable's (an enum variable's values count as its cues too); a free-text value holding a later
+  part with another variable's cue mixed two values into one (``split_values``)::
+
+      cues: {users: [for me, will use it], deadline: [Friday, next week]}
+
 Result field types: ``string``, ``integer``, ``number``, ``boolean``, ``list`` (of strings), or
 ``enum`` with ``values``. Every result is optional in a single answer; a signal's ``needs`` lists
 the results that must be known (given now or earlier) before the signal may be emitted.
@@ -248,6 +254,7 @@ class Scenario:
     corrections: Corrections | None = None
     cancel_question: str = ""
     questions: dict[str, str] = field(default_factory=dict)  # step name -> the question asked there
+    cues: dict[str, tuple[str, ...]] = field(default_factory=dict)  # variable -> words marking its part of a message
     table: TransitionTable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -422,6 +429,28 @@ def _questions(data: _Located, steps: dict[str, Step]) -> dict[str, str]:
     return questions
 
 
+def _cues(data: _Located, variables: set[str]) -> dict[str, tuple[str, ...]]:
+    """The top-level ``cues``: for each named variable, a non-empty list of non-empty words or phrases."""
+    if "cues" not in data:
+        return {}
+    raw = data["cues"]
+    if not isinstance(raw, _Located):
+        raise _fail(data.key_where["cues"], "'cues' must be a mapping of variable names to lists of words",
+                    "e.g. cues: {deadline: [Friday, next week]}.")
+    cues: dict[str, tuple[str, ...]] = {}
+    for name, words in raw.items():
+        where = raw.key_where[str(name)]
+        if str(name) not in variables:
+            raise _fail(where, f"'cues' names unknown variable '{name}'",
+                        f"use one of: {', '.join(sorted(variables))}.")
+        if (not isinstance(words, list) or not words
+                or not all(isinstance(w, str) and w.strip() for w in words)):
+            raise _fail(where, f"the cues of '{name}' must be a non-empty list of words or phrases",
+                        f"e.g. {name}: [for me, will use it].")
+        cues[str(name)] = tuple(w.strip() for w in words)
+    return cues
+
+
 def _example(spec: Any, where: Where, step_name: str, final: bool, results: tuple[ResultField, ...],
              signals: tuple[Signal, ...]) -> Example:
     """One step's example: checked against the step's signals, results schema and needs."""
@@ -512,7 +541,7 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
         raise ScenarioError(f"{Where(file, 1, 1)}: a scenario is a YAML mapping with name, initial and steps",
                             "see the format in labkit/dialog/scenario.py.")
     _check_keys(data, {"name", "title", "initial", "steps", "description", "corrections", "cancel_question",
-                       "examples", "more_examples", "questions"}, "the scenario")
+                       "examples", "more_examples", "questions", "cues"}, "the scenario")
     name = _require(data, "name", str, "the scenario")
     initial = _require(data, "initial", str, "the scenario")
     raw_steps = _require(data, "steps", _Located, "the scenario")
@@ -579,9 +608,10 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
         raise _fail(data.key_where["cancel_question"], "'cancel_question' must be a string",
                     "e.g. cancel_question: Do you want me to close the request?")
     questions = _questions(data, steps)
+    cues = _cues(data, all_results)
     try:
         return Scenario(name, str(data.get("title", name)), initial, steps, file, str(data.get("description", "")),
-                        corrections, cancel_question, questions)
+                        corrections, cancel_question, questions, cues)
     except TableError as exc:
         raise ScenarioError(f"{data.key_where['steps']}: the scenario's steps do not form a valid machine:\n"
                             + "\n".join(f"  - {p}" for p in exc.problems),

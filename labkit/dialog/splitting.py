@@ -1,0 +1,74 @@
+"""Whether a free-text value the model records mixes in another variable's part of the message: ``split_values``.
+
+On the dev users, the machine with every earlier feature (``machine_plus_next2``) failed most often
+on messages that give several values at once, although a worked example of exactly that split is in
+the prompt (``more_examples``). The model wrote the whole message, or most of it, as one value:
+
+- "A tool that plans my running training, just for me." -> ``goal`` with ", just for me" in it, and
+  the users never recorded;
+- "My invoice shows the wrong VAT, it is a billing problem, medium urgency, write to me at
+  ivo@example.com" -> all of it as the ``issue``, and the email never recorded;
+- "It must use Python and be done by Friday." -> ``constraints = [it must use Python, it must be done
+  by Friday]``, the deadline kept as a constraint.
+
+A grammar cannot see this (the shape is right) and the grounding check cannot (every word was said).
+Code can see where a value changes subject: the value is cut into parts at commas, semicolons,
+sentence ends and "and", and a part after the first that holds a *cue* of another variable (a word or
+phrase the scenario declares under ``cues:``, e.g. "for me" for the users or "Friday" for the
+deadline) and none of the value's own is that variable's. The check only refuses (the machine re-asks
+once, naming each part and the variable it belongs to); it never edits a value, so what the log
+records is what the model said.
+
+What counts as a cue is declared, so a learner can predict it: a cue matches case-insensitively, as
+whole words where it begins or ends with a letter or digit ("@" matches inside an email address).
+The first part of a value is never taken: it is where the user's answer to the current question
+starts, even when it names another variable ("the app logs me out" is an issue that names a product).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+PART_BREAK = re.compile(r"\s*(?:[,;]|[.!?](?:\s+|$)|\s+and\s+)\s*", re.IGNORECASE)
+
+
+def parts(value: Any) -> list[str]:
+    """The parts of a string or list value, in order: each item cut at commas, semicolons, sentence ends and
+    "and" (an email address keeps its dots)."""
+    items = value if isinstance(value, list) else [value]
+    return [p for item in items if isinstance(item, str) for p in PART_BREAK.split(item.strip()) if p.strip()]
+
+
+def _pattern(cue: str) -> re.Pattern[str]:
+    head = r"\b" if cue[:1].isalnum() else ""
+    tail = r"\b" if cue[-1:].isalnum() else ""
+    return re.compile(head + re.escape(cue) + tail, re.IGNORECASE)
+
+
+def cued(text: str, cues: Mapping[str, Sequence[str]]) -> list[str]:
+    """The variables one of whose cues ``text`` holds, in the order of ``cues``."""
+    return [name for name, words in cues.items() if any(_pattern(w).search(text) for w in words)]
+
+
+def foreign_parts(results: Mapping[str, Any], cues: Mapping[str, Sequence[str]]) -> dict[str, list[tuple[str, str]]]:
+    """For each string or list value in ``results``: its parts after the first that belong to another variable,
+    as (part, that variable). A part holding cues of two other variables, or one of its own, is left alone."""
+    mixed: dict[str, list[tuple[str, str]]] = {}
+    for name, value in results.items():
+        if not isinstance(value, (str, list)):
+            continue
+        for part in parts(value)[1:]:
+            names = cued(part, cues)
+            if len(names) == 1 and names[0] != name:
+                mixed.setdefault(name, []).append((part, names[0]))
+    return mixed
+
+
+def mixed_detail(mixed: Mapping[str, list[tuple[str, str]]]) -> str:
+    """The sentence the re-ask shows: each value, the parts it took from others, and whose they are."""
+    said = "; ".join(f"{name} also holds " + ", ".join(f"'{part}' (that is {other})" for part, other in found)
+                     for name, found in mixed.items())
+    return (f"{said}. Keep in each field only its own words, and put each of those parts under the field named, "
+            "in the user's words")

@@ -1,0 +1,134 @@
+"""``split_values``: a free-text value that mixes in another variable's part is refused once, and re-asked.
+
+Scripted answers only (no model): each test says which answer the check is for. The dev users' own
+failures (a12, a15, s13 under ``machine_plus_next2``) are the cases.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from labkit.dialog import DialogBot, parse_scenario
+from labkit.dialog.arms import arm
+from labkit.dialog.events import ModelCalled
+from labkit.dialog.scenario import ScenarioError
+from labkit.dialog.simulate import load_scenarios
+from labkit.dialog.splitting import cued, foreign_parts, parts
+from labkit.dialog.users import load_user_scripts
+from labkit.llm.fake import ScriptedBackend
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "dialog"
+SCENARIOS = load_scenarios(DATA)
+ANALYST, SUPPORT = SCENARIOS["analyst"], SCENARIOS["support"]
+
+
+def answer(message: str, signal: str, results: dict | None = None) -> str:
+    return json.dumps({"message": message, "signal": signal, "results": results or {}, "summary": ""})
+
+
+def test_a_value_is_cut_into_parts_at_commas_sentence_ends_and_and() -> None:
+    assert parts("a tool that plans my running training, just for me.") == [
+        "a tool that plans my running training", "just for me"]
+    assert parts(["it must use Python and be done by Friday", "free; offline"]) == [
+        "it must use Python", "be done by Friday", "free", "offline"]
+    assert parts("write to sam@example.com") == ["write to sam@example.com"]  # an address keeps its dots
+
+
+def test_cues_match_whole_words_and_an_at_sign_anywhere() -> None:
+    cues = {"users": ["for me"], "deadline": ["Friday"], "email": ["@"]}
+    assert cued("just for me", cues) == ["users"]
+    assert cued("forme", cues) == [] and cued("fridays off", cues) == []
+    assert cued("mail me at jo@example.com by friday", cues) == ["deadline", "email"]
+
+
+def test_only_a_later_part_with_one_other_variables_cue_is_foreign() -> None:
+    assert foreign_parts({"goal": "a tool that plans my running training, just for me"}, ANALYST.cues) == {
+        "goal": [("just for me", "users")]}
+    assert foreign_parts({"constraints": ["it must use Python", "it must be done by Friday"]}, ANALYST.cues) == {
+        "constraints": [("it must be done by Friday", "deadline")]}
+    issue = "my invoice shows the wrong VAT, it is a billing problem, medium urgency, write to me at ivo@example.com"
+    assert foreign_parts({"issue": issue}, SUPPORT.cues) == {"issue": [
+        ("it is a billing problem", "product"), ("medium urgency", "severity"),
+        ("write to me at ivo@example.com", "email")]}
+    # the first part is the answer to the question asked, even when it names another variable
+    assert foreign_parts({"issue": "the app logs me out every few minutes"}, SUPPORT.cues) == {}
+    # a part with its own variable's cue too, or two other variables' cues, is left alone
+    assert foreign_parts({"users": "my team, only me on Friday"}, ANALYST.cues) == {}
+    assert foreign_parts({"goal": "a planner, for me by Friday"}, ANALYST.cues) == {}
+    assert foreign_parts({"severity": "high", "n": 3}, SUPPORT.cues) == {}  # enums and numbers are not cut
+
+
+def test_no_dev_users_expected_value_is_foreign() -> None:
+    """The cues were written from the dev users: none of their accepted phrasings would be refused."""
+    checked = 0
+    for user in load_user_scripts(DATA / "users", "dev"):
+        for name, expected in (user.expect_values or {}).items():
+            value = [options[0] for options in expected.items] if expected.is_list else list(expected.items[0])
+            for item in value if not expected.is_list else [value]:
+                assert foreign_parts({name: item}, SCENARIOS[user.scenario].cues) == {}, (user.name, name, item)
+                checked += 1
+    assert checked >= 60
+
+
+def test_a_mixed_value_is_reasked_once_naming_each_part_and_whose_it_is() -> None:
+    mixed = answer("Nice. Who will use it?", "next", {"goal": "a tool that plans my running training, just for me"})
+    split = answer("Nice.", "next", {"goal": "a tool that plans my running training", "users": "just me"})
+    bot = DialogBot(ANALYST, ScriptedBackend([mixed, split]), features={"split_values", "vars_memory"},
+                    clock=lambda: 0.0)
+    bot.respond("A tool that plans my running training, just for me.")
+    calls = [e for e in bot.events if isinstance(e, ModelCalled)]
+    assert [c.violation for c in calls] == ["mixed_values", ""]
+    assert "goal also holds 'just for me' (that is users)" in calls[0].detail
+    assert "just for me' (that is users)" in calls[1].prompt
+    assert bot.state.variables["goal"] == "a tool that plans my running training"
+    assert bot.state.variables["users"] == "just me" and bot.state.status == "must_haves"
+
+
+def test_a_second_mixed_answer_is_kept_as_the_model_wrote_it() -> None:
+    """The check only refuses, once: it never edits a value, and the turn is not lost to it."""
+    mixed = answer("Nice.", "next", {"goal": "a tool that plans my running training, just for me"})
+    bot = DialogBot(ANALYST, ScriptedBackend([mixed, mixed]), features={"split_values"}, clock=lambda: 0.0)
+    bot.respond("A tool that plans my running training, just for me.")
+    assert bot.state.variables["goal"] == "a tool that plans my running training, just for me"
+    assert bot.state.status == "users"
+    without = DialogBot(ANALYST, ScriptedBackend([mixed]), features={"vars_memory"}, clock=lambda: 0.0)
+    without.respond("A tool that plans my running training, just for me.")
+    assert [e.violation for e in without.events if isinstance(e, ModelCalled)] == [""]
+
+
+def test_the_third_candidate_is_its_own_arm_on_top_of_the_second() -> None:
+    assert arm("machine_plus_next3").features == arm("machine_plus_next2").features | {"split_values"}
+    assert "split_values" not in arm("machine_plus_next2").features
+
+
+MINI = """\
+name: mini
+initial: ask
+steps:
+  ask:
+    instructions: Ask for a colour.
+    results:
+      colour: {type: string, description: the colour the user likes}
+    signals:
+      next: {to: done, needs: [colour]}
+      stay: ask
+  done:
+    final: true
+"""
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    ("cues: [red]\n", "'cues' must be a mapping"),
+    ("cues: {size: [big]}\n", "'cues' names unknown variable 'size'"),
+    ("cues: {colour: red}\n", "the cues of 'colour' must be a non-empty list"),
+    ("cues: {colour: []}\n", "the cues of 'colour' must be a non-empty list"),
+    ("cues: {colour: ['']}\n", "the cues of 'colour' must be a non-empty list"),
+])
+def test_bad_cues_name_the_place(extra: str, needle: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(MINI + extra, "mini.yaml")
+    assert needle in str(err.value) and "mini.yaml:" in str(err.value)
+    assert parse_scenario(MINI + "cues: {colour: [red, blue]}\n", "mini.yaml").cues == {"colour": ("red", "blue")}
