@@ -94,12 +94,8 @@ def bench_table_block(root: Path = ROOT) -> str:
         if folder.parent.name == "humaneval-implement":
             parts.append(f"Implement tasks: {pass_at_1_text(folder)}")
             continue
-        table = markdown(summarize(with_later_arms(folder)))
-        head, rest = table.split("\n\n", 1)
-        blocks = rest.split("\n\n")
-        keep = [b for b in blocks if b.startswith(("| arm | fixed", "| measure", "| feature switched off",
-                                                    "Of ", "Model seconds", "Fixed means", "Headline", "Not recorded"))]
-        parts.append("\n\n".join([head.replace("**", "", 2) + ":", *keep]))
+        head, rest = markdown(summarize(with_later_arms(folder)), meaning=False).split("\n\n", 1)
+        parts.append(head.replace("**", "", 2) + ":\n\n" + rest.strip())
     return "\n\n".join(parts)
 
 
@@ -107,12 +103,14 @@ def dialog_folders(root: Path = ROOT) -> dict[str, Path]:
     """The dialog recordings, labelled: the first one (22 users, both splits), the test users' and the dev users'
     (the ablation, recorded in stretches: its n column says how many dev users each arm holds so far), and the
     dev users' recordings of the candidate features (``<model>-next``: machine_plus_next, results_first, beside
-    machine_plus; ``<model>-next2``: machine_plus_next2, results_first and more_examples)."""
+    machine_plus; ``<model>-next2``: machine_plus_next2, results_first and more_examples; ``<model>-next3``:
+    machine_plus_next3, the three candidates)."""
     data = root / "data" / "dialog"
     found = {}
     for label, sub, suffix in (("first, 22 users", "runs", ""), ("test users", "runs_test", ""),
                                ("dev users", "runs_dev", ""), ("dev users, candidates", "runs_dev", "-next"),
-                               ("dev users, both candidates", "runs_dev", "-next2")):
+                               ("dev users, both candidates", "runs_dev", "-next2"),
+                               ("dev users, three candidates", "runs_dev", "-next3")):
         for model in MODELS:
             if (data / sub / f"{model}{suffix}" / "dialog.json").exists():
                 found[f"{label} ({model})"] = data / sub / f"{model}{suffix}"

@@ -69,6 +69,6 @@ def test_on_one_file_projects_the_plan_features_change_no_tree():
     full = {r.task: r for r in load_rows(DATA / "humaneval-fix" / model / "runs.jsonl") if r.arm == "machine_plus"}
     rows = load_rows(DATA / "humaneval-fix-ablation" / model / "runs.jsonl")
     idle = [r for r in rows if r.arm.removeprefix("machine_plus_no_") in IDLE_ON_ONE_FILE]
-    assert len(idle) >= 4 * len(IDLE_ON_ONE_FILE)
+    assert len(idle) == len(IDLE_ON_ONE_FILE) * len(full) == 4 * 106  # every task of the test split, each arm
     for row in idle:
         assert (row.digest, row.fixed) == (full[row.task].digest, full[row.task].fixed), (row.arm, row.task)

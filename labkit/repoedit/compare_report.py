@@ -290,8 +290,11 @@ def ablation_text(ablation: Sequence[Mapping[str, Any]], alpha: float = 0.05) ->
     return ablation_sentence(ablation, things="features", bought="fixes", count="tasks", alpha=alpha)
 
 
-def markdown(summary: Mapping[str, Any]) -> str:
-    """One model's table, its paired tests, the headline and the meaning, as Markdown."""
+def markdown(summary: Mapping[str, Any], *, meaning: bool = True) -> str:
+    """One model's table, its paired tests, the headline and the meaning, as Markdown.
+
+    ``meaning`` off leaves out the closing paragraph (the docs set a benchmark's tables beside their own
+    reading of them)."""
     tasks = "" if summary.get("tasks_file", DEFAULT_TASKS) == DEFAULT_TASKS else f"tasks {summary['tasks_file']}, "
     lines = [f"**{summary['model']}** ({tasks}{summary['split']} split, {summary['runs']}/{summary['planned']} runs "
              f"recorded, {summary['call_budget']} model calls per run at most)", "",
@@ -328,7 +331,8 @@ def markdown(summary: Mapping[str, Any]) -> str:
     if missing:
         lines += ["", f"Not recorded: {missing} of {summary['planned']} planned runs (the recording stopped; "
                       "the numbers above cover the runs that finished)."]
-    lines += ["", summary["meaning"]]
+    if meaning:
+        lines += ["", summary["meaning"]]
     return "\n".join(lines) + "\n"
 
 
