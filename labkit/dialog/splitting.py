@@ -1,8 +1,9 @@
 """Whether a free-text value the model records mixes in another variable's part of the message: ``split_values``.
 
-On the dev users, the machine with every earlier feature (``machine_plus_next2``) failed most often
-on messages that give several values at once, although a worked example of exactly that split is in
-the prompt (``more_examples``). The model wrote the whole message, or most of it, as one value:
+On the dev users, three of the six failures of the machine with every earlier feature
+(``machine_plus_next2``) were messages that give several values at once, although a worked example of
+exactly that split is in the prompt (``more_examples``). The model wrote the whole message, or most of
+it, as one value:
 
 - "A tool that plans my running training, just for me." -> ``goal`` with ", just for me" in it, and
   the users never recorded;
