@@ -524,9 +524,10 @@ print(ablation_text(_features))
 # on the tasks both recorded. The features that act after a failure — `blamed_skip`, `repair_feedback`,
 # `sampled_repair`, `tolerant_match` — can change only the tasks where an answer was refused or left the tests
 # red, so their rows weigh few tasks however many the split holds; a row with wins on both sides says the
-# feature changes which tasks fail more than how many. `code_plan`, `first_failure` and `definition_edit` are not
-# in this table yet: switching any of them off changes nearly every prompt, so each is a whole new recording of
-# the split (section 8 has all three on the kit's projects). The command that adds them is in
+# feature changes which tasks fail more than how many. `code_plan` is the one row here whose feature acts on
+# every task: switched off, the model is asked to plan a project that has one file. `first_failure` and
+# `definition_edit` are not in this table yet: switching either off changes nearly every prompt, so each is a
+# whole new recording of the split (section 8 has both on the kit's projects). The command that adds them is in
 # [docs/results.md](../docs/results.md).
 
 # %% [markdown]
