@@ -16,7 +16,7 @@ from labkit.dialog.arms import arm
 from labkit.dialog.events import ModelCalled
 from labkit.dialog.scenario import ScenarioError
 from labkit.dialog.simulate import load_scenarios
-from labkit.dialog.splitting import cued, foreign_parts, parts
+from labkit.dialog.splitting import cued, foreign_parts, parts, split_reasks
 from labkit.dialog.users import load_user_scripts
 from labkit.llm.fake import ScriptedBackend
 
@@ -132,3 +132,16 @@ def test_bad_cues_name_the_place(extra: str, needle: str) -> None:
         parse_scenario(MINI + extra, "mini.yaml")
     assert needle in str(err.value) and "mini.yaml:" in str(err.value)
     assert parse_scenario(MINI + "cues: {colour: [red, blue]}\n", "mini.yaml").cues == {"colour": ("red", "blue")}
+
+
+def test_split_reasks_says_whether_the_reask_wrote_the_same_results() -> None:
+    mixed = answer("Nice.", "next", {"goal": "a tool that plans my running training, just for me"})
+    split = answer("Nice.", "next", {"goal": "a tool that plans my running training", "users": "just me"})
+    for second, same in ((mixed, True), (split, False)):
+        bot = DialogBot(ANALYST, ScriptedBackend([mixed, second]), features={"split_values", "vars_memory"},
+                        clock=lambda: 0.0)
+        bot.respond("A tool that plans my running training, just for me.")
+        assert split_reasks(bot.events) == [(1, "goal", same)]
+    plain = DialogBot(ANALYST, ScriptedBackend([split]), features={"split_values", "vars_memory"}, clock=lambda: 0.0)
+    plain.respond("A tool that plans my running training, just for me.")
+    assert split_reasks(plain.events) == []

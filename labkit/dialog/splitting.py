@@ -28,9 +28,13 @@ starts, even when it names another variable ("the app logs me out" is an issue t
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
+
+from labkit.dialog.events import ModelCalled
 
 PART_BREAK = re.compile(r"\s*(?:[,;]|[.!?](?:\s+|$)|\s+and\s+)\s*", re.IGNORECASE)
 
@@ -73,3 +77,19 @@ def mixed_detail(mixed: Mapping[str, list[tuple[str, str]]]) -> str:
                      for name, found in mixed.items())
     return (f"{said}. Keep in each field only its own words, and put each of those parts under the field named, "
             "in the user's words")
+
+
+def split_reasks(events: Sequence[Any]) -> list[tuple[int, str, bool]]:
+    """Each ``mixed_values`` refusal of a conversation's log as (turn, step, whether the re-ask wrote the same
+    results again): what the feature's refusal bought, read from the log."""
+    calls = [e for e in events if isinstance(e, ModelCalled)]
+    found = []
+    for refused, reask in pairwise(calls):
+        if refused.violation != "mixed_values" or reask.attempt != 2:
+            continue
+        try:
+            same = json.loads(refused.raw).get("results") == json.loads(reask.raw).get("results")
+        except (ValueError, AttributeError):
+            same = False
+        found.append((refused.turn, refused.step, same))
+    return found
