@@ -145,3 +145,29 @@ def test_split_reasks_says_whether_the_reask_wrote_the_same_results() -> None:
     plain = DialogBot(ANALYST, ScriptedBackend([split]), features={"split_values", "vars_memory"}, clock=lambda: 0.0)
     plain.respond("A tool that plans my running training, just for me.")
     assert split_reasks(plain.events) == []
+
+
+def test_split_required_makes_the_reasks_grammar_write_the_named_field_first() -> None:
+    mixed = answer("Nice.", "next", {"goal": "a tool that plans my running training, just for me"})
+    split = answer("Nice.", "next", {"users": "me", "goal": "a tool that plans my running training"})
+    backend = ScriptedBackend([mixed, split])
+    bot = DialogBot(ANALYST, backend, features={"split_values", "split_required", "vars_memory", "results_grammar"},
+                    clock=lambda: 0.0)
+    bot.respond("A tool that plans my running training, just for me.")
+    first, reask = (r.schema for r in backend.requests)
+    forward = next(a for a in reask["oneOf"] if a["properties"]["signal"] == {"const": "next"})
+    assert next(iter(forward["properties"]["results"]["properties"])) == "users"
+    assert "users" in forward["properties"]["results"]["required"]
+    assert forward["properties"]["results"]["properties"]["users"]["minLength"] == 1
+    before = next(a for a in first["oneOf"] if a["properties"]["signal"] == {"const": "next"})
+    assert "users" not in before["properties"]["results"]["required"]
+    assert bot.state.variables["users"] == "me" and bot.state.status == "must_haves"
+    # without split_required the re-ask's grammar is the first call's
+    backend = ScriptedBackend([mixed, split])
+    DialogBot(ANALYST, backend, features={"split_values", "vars_memory", "results_grammar"},
+              clock=lambda: 0.0).respond("A tool that plans my running training, just for me.")
+    assert backend.requests[0].schema == backend.requests[1].schema
+
+
+def test_the_fourth_candidate_is_its_own_arm_on_top_of_the_third() -> None:
+    assert arm("machine_plus_next4").features == arm("machine_plus_next3").features | {"split_required"}

@@ -14,7 +14,7 @@ each such violation; :func:`reask_prompt` turns it into the one follow-up call t
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,7 +133,8 @@ def _field_schema(f: Any, required: bool) -> dict[str, Any]:
 
 def grammar_schema(step: Step, known: dict[str, Any],
                    only: Mapping[str, Collection[str]] | None = None, without: Collection[str] = (), *,
-                   stay_keeps_needs: bool = True, needs_decide: bool = False) -> dict[str, Any]:
+                   stay_keeps_needs: bool = True, needs_decide: bool = False,
+                   first: Sequence[str] = ()) -> dict[str, Any]:
     """The ``results_grammar`` schema: one alternative per signal, each with its own results object.
 
     In the alternative of a signal, every value the signal ``needs`` that is not ``known`` yet is a
@@ -153,6 +154,10 @@ def grammar_schema(step: Step, known: dict[str, Any],
     the rule further: a value a move on needs can be written only under a signal that needs it, so once the
     model has written it, the move that needs it is the only one left (live, on the dev users, results first
     let the model write the issue and then emit ``cancel``).
+
+    ``first`` names fields that every alternative offering them requires, non-empty, and lists before the
+    others, so the model writes them before anything else in ``results`` (``split_required``: the re-ask after
+    a value mixed two variables' parts must write the other variable's own value first).
     """
     forward = ({n for s in step.signals if s.to != step.name for n in s.needs if unknown(known.get(n))}
                if stay_keeps_needs else set())
@@ -163,6 +168,9 @@ def grammar_schema(step: Step, known: dict[str, Any],
                   or (f.name in signal.needs if needs_decide else signal.to != step.name)]
         if only is not None and signal.name in only:
             fields = [f for f in fields if f.name in only[signal.name]]
+        if first:
+            fields = sorted(fields, key=lambda f: (f.name not in first, first.index(f.name) if f.name in first else 0))
+            required += [f.name for f in fields if f.name in first and f.name not in required]
         results = {"type": "object",
                    "properties": {f.name: _field_schema(f, f.name in required) for f in fields},
                    "required": required, "additionalProperties": False}

@@ -254,6 +254,7 @@ class DialogBot(_Bot):
         self._dropped: ValuesDropped | None = None
         self._refused: frozenset[str] = frozenset()  # grounded_values: the move the re-ask may not take
         self._carrying = False  # carry_over: the step moved to is reading the turn's message again
+        self._split_first: tuple[str, ...] = ()  # split_required: the fields the re-ask must write first
         if "corrections" in self.features and scenario.corrections is None:
             raise LabkitError(f"scenario '{scenario.name}' declares no corrections, which the feature "
                               "'corrections' needs",
@@ -318,9 +319,11 @@ class DialogBot(_Bot):
         only = ({corrections.signal: self._correctable(step) | {f.name for f in self.scenario.step(step.name).results}}
                 if self.has("corrections") and corrections is not None else None)
         barred = self._refused if self._attempt == 2 and self.has_part("refused_move_barred") else ()
+        first = self._split_first if self._attempt == 2 and self.has("split_required") else ()
         return grammar_schema(step, self.state.variables, only, barred,
                               stay_keeps_needs=self.has_part("stay_keeps_needs"),
-                              needs_decide=self.has("results_first") and self.has_part("stay_keeps_needs"))
+                              needs_decide=self.has("results_first") and self.has_part("stay_keeps_needs"),
+                              first=first)
 
     def _grounded(self, checked: Checked, step: Step) -> Checked:
         """``grounded_values``: free-text values holding words the user never said are taken out.
@@ -368,6 +371,7 @@ class DialogBot(_Bot):
         self._dropped = None
         if self._attempt == 1:
             self._refused = frozenset()
+            self._split_first = ()
         checked = check_answer(raw, step, self.state.variables)
         corrections = self.scenario.corrections
         if checked.answer is None:
@@ -380,6 +384,9 @@ class DialogBot(_Bot):
             fresh = {k: v for k, v in checked.answer.results.items() if self.state.variables.get(k) != v}
             mixed = foreign_parts(fresh, self.scenario.cues)
             if mixed:
+                known = self.state.variables
+                self._split_first = tuple(dict.fromkeys(other for found in mixed.values() for _, other in found
+                                                        if unknown(known.get(other))))
                 return Checked(None, Violation("mixed_values", mixed_detail(mixed)))
         if not self.has("corrections") or corrections is None or checked.answer.signal != corrections.signal:
             return checked

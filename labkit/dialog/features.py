@@ -59,11 +59,15 @@ FEATURES: tuple[Feature, ...] = (
                             "the worked example of a split in the prompt, the model still wrote 'a tool that plans "
                             "my running training, just for me' as the goal; labkit.dialog.splitting). Measured on "
                             "the dev users: the re-ask wrote the same results again in 4 of 4"),
+    Feature("split_required", "with split_values: the re-ask's grammar requires each named variable that is still "
+                              "unknown, non-empty and first in results, so the model writes the other variable's "
+                              "own value before the one it was mixed into (a refusal alone moved nothing: the "
+                              "greedy re-ask repeated its answer in 4 of 4 on the dev users)"),
 )
-CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples", "split_values"})
+CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples", "split_values", "split_required"})
 """Features designed on the dev users *after* the test users were recorded with ``machine_plus``:
 ``results_first`` is in the arm ``machine_plus_next``, it and ``more_examples`` are in ``machine_plus_next2``,
-all three in ``machine_plus_next3``; they join
+``split_values`` joins in ``machine_plus_next3`` and ``split_required`` in ``machine_plus_next4``; they join
 ``machine_plus`` when its test users are recorded again (a recording names the features its arm ran with, so
 adding one to a recorded arm would make its recordings unreplayable)."""
 PARTS: tuple[Part, ...] = (

@@ -91,7 +91,8 @@ def score_runs(runs_dir: str | Path, scenarios: dict[str, Scenario], users: list
 PAIRS = (("machine", "prompt_only"), ("machine_plus", "prompt_only_checked"), ("machine_plus", "machine"),
          ("machine_plus_next", "machine_plus"), ("machine_plus_next", "prompt_only_checked"),
          ("machine_plus_next2", "machine_plus_next"), ("machine_plus_next2", "prompt_only_checked"),
-         ("machine_plus_next3", "machine_plus_next2"), ("machine_plus_next3", "prompt_only_checked"))
+         ("machine_plus_next3", "machine_plus_next2"), ("machine_plus_next3", "prompt_only_checked"),
+         ("machine_plus_next4", "machine_plus_next3"), ("machine_plus_next4", "prompt_only_checked"))
 
 
 def report(scored: dict[str, dict[str, list[Score]]]) -> dict[str, Any]:
