@@ -76,7 +76,7 @@ def test_features_are_declared_once_and_unknown_names_are_refused() -> None:
     assert [f.name for f in FEATURES] == ["step_example", "results_grammar", "vars_memory", "cancel_confirm",
                                           "corrections", "grounded_values", "step_question", "carry_over",
                                           "differing_reask", "results_first", "more_examples", "split_values",
-                                          "split_required"]
+                                          "split_required", "split_cut"]
     assert checked(["vars_memory"]) == {"vars_memory"}
     with pytest.raises(LabkitError, match="unknown dialog machine feature") as err:
         checked(["vars_memroy"])
@@ -89,7 +89,7 @@ def test_arms_are_declarations_with_one_ablation_per_feature() -> None:
     assert {"machine", "prompt_only", "prompt_only_checked", "machine_plus"} <= set(NAMES)
     assert arm("machine").features == frozenset() and arm("machine_plus").features == RECORDED == ALL - CANDIDATES
     assert arm("machine_plus_next").features == RECORDED | {"results_first"}  # as recorded
-    assert arm("machine_plus_next4").features == ALL and CANDIDATES and CANDIDATES <= ALL
+    assert arm("machine_plus_next5").features == ALL and CANDIDATES and CANDIDATES <= ALL
     for f in FEATURES:
         if f.name in RECORDED:
             assert arm(f"machine_plus_no_{f.name}").features == RECORDED - {f.name}

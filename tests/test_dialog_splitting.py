@@ -13,10 +13,10 @@ import pytest
 
 from labkit.dialog import DialogBot, parse_scenario
 from labkit.dialog.arms import arm
-from labkit.dialog.events import ModelCalled
+from labkit.dialog.events import ModelCalled, ValuesCut
 from labkit.dialog.scenario import ScenarioError
 from labkit.dialog.simulate import load_scenarios
-from labkit.dialog.splitting import cued, foreign_parts, parts, split_reasks
+from labkit.dialog.splitting import cued, cut_parts, foreign_parts, parts, split_reasks
 from labkit.dialog.users import load_user_scripts
 from labkit.llm.fake import ScriptedBackend
 
@@ -171,3 +171,48 @@ def test_split_required_makes_the_reasks_grammar_write_the_named_field_first() -
 
 def test_the_fourth_candidate_is_its_own_arm_on_top_of_the_third() -> None:
     assert arm("machine_plus_next4").features == arm("machine_plus_next3").features | {"split_required"}
+
+
+def test_split_cut_cuts_the_parts_out_at_once_when_the_other_variable_is_known() -> None:
+    """No re-ask where asking cannot help: the users are known, so the goal's ', just for me' is cut by code,
+    and the log says what was cut and what the model wrote."""
+    mixed = answer("Nice.", "next", {"users": "me", "goal": "a tool that plans my running training, just for me"})
+    bot = DialogBot(ANALYST, ScriptedBackend([mixed]), features={"split_values", "split_cut", "vars_memory"},
+                    clock=lambda: 0.0)
+    bot.respond("A tool that plans my running training, just for me.")
+    assert bot.state.variables["goal"] == "a tool that plans my running training"
+    assert bot.state.variables["users"] == "me"
+    (cut,) = [e for e in bot.events if isinstance(e, ValuesCut)]
+    assert cut.cut == {"goal": ["just for me"]} and cut.written["goal"].endswith("just for me")
+
+
+def test_split_cut_cuts_what_the_reask_left_mixed() -> None:
+    issue = "my invoice shows the wrong VAT, it is a billing problem, medium urgency, write to me at ivo@example.com"
+    mixed = answer("Noted.", "next", {"issue": issue})
+    reask = answer("Noted.", "next", {"product": "billing", "severity": "medium", "email": "ivo@example.com",
+                                      "issue": issue})
+    bot = DialogBot(SUPPORT, ScriptedBackend([mixed, reask]),
+                    features={"split_values", "split_required", "split_cut", "vars_memory"}, clock=lambda: 0.0)
+    bot.respond(issue)
+    assert [e.violation for e in bot.events if isinstance(e, ModelCalled)] == ["mixed_values", ""]
+    assert bot.state.variables["issue"] == "my invoice shows the wrong VAT"
+    assert (bot.state.variables["product"], bot.state.variables["email"]) == ("billing", "ivo@example.com")
+    # without split_cut the re-ask's answer is kept as written
+    plain = DialogBot(SUPPORT, ScriptedBackend([mixed, reask]), features={"split_values", "vars_memory"},
+                      clock=lambda: 0.0)
+    plain.respond(issue)
+    assert plain.state.variables["issue"] == issue and not [e for e in plain.events if isinstance(e, ValuesCut)]
+
+
+def test_cut_parts_keeps_the_rest_as_written() -> None:
+    assert cut_parts("a tool that plans my running training, just for me.", {"just for me"}) == (
+        "a tool that plans my running training")
+    assert cut_parts("It must build a weekly plan and track my distance, just for me", {"just for me"}) == (
+        "It must build a weekly plan and track my distance")
+    assert cut_parts(["it must use Python", "it must be done by Friday"], {"it must be done by Friday"}) == [
+        "it must use Python"]
+    assert cut_parts("It must use Python and be done by Friday.", {"be done by Friday"}) == "It must use Python"
+
+
+def test_the_fifth_candidate_is_its_own_arm_on_top_of_the_fourth() -> None:
+    assert arm("machine_plus_next5").features == arm("machine_plus_next4").features | {"split_cut"}

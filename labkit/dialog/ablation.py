@@ -51,12 +51,12 @@ def ablation_rows(recordings: Sequence[Mapping[str, Sequence[Score]]]) -> list[d
 def dev_ablation(data: str | Path, model: str, scenarios: Mapping[str, Scenario],
                  users: Sequence[UserScript]) -> list[dict[str, Any]]:
     """The ablation rows of ``model``'s dev recordings under ``data/runs_dev``: the ablation itself
-    (``<model>``), then the design rounds' candidates (``<model>-next`` to ``-next4`` read as one, since
+    (``<model>``), then the design rounds' candidates (``<model>-next`` to ``-next5`` read as one, since
     each round's arm is paired with the arm of the round before)."""
     runs = Path(data) / "runs_dev"
     ablation = score_folder(runs / model, scenarios, list(users))
     rounds: dict[str, list[Score]] = {}
-    for suffix in ("-next", "-next2", "-next3", "-next4"):
+    for suffix in ("-next", "-next2", "-next3", "-next4", "-next5"):
         if (runs / f"{model}{suffix}").exists():
             rounds |= score_folder(runs / f"{model}{suffix}", scenarios, list(users))
     return ablation_rows([ablation, rounds])

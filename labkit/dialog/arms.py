@@ -80,10 +80,12 @@ ARMS: tuple[Arm, ...] = (
     Arm("machine_plus_next2", "machine", RECORDED | {"results_first", "more_examples"}, about="machine_plus_next "
         "with the second round's candidate, more_examples, designed on the dev users after machine_plus_next's "
         "recordings"),
-    Arm("machine_plus_next3", "machine", ALL - {"split_required"}, about="machine_plus_next2 with the third "
-        "round's candidate, split_values, designed on the dev users after machine_plus_next2's recordings"),
-    Arm("machine_plus_next4", "machine", ALL, about="machine_plus_next3 with the fourth round's candidate, "
-        "split_required, designed on the dev users after machine_plus_next3's recording"),
+    Arm("machine_plus_next3", "machine", ALL - {"split_required", "split_cut"}, about="machine_plus_next2 with the "
+        "third round's candidate, split_values, designed on the dev users after machine_plus_next2's recordings"),
+    Arm("machine_plus_next4", "machine", ALL - {"split_cut"}, about="machine_plus_next3 with the fourth round's "
+        "candidate, split_required, designed on the dev users after machine_plus_next3's recording"),
+    Arm("machine_plus_next5", "machine", ALL, about="machine_plus_next4 with the fifth round's candidate, "
+        "split_cut, designed on the dev users after machine_plus_next4's recording"),
 )
 BY_NAME: dict[str, Arm] = {a.name: a for a in ARMS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
@@ -107,6 +109,7 @@ ABLATIONS: tuple[Ablation, ...] = (
     Ablation("more_examples", "machine_plus_next2", "machine_plus_next"),
     Ablation("split_values", "machine_plus_next3", "machine_plus_next2"),
     Ablation("split_required", "machine_plus_next4", "machine_plus_next3"),
+    Ablation("split_cut", "machine_plus_next5", "machine_plus_next4"),
 )
 """Every feature and part with the pair of recorded arms that differ in it alone (read by
 :func:`labkit.dialog.ablation.ablation_rows`)."""

@@ -42,6 +42,7 @@ from labkit.dialog.events import (
     DialogState,
     ModelCalled,
     UserSaid,
+    ValuesCut,
     ValuesDropped,
     VariableChanged,
     reduce_dialog,
@@ -50,7 +51,7 @@ from labkit.dialog.features import PARTS, checked_parts
 from labkit.dialog.features import checked as checked_features
 from labkit.dialog.grounding import ungrounded, unsaid_words
 from labkit.dialog.scenario import Example, ResultField, Scenario, Signal, Step, unknown
-from labkit.dialog.splitting import foreign_parts, mixed_detail
+from labkit.dialog.splitting import cut_parts, foreign_parts, mixed_detail
 from labkit.errors import LabkitError
 from labkit.events import Event, RunStarted
 from labkit.llm.backend import Backend
@@ -252,6 +253,7 @@ class DialogBot(_Bot):
         self.features = checked_features(features)
         self.without = checked_parts(without)  # parts of features that are on, switched off (an ablation)
         self._dropped: ValuesDropped | None = None
+        self._cut: ValuesCut | None = None  # split_cut: the parts the kept answer had cut out
         self._refused: frozenset[str] = frozenset()  # grounded_values: the move the re-ask may not take
         self._carrying = False  # carry_over: the step moved to is reading the turn's message again
         self._split_first: tuple[str, ...] = ()  # split_required: the fields the re-ask must write first
@@ -369,6 +371,7 @@ class DialogBot(_Bot):
 
     def _check(self, raw: str, step: Step) -> Checked:
         self._dropped = None
+        self._cut = None
         if self._attempt == 1:
             self._refused = frozenset()
             self._split_first = ()
@@ -380,14 +383,10 @@ class DialogBot(_Bot):
             checked = self._grounded(checked, step)
             if checked.answer is None:
                 return checked
-        if self.has("split_values") and self._attempt == 1:
-            fresh = {k: v for k, v in checked.answer.results.items() if self.state.variables.get(k) != v}
-            mixed = foreign_parts(fresh, self.scenario.cues)
-            if mixed:
-                known = self.state.variables
-                self._split_first = tuple(dict.fromkeys(other for found in mixed.values() for _, other in found
-                                                        if unknown(known.get(other))))
-                return Checked(None, Violation("mixed_values", mixed_detail(mixed)))
+        if self.has("split_values"):
+            checked = self._split(checked)
+            if checked.answer is None:
+                return checked
         if not self.has("corrections") or corrections is None or checked.answer.signal != corrections.signal:
             return checked
         own = {f.name for f in self.scenario.step(self.state.status).results}
@@ -414,6 +413,32 @@ class DialogBot(_Bot):
                 return Checked(checked.answer.model_copy(update={"signal": kept.name}), None)
         return checked
 
+    def _split(self, checked: Checked) -> Checked:
+        """``split_values``: a free-text value holding another variable's part is refused once, naming it
+        (:mod:`labkit.dialog.splitting`); ``split_required`` makes the re-ask write the named variables first.
+
+        ``split_cut`` cuts the parts out instead of asking where asking cannot help: at once when every variable
+        named is known (the answer or the state holds it), and in the re-ask's answer when it is still mixed
+        (live, on the dev users, the re-ask wrote the other variable and left the part in the value too).
+        """
+        answer = checked.answer
+        assert answer is not None
+        fresh = {k: v for k, v in answer.results.items() if self.state.variables.get(k) != v}
+        mixed = foreign_parts(fresh, self.scenario.cues)
+        if not mixed:
+            return checked
+        named = tuple(dict.fromkeys(other for found in mixed.values() for _, other in found))
+        given = {**self.state.variables, **answer.results}
+        if self._attempt == 1 and not (self.has("split_cut") and not any(unknown(given.get(n)) for n in named)):
+            self._split_first = tuple(n for n in named if unknown(self.state.variables.get(n)))
+            return Checked(None, Violation("mixed_values", mixed_detail(mixed)))
+        if not self.has("split_cut"):
+            return checked
+        cut = {name: [part for part, _ in found] for name, found in mixed.items()}
+        results = {**answer.results, **{name: cut_parts(answer.results[name], set(cut[name])) for name in cut}}
+        self._cut = ValuesCut(turn=0, step=self.state.status, cut=cut, written={k: answer.results[k] for k in cut})
+        return Checked(answer.model_copy(update={"results": results}), None)
+
     def _reask(self, prompt: str, raw: str, violation: Violation, step: Step) -> str:
         if violation.code == "ungrounded_results" and self.has("step_example"):  # the example was copied
             prompt = self._feature_prompt(self.scenario.step(self.state.status), example=False)
@@ -430,6 +455,9 @@ class DialogBot(_Bot):
         if self._dropped is not None:  # the check of the kept answer dropped values: the log says which
             self._record(self._dropped.model_copy(update={"turn": turn}))
             self._dropped = None
+        if self._cut is not None:  # ... or cut parts out of them
+            self._record(self._cut.model_copy(update={"turn": turn}))
+            self._cut = None
         if self.has("vars_memory") or self.has("corrections"):
             own = {f.name for f in self.scenario.step(step).results}
             corrections = self.scenario.corrections

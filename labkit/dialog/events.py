@@ -133,6 +133,18 @@ class ValuesDropped(Event):
     kept_signal: str
 
 
+@register_event
+class ValuesCut(Event):
+    """``split_cut`` cut parts that belong to other variables out of free-text values (per field: the parts
+    cut, and the value as the model wrote it); the value recorded next is what was left."""
+
+    type: Literal["dialog_values_cut"] = "dialog_values_cut"
+    turn: int
+    step: str
+    cut: dict[str, list[str]]
+    written: dict[str, Any]
+
+
 @dataclass(frozen=True)
 class DialogState:
     """Where a conversation stands; ``status`` is the machine state (the current step)."""

@@ -63,11 +63,17 @@ FEATURES: tuple[Feature, ...] = (
                               "unknown, non-empty and first in results, so the model writes the other variable's "
                               "own value before the one it was mixed into (a refusal alone moved nothing: the "
                               "greedy re-ask repeated its answer in 4 of 4 on the dev users)"),
+    Feature("split_cut", "with split_values: code cuts the named parts out of the value (ValuesCut) — at once, "
+                         "without a re-ask, when every variable named is known, and in the re-ask's answer when it "
+                         "is still mixed (on the dev users the required re-ask wrote the users as 'me' and the next "
+                         "answer wrote the goal with ', just for me' again)"),
 )
-CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples", "split_values", "split_required"})
+CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples", "split_values", "split_required",
+                                        "split_cut"})
 """Features designed on the dev users *after* the test users were recorded with ``machine_plus``:
 ``results_first`` is in the arm ``machine_plus_next``, it and ``more_examples`` are in ``machine_plus_next2``,
-``split_values`` joins in ``machine_plus_next3`` and ``split_required`` in ``machine_plus_next4``; they join
+``split_values`` joins in ``machine_plus_next3``, ``split_required`` in ``machine_plus_next4`` and ``split_cut`` in
+``machine_plus_next5``; they join
 ``machine_plus`` when its test users are recorded again (a recording names the features its arm ran with, so
 adding one to a recorded arm would make its recordings unreplayable)."""
 PARTS: tuple[Part, ...] = (

@@ -92,7 +92,8 @@ PAIRS = (("machine", "prompt_only"), ("machine_plus", "prompt_only_checked"), ("
          ("machine_plus_next", "machine_plus"), ("machine_plus_next", "prompt_only_checked"),
          ("machine_plus_next2", "machine_plus_next"), ("machine_plus_next2", "prompt_only_checked"),
          ("machine_plus_next3", "machine_plus_next2"), ("machine_plus_next3", "prompt_only_checked"),
-         ("machine_plus_next4", "machine_plus_next3"), ("machine_plus_next4", "prompt_only_checked"))
+         ("machine_plus_next4", "machine_plus_next3"), ("machine_plus_next4", "prompt_only_checked"),
+         ("machine_plus_next5", "machine_plus_next4"), ("machine_plus_next5", "prompt_only_checked"))
 
 
 def report(scored: dict[str, dict[str, list[Score]]]) -> dict[str, Any]:

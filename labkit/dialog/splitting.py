@@ -37,6 +37,7 @@ from typing import Any
 from labkit.dialog.events import ModelCalled
 
 PART_BREAK = re.compile(r"\s*(?:[,;]|[.!?](?:\s+|$)|\s+and\s+)\s*", re.IGNORECASE)
+_BREAK_KEPT = re.compile(f"({PART_BREAK.pattern})", re.IGNORECASE)
 
 
 def parts(value: Any) -> list[str]:
@@ -69,6 +70,21 @@ def foreign_parts(results: Mapping[str, Any], cues: Mapping[str, Sequence[str]])
             if len(names) == 1 and names[0] != name:
                 mixed.setdefault(name, []).append((part, names[0]))
     return mixed
+
+
+def cut_parts(value: Any, foreign: set[str]) -> Any:
+    """``value`` with its ``foreign`` parts cut out, each with the break before it; the rest is left as written
+    ("a tool that plans my running training, just for me" -> "a tool that plans my running training"). A list
+    item left empty is dropped; the first part is never foreign (:func:`foreign_parts`), so something stays."""
+    if isinstance(value, list):
+        items = [cut_parts(item, foreign) for item in value if isinstance(item, str)]
+        return [item for item in items if item]
+    pieces = _BREAK_KEPT.split(value.strip())  # part, break, part, break, ..., part
+    kept = pieces[0] if pieces[0].strip() not in foreign else ""
+    for brk, part in zip(pieces[1::2], pieces[2::2], strict=True):
+        if part.strip() and part.strip() not in foreign:
+            kept += (brk if kept else "") + part
+    return kept.strip()
 
 
 def mixed_detail(mixed: Mapping[str, list[tuple[str, str]]]) -> str:
