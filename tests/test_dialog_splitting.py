@@ -186,22 +186,32 @@ def test_split_cut_cuts_the_parts_out_at_once_when_the_other_variable_is_known()
     assert cut.cut == {"goal": ["just for me"]} and cut.written["goal"].endswith("just for me")
 
 
-def test_split_cut_cuts_what_the_reask_left_mixed() -> None:
+def test_split_cut_keeps_the_cut_answer_and_asks_only_for_the_named_values() -> None:
     issue = "my invoice shows the wrong VAT, it is a billing problem, medium urgency, write to me at ivo@example.com"
     mixed = answer("Noted.", "next", {"issue": issue})
-    reask = answer("Noted.", "next", {"product": "billing", "severity": "medium", "email": "ivo@example.com",
-                                      "issue": issue})
-    bot = DialogBot(SUPPORT, ScriptedBackend([mixed, reask]),
-                    features={"split_values", "split_required", "split_cut", "vars_memory"}, clock=lambda: 0.0)
+    # the second call's own move, message and issue are not taken: only the values named in the refusal
+    second = answer("What else?", "stay", {"product": "billing", "severity": "medium", "email": "ivo@example.com",
+                                           "issue": "something else"})
+    features = {"split_values", "split_required", "split_cut", "vars_memory", "results_grammar"}
+    backend = ScriptedBackend([mixed, second])
+    bot = DialogBot(SUPPORT, backend, features=features, clock=lambda: 0.0)
     bot.respond(issue)
     assert [e.violation for e in bot.events if isinstance(e, ModelCalled)] == ["mixed_values", ""]
-    assert bot.state.variables["issue"] == "my invoice shows the wrong VAT"
-    assert (bot.state.variables["product"], bot.state.variables["email"]) == ("billing", "ivo@example.com")
-    # without split_cut the re-ask's answer is kept as written
-    plain = DialogBot(SUPPORT, ScriptedBackend([mixed, reask]), features={"split_values", "vars_memory"},
+    assert bot.state.variables == {"issue": "my invoice shows the wrong VAT", "product": "billing",
+                                   "severity": "medium", "email": "ivo@example.com"}
+    assert bot.state.status == "confirm"  # the first answer's next, then the known steps skipped
+    (cut,) = [e for e in bot.events if isinstance(e, ValuesCut)]
+    assert cut.cut == {"issue": ["it is a billing problem", "medium urgency", "write to me at ivo@example.com"]}
+    # a second call that breaks the contract loses nothing: the cut answer is kept, the named values stay unknown
+    broken = DialogBot(SUPPORT, ScriptedBackend([mixed, "not json"]), features=features, clock=lambda: 0.0)
+    broken.respond(issue)
+    assert broken.state.variables["issue"] == "my invoice shows the wrong VAT"
+    assert "email" not in broken.state.variables and broken.state.status == "product"
+    # without split_cut the second answer is the turn's answer, as the model wrote it
+    plain = DialogBot(SUPPORT, ScriptedBackend([mixed, second]), features={"split_values", "vars_memory"},
                       clock=lambda: 0.0)
     plain.respond(issue)
-    assert plain.state.variables["issue"] == issue and not [e for e in plain.events if isinstance(e, ValuesCut)]
+    assert plain.state.variables["issue"] == "something else" and plain.state.status == "issue"
 
 
 def test_cut_parts_keeps_the_rest_as_written() -> None:

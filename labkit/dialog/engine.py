@@ -254,6 +254,7 @@ class DialogBot(_Bot):
         self.without = checked_parts(without)  # parts of features that are on, switched off (an ablation)
         self._dropped: ValuesDropped | None = None
         self._cut: ValuesCut | None = None  # split_cut: the parts the kept answer had cut out
+        self._split_kept: tuple[Answer, ValuesCut] | None = None  # split_cut: the cut answer awaiting named values
         self._refused: frozenset[str] = frozenset()  # grounded_values: the move the re-ask may not take
         self._carrying = False  # carry_over: the step moved to is reading the turn's message again
         self._split_first: tuple[str, ...] = ()  # split_required: the fields the re-ask must write first
@@ -375,8 +376,13 @@ class DialogBot(_Bot):
         if self._attempt == 1:
             self._refused = frozenset()
             self._split_first = ()
+            self._split_kept = None
         checked = check_answer(raw, step, self.state.variables)
         corrections = self.scenario.corrections
+        if self._split_kept is not None:  # split_cut's second call: only the named values are read
+            if checked.answer is not None and self.has("grounded_values"):
+                checked = self._grounded(checked, step)
+            return self._merge_split(checked)
         if checked.answer is None:
             return checked
         if self.has("grounded_values"):
@@ -417,9 +423,11 @@ class DialogBot(_Bot):
         """``split_values``: a free-text value holding another variable's part is refused once, naming it
         (:mod:`labkit.dialog.splitting`); ``split_required`` makes the re-ask write the named variables first.
 
-        ``split_cut`` cuts the parts out instead of asking where asking cannot help: at once when every variable
-        named is known (the answer or the state holds it), and in the re-ask's answer when it is still mixed
-        (live, on the dev users, the re-ask wrote the other variable and left the part in the value too).
+        ``split_cut`` keeps the answer instead: code cuts the parts out of the value (``ValuesCut``), and only
+        while a variable named is still unknown is the model asked again — for those values alone, which are
+        merged into the cut answer, its move unchanged (live, on the dev users, the required re-ask wrote the
+        other variable's value and then stayed, leaving the step's own value unwritten). A correction is
+        refused as without it (the correction rules judge the whole answer).
         """
         answer = checked.answer
         assert answer is not None
@@ -428,16 +436,33 @@ class DialogBot(_Bot):
         if not mixed:
             return checked
         named = tuple(dict.fromkeys(other for found in mixed.values() for _, other in found))
-        given = {**self.state.variables, **answer.results}
-        if self._attempt == 1 and not (self.has("split_cut") and not any(unknown(given.get(n)) for n in named)):
-            self._split_first = tuple(n for n in named if unknown(self.state.variables.get(n)))
-            return Checked(None, Violation("mixed_values", mixed_detail(mixed)))
-        if not self.has("split_cut"):
+        corrections = self.scenario.corrections
+        correcting = corrections is not None and answer.signal == corrections.signal
+        if not self.has("split_cut") or correcting:
+            if self._attempt == 1:
+                self._split_first = tuple(n for n in named if unknown(self.state.variables.get(n)))
+                return Checked(None, Violation("mixed_values", mixed_detail(mixed)))
             return checked
         cut = {name: [part for part, _ in found] for name, found in mixed.items()}
         results = {**answer.results, **{name: cut_parts(answer.results[name], set(cut[name])) for name in cut}}
-        self._cut = ValuesCut(turn=0, step=self.state.status, cut=cut, written={k: answer.results[k] for k in cut})
-        return Checked(answer.model_copy(update={"results": results}), None)
+        kept = answer.model_copy(update={"results": results})
+        event = ValuesCut(turn=0, step=self.state.status, cut=cut, written={k: answer.results[k] for k in cut})
+        missing = tuple(n for n in named if unknown({**self.state.variables, **results}.get(n)))
+        if self._attempt == 1 and missing:
+            self._split_first, self._split_kept = missing, (kept, event)
+            return Checked(None, Violation("mixed_values", mixed_detail(mixed)))
+        self._cut = event
+        return Checked(kept, None)
+
+    def _merge_split(self, checked: Checked) -> Checked:
+        """``split_cut``'s second call: the values it gives for the variables named are merged into the answer
+        cut at the first call, which is kept whatever the second call did (its own move and message are not)."""
+        assert self._split_kept is not None
+        (kept, event), self._split_kept = self._split_kept, None
+        given = checked.answer.results if checked.answer is not None else {}
+        extra = {n: given[n] for n in self._split_first if not unknown(given.get(n))}
+        self._cut = event
+        return Checked(kept.model_copy(update={"results": {**kept.results, **extra}}), None)
 
     def _reask(self, prompt: str, raw: str, violation: Violation, step: Step) -> str:
         if violation.code == "ungrounded_results" and self.has("step_example"):  # the example was copied

@@ -63,10 +63,10 @@ FEATURES: tuple[Feature, ...] = (
                               "unknown, non-empty and first in results, so the model writes the other variable's "
                               "own value before the one it was mixed into (a refusal alone moved nothing: the "
                               "greedy re-ask repeated its answer in 4 of 4 on the dev users)"),
-    Feature("split_cut", "with split_values: code cuts the named parts out of the value (ValuesCut) — at once, "
-                         "without a re-ask, when every variable named is known, and in the re-ask's answer when it "
-                         "is still mixed (on the dev users the required re-ask wrote the users as 'me' and the next "
-                         "answer wrote the goal with ', just for me' again)"),
+    Feature("split_cut", "with split_values: code cuts the named parts out of the value (ValuesCut) and keeps the "
+                         "answer; only while a variable named is still unknown is the model asked again, for those "
+                         "values alone, merged into the cut answer (on the dev users the required re-ask wrote the "
+                         "other variable's value and then stayed, leaving the step's own value unwritten)"),
 )
 CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples", "split_values", "split_required",
                                         "split_cut"})
