@@ -36,6 +36,13 @@ def test_the_targets_of_both_candidates_on_the_test_users() -> None:
     assert targets[5].what == "no invented value (in 0 conversation(s))" and targets[5].line().startswith("- met")
 
 
+def test_the_targets_of_the_splitting_rounds_on_the_test_users() -> None:
+    scored = score_runs(DATA / "runs_test", load_scenarios(DATA), load_user_scripts(DATA / "users"))[QWEN]
+    targets = check_targets(scored, counts(DATA / "runs_test" / QWEN), "machine_plus_next5")
+    assert [t.met for t in targets] == [False, True, True, True, True, True]
+    assert targets[0].what == "machine_plus_next5 adherence at least 60% (16/30)"
+
+
 def test_each_target_is_met_exactly_at_its_bound() -> None:
     users = [f"u{i:02d}" for i in range(10)]
     arm = [_score(u, "m", i < 6) for i, u in enumerate(users)]  # 6/10: the 60% bound itself
