@@ -6,7 +6,6 @@ failures (a12, a15, s13 under ``machine_plus_next2``) are the cases.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -19,14 +18,11 @@ from labkit.dialog.simulate import load_scenarios
 from labkit.dialog.splitting import cued, cut_parts, foreign_parts, parts, split_reasks
 from labkit.dialog.users import load_user_scripts
 from labkit.llm.fake import ScriptedBackend
+from tests.test_dialog_features import MINI, answer  # the same mini scenario and answer writer
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "dialog"
 SCENARIOS = load_scenarios(DATA)
 ANALYST, SUPPORT = SCENARIOS["analyst"], SCENARIOS["support"]
-
-
-def answer(message: str, signal: str, results: dict | None = None) -> str:
-    return json.dumps({"message": message, "signal": signal, "results": results or {}, "summary": ""})
 
 
 def test_a_value_is_cut_into_parts_at_commas_sentence_ends_and_and() -> None:
@@ -102,22 +98,6 @@ def test_a_second_mixed_answer_is_kept_as_the_model_wrote_it() -> None:
 def test_the_third_candidate_is_its_own_arm_on_top_of_the_second() -> None:
     assert arm("machine_plus_next3").features == arm("machine_plus_next2").features | {"split_values"}
     assert "split_values" not in arm("machine_plus_next2").features
-
-
-MINI = """\
-name: mini
-initial: ask
-steps:
-  ask:
-    instructions: Ask for a colour.
-    results:
-      colour: {type: string, description: the colour the user likes}
-    signals:
-      next: {to: done, needs: [colour]}
-      stay: ask
-  done:
-    final: true
-"""
 
 
 @pytest.mark.parametrize(("extra", "needle"), [
