@@ -102,18 +102,15 @@ def bench_table_block(root: Path = ROOT) -> str:
 def dialog_folders(root: Path = ROOT) -> dict[str, Path]:
     """The dialog recordings, labelled: the first one (22 users, both splits), the test users' and the dev users'
     (the ablation, recorded in stretches: its n column says how many dev users each arm holds so far), and the
-    dev users' recordings of the candidate features (``<model>-next``: machine_plus_next, results_first, beside
-    machine_plus; ``<model>-next2``: machine_plus_next2, results_first and more_examples; ``<model>-next3``:
-    machine_plus_next3, the three candidates; ``<model>-next4``: machine_plus_next4, the four;
-    ``<model>-next5``: machine_plus_next5, the five)."""
+    dev users' recording of each design round (``<model>-next…``, labelled as its
+    :data:`labkit.dialog.arms.ROUNDS` entry says)."""
+    from labkit.dialog.arms import ROUNDS
+
     data = root / "data" / "dialog"
     found = {}
     for label, sub, suffix in (("first, 22 users", "runs", ""), ("test users", "runs_test", ""),
-                               ("dev users", "runs_dev", ""), ("dev users, candidates", "runs_dev", "-next"),
-                               ("dev users, both candidates", "runs_dev", "-next2"),
-                               ("dev users, three candidates", "runs_dev", "-next3"),
-                               ("dev users, four candidates", "runs_dev", "-next4"),
-                               ("dev users, five candidates", "runs_dev", "-next5")):
+                               ("dev users", "runs_dev", ""),
+                               *((f"dev users, {r.label}", "runs_dev", r.suffix) for r in ROUNDS)):
         for model in MODELS:
             if (data / sub / f"{model}{suffix}" / "dialog.json").exists():
                 found[f"{label} ({model})"] = data / sub / f"{model}{suffix}"

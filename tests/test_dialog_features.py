@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from labkit.dialog import DialogBot, PromptOnlyBot, VariableChanged, load_scenario, parse_scenario, reduce_dialog
-from labkit.dialog.arms import ABLATION, ARMS, NAMES, arm
+from labkit.dialog.arms import ABLATION, ARMS, NAMES, ROUNDS, arm
 from labkit.dialog.contract import Violation, differing_reask_prompt, grammar_schema, reask_prompt
 from labkit.dialog.engine import NOT_UNDERSTOOD
 from labkit.dialog.events import (
@@ -89,7 +89,12 @@ def test_arms_are_declarations_with_one_ablation_per_feature() -> None:
     assert {"machine", "prompt_only", "prompt_only_checked", "machine_plus"} <= set(NAMES)
     assert arm("machine").features == frozenset() and arm("machine_plus").features == RECORDED == ALL - CANDIDATES
     assert arm("machine_plus_next").features == RECORDED | {"results_first"}  # as recorded
-    assert arm("machine_plus_next5").features == ALL and CANDIDATES and CANDIDATES <= ALL
+    # each design round adds its one candidate to the arm before it; the last round runs every feature
+    assert [r.feature for r in ROUNDS] and {r.feature for r in ROUNDS} == CANDIDATES <= ALL
+    assert arm(ROUNDS[-1].arm).features == ALL
+    for r in ROUNDS:
+        assert arm(r.arm).features == arm(r.before).features | {r.feature}
+        assert r.suffix == "-" + r.arm.removeprefix("machine_plus_") and r.suffix.startswith("-next")
     for f in FEATURES:
         if f.name in RECORDED:
             assert arm(f"machine_plus_no_{f.name}").features == RECORDED - {f.name}

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from labkit.dialog.arms import ABLATIONS
+from labkit.dialog.arms import ABLATIONS, ROUNDS
 from labkit.dialog.measure import PARTS, Score, compare_arms
 from labkit.dialog.rescore import score_folder
 from labkit.dialog.scenario import Scenario
@@ -51,14 +51,14 @@ def ablation_rows(recordings: Sequence[Mapping[str, Sequence[Score]]]) -> list[d
 def dev_ablation(data: str | Path, model: str, scenarios: Mapping[str, Scenario],
                  users: Sequence[UserScript]) -> list[dict[str, Any]]:
     """The ablation rows of ``model``'s dev recordings under ``data/runs_dev``: the ablation itself
-    (``<model>``), then the design rounds' candidates (``<model>-next`` to ``-next5`` read as one, since
-    each round's arm is paired with the arm of the round before)."""
+    (``<model>``), then the design rounds' candidates (each :data:`~labkit.dialog.arms.ROUNDS` folder
+    ``<model>-next…``, read as one, since each round's arm is paired with the arm of the round before)."""
     runs = Path(data) / "runs_dev"
     ablation = score_folder(runs / model, scenarios, list(users))
     rounds: dict[str, list[Score]] = {}
-    for suffix in ("-next", "-next2", "-next3", "-next4", "-next5"):
-        if (runs / f"{model}{suffix}").exists():
-            rounds |= score_folder(runs / f"{model}{suffix}", scenarios, list(users))
+    for r in ROUNDS:
+        if (runs / f"{model}{r.suffix}").exists():
+            rounds |= score_folder(runs / f"{model}{r.suffix}", scenarios, list(users))
     return ablation_rows([ablation, rounds])
 
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from labkit.dialog.engine import DialogBot, PromptOnlyBot
-from labkit.dialog.features import ALL, CANDIDATES, FEATURES, PARTS, RECORDED
+from labkit.dialog.features import CANDIDATES, FEATURES, PARTS, RECORDED
 from labkit.dialog.scenario import Scenario
 from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
@@ -64,6 +64,54 @@ class Arm:
                          **kwargs)
 
 
+@dataclass(frozen=True)
+class Round:
+    """One design round on the dev users: its arm is the arm of the round before plus one candidate feature.
+
+    Declared once, this table gives the round's arm, its ablation row (the arm against the one before),
+    its dev recording's folder (``<model>-next…``) and label, and the report's pairs.
+    """
+
+    arm: str
+    feature: str
+    label: str  # the dev recording's label in the tables: "dev users, <label>"
+    about: str
+    features: frozenset[str] = frozenset()  # filled in by _rounds: every feature the arm runs with
+    before: str = ""  # filled in by _rounds: the arm it is paired with
+
+    @property
+    def suffix(self) -> str:
+        """The dev recording's folder is ``<model><suffix>`` (``machine_plus_next2`` -> ``-next2``)."""
+        return "-" + self.arm.removeprefix("machine_plus_")
+
+
+def _rounds(*rounds: Round) -> tuple[Round, ...]:
+    """The rounds in order, each given the features of the one before plus its own."""
+    done: list[Round] = []
+    features, before = RECORDED, "machine_plus"
+    for r in rounds:
+        features = features | {r.feature}
+        done.append(Round(r.arm, r.feature, r.label, r.about, features, before))
+        before = r.arm
+    return tuple(done)
+
+
+ROUNDS: tuple[Round, ...] = _rounds(
+    Round("machine_plus_next", "results_first", "candidates", "machine_plus with the first candidate feature, "
+          "results_first, designed on the dev users after the test recording"),
+    Round("machine_plus_next2", "more_examples", "both candidates", "machine_plus_next with the second round's "
+          "candidate, more_examples, designed on the dev users after machine_plus_next's recordings"),
+    Round("machine_plus_next3", "split_values", "three candidates", "machine_plus_next2 with the third round's "
+          "candidate, split_values, designed on the dev users after machine_plus_next2's recordings"),
+    Round("machine_plus_next4", "split_required", "four candidates", "machine_plus_next3 with the fourth round's "
+          "candidate, split_required, designed on the dev users after machine_plus_next3's recording"),
+    Round("machine_plus_next5", "split_cut", "five candidates", "machine_plus_next4 with the fifth round's "
+          "candidate, split_cut, designed on the dev users after machine_plus_next4's recording"),
+)
+"""The design rounds, in the order they were recorded (:data:`labkit.dialog.features.CANDIDATES` are their
+features)."""
+
+
 ARMS: tuple[Arm, ...] = (
     Arm("machine", "machine", about="the machine as first recorded: no new feature (what the features buy is "
                                    "measured against it)"),
@@ -75,17 +123,7 @@ ARMS: tuple[Arm, ...] = (
           about=f"machine_plus without {f.name}: {f.about}") for f in FEATURES if f.name in RECORDED),
     *(Arm(f"machine_plus_no_{p.name}", "machine", RECORDED, without=frozenset({p.name}),
           about=f"machine_plus with {p.of} but without its part {p.name}: {p.about}") for p in PARTS),
-    Arm("machine_plus_next", "machine", RECORDED | {"results_first"}, about="machine_plus with the first "
-        "candidate feature, results_first, designed on the dev users after the test recording"),
-    Arm("machine_plus_next2", "machine", RECORDED | {"results_first", "more_examples"}, about="machine_plus_next "
-        "with the second round's candidate, more_examples, designed on the dev users after machine_plus_next's "
-        "recordings"),
-    Arm("machine_plus_next3", "machine", ALL - {"split_required", "split_cut"}, about="machine_plus_next2 with the "
-        "third round's candidate, split_values, designed on the dev users after machine_plus_next2's recordings"),
-    Arm("machine_plus_next4", "machine", ALL - {"split_cut"}, about="machine_plus_next3 with the fourth round's "
-        "candidate, split_required, designed on the dev users after machine_plus_next3's recording"),
-    Arm("machine_plus_next5", "machine", ALL, about="machine_plus_next4 with the fifth round's candidate, "
-        "split_cut, designed on the dev users after machine_plus_next4's recording"),
+    *(Arm(r.arm, "machine", r.features, about=r.about) for r in ROUNDS),
 )
 BY_NAME: dict[str, Arm] = {a.name: a for a in ARMS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
@@ -105,11 +143,7 @@ class Ablation:
 ABLATIONS: tuple[Ablation, ...] = (
     *(Ablation(name.removeprefix("machine_plus_no_"), "machine_plus", name) for name in ABLATION[1:]),
     # the candidates joined in design rounds, each on top of the arm before it
-    Ablation("results_first", "machine_plus_next", "machine_plus"),
-    Ablation("more_examples", "machine_plus_next2", "machine_plus_next"),
-    Ablation("split_values", "machine_plus_next3", "machine_plus_next2"),
-    Ablation("split_required", "machine_plus_next4", "machine_plus_next3"),
-    Ablation("split_cut", "machine_plus_next5", "machine_plus_next4"),
+    *(Ablation(r.feature, r.arm, r.before) for r in ROUNDS),
 )
 """Every feature and part with the pair of recorded arms that differ in it alone (read by
 :func:`labkit.dialog.ablation.ablation_rows`)."""

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from labkit.dialog.arms import ROUNDS
 from labkit.dialog.measure import Score, compare_arms, score, summarize_scores, table
 from labkit.dialog.scenario import Scenario
 from labkit.dialog.users import UserScript, check_user
@@ -89,11 +90,7 @@ def score_runs(runs_dir: str | Path, scenarios: dict[str, Scenario], users: list
 
 # the paired comparisons a report makes, where a recording holds both arms: (arm a, arm b)
 PAIRS = (("machine", "prompt_only"), ("machine_plus", "prompt_only_checked"), ("machine_plus", "machine"),
-         ("machine_plus_next", "machine_plus"), ("machine_plus_next", "prompt_only_checked"),
-         ("machine_plus_next2", "machine_plus_next"), ("machine_plus_next2", "prompt_only_checked"),
-         ("machine_plus_next3", "machine_plus_next2"), ("machine_plus_next3", "prompt_only_checked"),
-         ("machine_plus_next4", "machine_plus_next3"), ("machine_plus_next4", "prompt_only_checked"),
-         ("machine_plus_next5", "machine_plus_next4"), ("machine_plus_next5", "prompt_only_checked"))
+         *((r.arm, p) for r in ROUNDS for p in (r.before, "prompt_only_checked")))
 
 
 def report(scored: dict[str, dict[str, list[Score]]]) -> dict[str, Any]:
