@@ -107,6 +107,10 @@ ROUNDS: tuple[Round, ...] = _rounds(
           "candidate, split_required, designed on the dev users after machine_plus_next3's recording"),
     Round("machine_plus_next5", "split_cut", "five candidates", "machine_plus_next4 with the fifth round's "
           "candidate, split_cut, designed on the dev users after machine_plus_next4's recording"),
+    Round("machine_plus_next6", "move_cues", "six candidates", "machine_plus_next5 with the sixth round's "
+          "candidate, move_cues, designed on the dev users after machine_plus_next5's recordings"),
+    Round("machine_plus_next7", "correction_cues", "seven candidates", "machine_plus_next6 with the seventh "
+          "round's candidate, correction_cues, designed on the dev users after machine_plus_next5's recordings"),
 )
 """The design rounds, in the order they were recorded (:data:`labkit.dialog.features.CANDIDATES` are their
 features)."""

@@ -51,7 +51,7 @@ from labkit.dialog.features import PARTS, checked_parts
 from labkit.dialog.features import checked as checked_features
 from labkit.dialog.grounding import ungrounded, unsaid_words
 from labkit.dialog.scenario import Example, ResultField, Scenario, Signal, Step, unknown
-from labkit.dialog.splitting import cut_parts, foreign_parts, mixed_detail
+from labkit.dialog.splitting import cued, cut_parts, foreign_parts, mixed_detail
 from labkit.errors import LabkitError
 from labkit.events import Event, RunStarted
 from labkit.llm.backend import Backend
@@ -321,12 +321,44 @@ class DialogBot(_Bot):
         corrections = self.scenario.corrections
         only = ({corrections.signal: self._correctable(step) | {f.name for f in self.scenario.step(step.name).results}}
                 if self.has("corrections") and corrections is not None else None)
-        barred = self._refused if self._attempt == 2 and self.has_part("refused_move_barred") else ()
+        barred = set(self._refused) if self._attempt == 2 and self.has_part("refused_move_barred") else set()
         first = self._split_first if self._attempt == 2 and self.has("split_required") else ()
+        if self.has("move_cues"):
+            barred |= self._uncued_moves()
+        corrected = self._cued_correction(step) if self.has("correction_cues") and self._attempt == 1 else ()
+        if corrected:
+            assert corrections is not None
+            barred |= {s.name for s in step.signals if s.name != corrections.signal}
+            first = corrected
+        if all(s.name in barred for s in step.signals):  # never bar every move (the grammar needs one)
+            barred = set(self._refused) if self._attempt == 2 and self.has_part("refused_move_barred") else set()
         return grammar_schema(step, self.state.variables, only, barred,
                               stay_keeps_needs=self.has_part("stay_keeps_needs"),
                               needs_decide=self.has("results_first") and self.has_part("stay_keeps_needs"),
                               first=first)
+
+    def _latest_message(self) -> str:
+        """The user's latest message: the one this turn answers (``carry_over`` reads it again in the next step)."""
+        return next((text for who, text in reversed(self.state.turns) if who == "user"), "")
+
+    def _uncued_moves(self) -> set[str]:
+        """``move_cues``: the signals with declared cues none of which the latest message holds ("Hmm, wait, not
+        yet." holds no cue of ``back``, so the grammar does not offer it)."""
+        cues = self.scenario.move_cues
+        return set(cues) - set(cued(self._latest_message(), cues))
+
+    def _cued_correction(self, step: Step) -> tuple[str, ...]:
+        """``correction_cues``: the one earlier value the latest message corrects, when the message holds a cue of
+        the correction ("sorry, not", "actually") and the cue of exactly one value the correction may change
+        (the scenario's ``cues``); else nothing, and the model chooses as before."""
+        corrections = self.scenario.corrections
+        if corrections is None or not corrections.cues or step.signal(corrections.signal) is None:
+            return ()
+        text = self._latest_message()
+        if not cued(text, {corrections.signal: corrections.cues}):
+            return ()
+        named = [n for n in cued(text, self.scenario.cues) if n in self._correctable(step)]
+        return tuple(named) if len(named) == 1 else ()
 
     def _grounded(self, checked: Checked, step: Step) -> Checked:
         """``grounded_values``: free-text values holding words the user never said are taken out.

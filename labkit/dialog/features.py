@@ -67,13 +67,21 @@ FEATURES: tuple[Feature, ...] = (
                          "answer; only while a variable named is still unknown is the model asked again, for those "
                          "values alone, merged into the cut answer (on the dev users the required re-ask wrote the "
                          "other variable's value and then stayed, leaving the step's own value unwritten)"),
+    Feature("move_cues", "a signal the scenario declares move_cues for is offered by the grammar only when the "
+                         "user's message holds one of them (on the dev users 'Hmm, wait, not yet.' at the support "
+                         "bot's confirmation was read as 'back', and the bot asked for the email again)"),
+    Feature("correction_cues", "with corrections: a message holding one of the correction's declared cues and the "
+                               "cue of exactly one earlier value (the scenario's cues) is answered under the "
+                               "correction signal alone, that value required (on the dev users 'Sorry, not the whole "
+                               "team, only the two team leads will use it.' was written as a must-have)"),
 )
 CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples", "split_values", "split_required",
-                                        "split_cut"})
+                                        "split_cut", "move_cues", "correction_cues"})
 """Features designed on the dev users *after* the test users were recorded with ``machine_plus``:
 ``results_first`` is in the arm ``machine_plus_next``, it and ``more_examples`` are in ``machine_plus_next2``,
-``split_values`` joins in ``machine_plus_next3``, ``split_required`` in ``machine_plus_next4`` and ``split_cut`` in
-``machine_plus_next5``; they join
+``split_values`` joins in ``machine_plus_next3``, ``split_required`` in ``machine_plus_next4``, ``split_cut`` in
+``machine_plus_next5``, ``move_cues`` in ``machine_plus_next6`` and ``correction_cues`` in ``machine_plus_next7``
+(:data:`labkit.dialog.arms.ROUNDS`); they join
 ``machine_plus`` when its test users are recorded again (a recording names the features its arm ran with, so
 adding one to a recorded arm would make its recordings unreplayable)."""
 PARTS: tuple[Part, ...] = (

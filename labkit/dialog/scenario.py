@@ -53,7 +53,9 @@ without them send the same prompts as before):
 - ``corrections`` (top level): the declared correction signal (``corrections``)::
 
       corrections: {signal: correct, when: 'the user corrects a value given earlier ("actually ...")',
-                    fields: [goal, users]}   # the variables a correction may change (default: all)
+                    fields: [goal, users],   # the variables a correction may change (default: all)
+                    cues: [actually, I meant, typo]}   # words that mark a message as a correction
+                                                       # (correction_cues)
 
 - ``cancel_question`` (top level): what the bot asks before a ``cancel`` ends the conversation
   (``cancel_confirm``);
@@ -63,10 +65,16 @@ without them send the same prompts as before):
       questions: {goal: What should the project achieve?, users: Who will use it?}
 
 - ``cues`` (top level, by variable name): words or phrases that mark a part of a message as that
-  variable's (an enum variable's values count as its cues too); a free-text value holding a later
-  part with another variable's cue mixed two values into one (``split_values``)::
+  variable's; a free-text value holding a later part with another variable's cue mixed two values into
+  one (``split_values``), and a correction's cues beside one of them name the value corrected
+  (``correction_cues``)::
 
       cues: {users: [for me, will use it], deadline: [Friday, next week]}
+
+- ``move_cues`` (top level, by signal name): words or phrases one of which the user's message must hold
+  for the model to be offered that signal (``move_cues``)::
+
+      move_cues: {back: [go back, change, wrong]}
 
 Result field types: ``string``, ``integer``, ``number``, ``boolean``, ``list`` (of strings), or
 ``enum`` with ``values``. Every result is optional in a single answer; a signal's ``needs`` lists
@@ -186,6 +194,7 @@ class Corrections:
     signal: str = "correct"
     when: str = "the user corrects a value given earlier"
     fields: tuple[str, ...] = ()  # empty: every variable
+    cues: tuple[str, ...] = ()  # words that mark a message as a correction (correction_cues)
 
 
 def unknown(value: Any) -> bool:
@@ -255,6 +264,7 @@ class Scenario:
     cancel_question: str = ""
     questions: dict[str, str] = field(default_factory=dict)  # step name -> the question asked there
     cues: dict[str, tuple[str, ...]] = field(default_factory=dict)  # variable -> words marking its part of a message
+    move_cues: dict[str, tuple[str, ...]] = field(default_factory=dict)  # signal -> words the message must hold
     table: TransitionTable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -429,26 +439,31 @@ def _questions(data: _Located, steps: dict[str, Step]) -> dict[str, str]:
     return questions
 
 
-def _cues(data: _Located, variables: set[str]) -> dict[str, tuple[str, ...]]:
-    """The top-level ``cues``: for each named variable, a non-empty list of non-empty words or phrases."""
-    if "cues" not in data:
+def _cues(data: _Located, variables: set[str], key: str = "cues", what: str = "variable",
+          example: str = "deadline: [Friday, next week]") -> dict[str, tuple[str, ...]]:
+    """The top-level ``cues`` (or ``move_cues``): for each named variable (signal), a non-empty list of
+    non-empty words or phrases."""
+    if key not in data:
         return {}
-    raw = data["cues"]
+    raw = data[key]
     if not isinstance(raw, _Located):
-        raise _fail(data.key_where["cues"], "'cues' must be a mapping of variable names to lists of words",
-                    "e.g. cues: {deadline: [Friday, next week]}.")
+        raise _fail(data.key_where[key], f"'{key}' must be a mapping of {what} names to lists of words",
+                    f"e.g. {key}: {{{example}}}.")
     cues: dict[str, tuple[str, ...]] = {}
     for name, words in raw.items():
         where = raw.key_where[str(name)]
         if str(name) not in variables:
-            raise _fail(where, f"'cues' names unknown variable '{name}'",
+            raise _fail(where, f"'{key}' names unknown {what} '{name}'",
                         f"use one of: {', '.join(sorted(variables))}.")
-        if (not isinstance(words, list) or not words
-                or not all(isinstance(w, str) and w.strip() for w in words)):
-            raise _fail(where, f"the cues of '{name}' must be a non-empty list of words or phrases",
-                        f"e.g. {name}: [for me, will use it].")
-        cues[str(name)] = tuple(w.strip() for w in words)
+        cues[str(name)] = _words(words, where, f"the {key} of '{name}'")
     return cues
+
+
+def _words(words: Any, where: Where, what: str) -> tuple[str, ...]:
+    """A declared non-empty list of non-empty words or phrases, stripped."""
+    if not isinstance(words, list) or not words or not all(isinstance(w, str) and w.strip() for w in words):
+        raise _fail(where, f"{what} must be a non-empty list of words or phrases", "e.g. [for me, will use it].")
+    return tuple(w.strip() for w in words)
 
 
 def _example(spec: Any, where: Where, step_name: str, final: bool, results: tuple[ResultField, ...],
@@ -502,7 +517,7 @@ def _corrections(data: _Located, variables: set[str]) -> Corrections | None:
     where = data.key_where["corrections"]
     if not isinstance(spec, _Located):
         raise _fail(where, "'corrections' must be a mapping", "e.g. corrections: {signal: correct, when: ...}.")
-    _check_keys(spec, {"signal", "when", "fields"}, "'corrections'")
+    _check_keys(spec, {"signal", "when", "fields", "cues"}, "'corrections'")
     signal = spec.get("signal", "correct")
     when = spec.get("when", Corrections.when)
     if not isinstance(signal, str) or not signal.strip() or not isinstance(when, str):
@@ -515,7 +530,8 @@ def _corrections(data: _Located, variables: set[str]) -> Corrections | None:
     if unknown:
         raise _fail(spec.key_where["fields"], f"'corrections' names unknown variable(s) {unknown}",
                     f"use some of: {', '.join(sorted(variables))}.")
-    return Corrections(signal.strip(), when, tuple(fields))
+    cues = _words(spec["cues"], spec.key_where["cues"], "'corrections': 'cues'") if "cues" in spec else ()
+    return Corrections(signal.strip(), when, tuple(fields), cues)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -541,7 +557,7 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
         raise ScenarioError(f"{Where(file, 1, 1)}: a scenario is a YAML mapping with name, initial and steps",
                             "see the format in labkit/dialog/scenario.py.")
     _check_keys(data, {"name", "title", "initial", "steps", "description", "corrections", "cancel_question",
-                       "examples", "more_examples", "questions", "cues"}, "the scenario")
+                       "examples", "more_examples", "questions", "cues", "move_cues"}, "the scenario")
     name = _require(data, "name", str, "the scenario")
     initial = _require(data, "initial", str, "the scenario")
     raw_steps = _require(data, "steps", _Located, "the scenario")
@@ -609,9 +625,11 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
                     "e.g. cancel_question: Do you want me to close the request?")
     questions = _questions(data, steps)
     cues = _cues(data, all_results)
+    move_cues = _cues(data, {sig.name for st in steps.values() for sig in st.signals}, "move_cues", "signal",
+                      "back: [go back, change]")
     try:
         return Scenario(name, str(data.get("title", name)), initial, steps, file, str(data.get("description", "")),
-                        corrections, cancel_question, questions, cues)
+                        corrections, cancel_question, questions, cues, move_cues)
     except TableError as exc:
         raise ScenarioError(f"{data.key_where['steps']}: the scenario's steps do not form a valid machine:\n"
                             + "\n".join(f"  - {p}" for p in exc.problems),
