@@ -81,6 +81,13 @@ def sign_test_p(wins: int, losses: int) -> float:
     return min(1.0, 2 * tail / 2**m)
 
 
+def stored_p(p: float) -> float:
+    """A p-value as a report stores it: six decimals, as the recorded reports were written, except that a p too
+    small for six decimals keeps three significant digits instead of reading as 0 (a p-value is never zero;
+    ``round(1.7e-10, 6)`` made a table print "p = 0")."""
+    return round(p, 6) or float(f"{p:.3g}")
+
+
 def exact_mcnemar(only_a: int, only_b: int) -> float:
     """Exact McNemar test (two-sided) from the discordant pairs: tasks only A passed, tasks only B passed.
 

@@ -20,7 +20,7 @@
 #
 # **Prerequisites:** notebook 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)),
 # notebook 03 ([event log](../docs/glossary.md), [hash chain](../docs/glossary.md), [invariant](../docs/glossary.md)).
-# **Time:** about 85 minutes, the quiz included. The runs below use real git copies and real pytest
+# **Time:** about 90 minutes, the quiz included. The runs below use real git copies and real pytest
 # subprocesses (a second or two each); the planner is the known fix or a short script, so no model is loaded.
 # The **Predict** boxes hide their answer until you choose and press *check*.
 #
@@ -526,9 +526,27 @@ print(ablation_text(_features))
 # red, so their rows weigh few tasks however many the split holds; a row with wins on both sides says the
 # feature changes which tasks fail more than how many. `code_plan` is the one row here whose feature acts on
 # every task: switched off, the model is asked to plan a project that has one file. `first_failure` and
-# `definition_edit` are not in this table yet: switching either off changes nearly every prompt, so each is a
-# whole new recording of the split (section 8 has both on the kit's projects). The command that adds them is in
-# [docs/results.md](../docs/results.md).
+# `definition_edit` change nearly every prompt too, so each is a whole recording of the split. One row stands
+# apart: without whole definitions replaced by name, the edit contract is search/replace alone, and the machine
+# fixes fewer than half as many tasks — fewer than the one prompt that answers with whole files. The cell below
+# reads why from the logs: what was refused in the tasks that ended with no edit applied.
+
+# %%
+from labkit.repoedit.compare_report import refusals_without_edit
+
+for folder, arm in ((_ablation, "machine_plus_no_definition_edit"), (_fix, "machine_plus")):
+    found = refusals_without_edit(folder, arm)
+    print(f"{arm}: {sum(found.values())} tasks ended with no edit applied; the refusals in them:")
+    for codes, n in found.items():
+        print(f"  {n:3d}  {', '.join(codes)}")
+
+# %% [markdown]
+# Without whole-definition edits, mostly one path: a search text the model did not copy exactly (`does_not_apply`:
+# missing from the file, or in it twice), then re-asks that answered `skip` for the very file the failing tests
+# blame, refused by `blamed_skip`, until the edit budget ran out. Tolerant matching forgives a changed quote or
+# indentation, not a search text that was never in the file. With them, the few tasks left with no edit are
+# answers that gave the definition back unchanged (`no_change`): naming a definition is a target a 1.5B model
+# hits; copying text exactly is not.
 
 # %% [markdown]
 # ## 10. What the seed claimed, and what the kit measured

@@ -72,3 +72,17 @@ def test_on_one_file_projects_the_plan_features_change_no_tree():
     assert len(idle) == len(IDLE_ON_ONE_FILE) * len(full) == 4 * 106  # every task of the test split, each arm
     for row in idle:
         assert (row.digest, row.fixed) == (full[row.task].digest, full[row.task].fixed), (row.arm, row.task)
+
+
+def test_what_was_refused_where_no_edit_got_through_is_read_from_every_such_run() -> None:
+    from labkit.repoedit.compare import load_rows
+    from labkit.repoedit.compare_report import refusals_without_edit
+
+    folder = DATA / "humaneval-fix-ablation" / "qwen2.5-coder-1.5b"
+    arm = "machine_plus_no_definition_edit"
+    found = refusals_without_edit(folder, arm)
+    nothing_applied = [r for r in load_rows(folder / "runs.jsonl") if r.arm == arm and r.edits == 0]
+    assert sum(found.values()) == len(nothing_applied) == 40  # one count per run, none missed
+    # the path docs/results.md and notebook 09 describe: a search text that did not apply, then skips refused
+    assert found[("blamed_skip", "does_not_apply")] == 34 and next(iter(found)) == ("blamed_skip", "does_not_apply")
+    assert refusals_without_edit(folder, "no_such_arm") == {}

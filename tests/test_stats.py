@@ -13,6 +13,7 @@ from labkit.stats import (
     paired_test,
     pass_hat_k,
     sign_test_p,
+    stored_p,
     wilson_interval,
 )
 
@@ -111,3 +112,9 @@ def test_verdict_words_follow_the_numbers_whichever_way_they_come_out() -> None:
     assert verdict_words(4, 9, 0.27, ("model", "rule")).endswith("the point estimate favours rule")
     assert verdict_words(4, 9, 0.27, ("model", "rule")).startswith("no evidence either way")
     assert "level" in verdict_words(3, 3, 1.0)
+
+
+def test_a_stored_p_keeps_six_decimals_and_is_never_zero() -> None:
+    assert stored_p(0.34375) == 0.34375 and stored_p(0.0001220703125) == 0.000122
+    tiny = sign_test_p(51, 6)  # definition_edit on HumanEval: far below six decimals
+    assert 0 < tiny < 1e-6 and stored_p(tiny) == float(f"{tiny:.3g}") > 0

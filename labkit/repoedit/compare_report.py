@@ -21,7 +21,7 @@ from labkit.features import ablation_sentence
 from labkit.repoedit.arms import ARMS, BEST_OF
 from labkit.repoedit.compare import RunRow, load_rows, read_config
 from labkit.repoedit.features import FEATURES
-from labkit.stats import paired_test, wilson_interval
+from labkit.stats import paired_test, stored_p, wilson_interval
 
 # (a, b): what the machine adds over one prompt, and over a free loop with the same tools; what the features add
 # over the machine as first recorded. A pair is reported where a recording holds both arms.
@@ -82,7 +82,7 @@ def paired_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
                 continue
             test = paired_test({t: ca[t] for t in common}, {t: cb[t] for t in common}, names=(a, b))
             out.append({"measure": measure, "a": a, "b": b, "tasks": test.tasks, "a_better": test.a_better,
-                        "b_better": test.b_better, "ties": test.ties, "p_value": round(test.p_value, 6)})
+                        "b_better": test.b_better, "ties": test.ties, "p_value": stored_p(test.p_value)})
     return out
 
 
@@ -155,6 +155,22 @@ def failure_kind(row: RunRow) -> str:
     return HIDDEN_RED if row.outcome == "passed" and row.hidden_passed is False else "edited, still red"
 
 
+def refusals_without_edit(folder: Path, arm: str) -> dict[tuple[str, ...], int]:
+    """For the runs of ``arm`` that ended with no edit applied: how many ended after each set of refusal codes,
+    read from their event logs, most common first (what the machine refused when nothing got through)."""
+    from labkit.repoedit.compare import log_path
+    from labkit.repoedit.events import ProposalRefused
+    from labkit.store import load_events
+
+    found: dict[tuple[str, ...], int] = {}
+    for row in load_rows(folder / "runs.jsonl"):
+        if row.arm == arm and row.edits == 0:
+            events = load_events(log_path(folder, arm, row.task))
+            codes = tuple(sorted({e.code for e in events if isinstance(e, ProposalRefused)}))
+            found[codes] = found.get(codes, 0) + 1
+    return dict(sorted(found.items(), key=lambda kv: -kv[1]))
+
+
 def failure_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
     """Per arm, how many runs ended each way (:func:`failure_kind`)."""
     out = []
@@ -181,7 +197,7 @@ def ablation_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
         with_n, without_n = sum(full[t][0] for t in common), sum(without[t][0] for t in common)
         out.append({"feature": feature.name, "tasks": len(common), "with": with_n, "without": without_n,
                     "buys": with_n - without_n, "only_with": test.a_better, "only_without": test.b_better,
-                    "p_value": round(test.p_value, 6)})
+                    "p_value": stored_p(test.p_value)})
     return out
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from labkit.experiment.v2.arms import ARMS, RunRecordV2
 from labkit.experiment.v2.taskfile import TaskSet
-from labkit.stats import paired_test, pass_hat_k, wilson_interval
+from labkit.stats import paired_test, pass_hat_k, stored_p, wilson_interval
 
 CONTENT_FAMILIES = ("triage", "extraction", "selection")
 # (a, b, on which families, what the difference means)
@@ -91,7 +91,7 @@ def paired_rows(runs: Runs, splits: Sequence[str]) -> list[dict[str, Any]]:
             test = paired_test(ca, cb, names=(a, b))
             rows.append({"split": split, "a": a, "b": b, "families": list(families or ("all",)),
                          "meaning": meaning, "tasks": test.tasks, "a_better": test.a_better,
-                         "b_better": test.b_better, "ties": test.ties, "p_value": round(test.p_value, 6)})
+                         "b_better": test.b_better, "ties": test.ties, "p_value": stored_p(test.p_value)})
     return rows
 
 
