@@ -182,3 +182,22 @@ def test_the_reask_after_a_cued_correction_is_not_forced_again() -> None:
     b.respond(A13)
     first, second = b.backend.requests[-2:]
     assert list(offered(first.schema)) == ["correct"] and len(offered(second.schema)) > 1
+
+
+# ----------------------------------------------------------------------------- correction_question
+def test_a_correction_that_changed_a_value_ends_with_the_steps_question() -> None:
+    said = answer("Email updated to lena@example.com.", "correct", {"email": "lena@example.com"})
+    asked = in_confirm("step_question", "correction_question", then=[said]).respond(
+        "Sorry, typo, it is lena@example.com")
+    assert asked.reply.startswith("Email updated to lena@example.com. Here is the ticket:")
+    assert "email: lena@example.com" in asked.reply and asked.reply.endswith("Shall I file it?")
+    # s05 under machine_plus_next6: without the rule, the turn ended without asking for the confirmation
+    plain = in_confirm("step_question", then=[said]).respond("Sorry, typo, it is lena@example.com")
+    assert plain.reply == "Email updated to lena@example.com."
+
+
+def test_a_stay_that_changed_nothing_gets_no_question_added() -> None:
+    # the floor: a bot that does nothing must not be made to ask by the machine
+    outcome = in_confirm("step_question", "correction_question",
+                         then=[answer("Take your time.", "stay")]).respond("Hmm, wait.")
+    assert outcome.reply == "Take your time."

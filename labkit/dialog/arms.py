@@ -111,6 +111,8 @@ ROUNDS: tuple[Round, ...] = _rounds(
           "candidate, move_cues, designed on the dev users after machine_plus_next5's recordings"),
     Round("machine_plus_next7", "correction_cues", "seven candidates", "machine_plus_next6 with the seventh "
           "round's candidate, correction_cues, designed on the dev users after machine_plus_next5's recordings"),
+    Round("machine_plus_next8", "correction_question", "eight candidates", "machine_plus_next7 with the eighth "
+          "round's candidate, correction_question, designed on the dev users after machine_plus_next6's recording"),
 )
 """The design rounds, in the order they were recorded (:data:`labkit.dialog.features.CANDIDATES` are their
 features)."""

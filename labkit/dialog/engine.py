@@ -591,7 +591,8 @@ class DialogBot(_Bot):
     def _after_answer(self, answer: Answer, step: Step, turn: int) -> str:
         corrections = self.scenario.corrections
         if self.has("corrections") and corrections is not None and answer.signal == corrections.signal:
-            text = self._asking(answer.message, step)
+            corrected = any(e.who == "correction" for e in self._turn_changes(turn))
+            text = self._asking(answer.message, step, moved=corrected and self.has("correction_question"))
             self._record(BotSaid(turn=turn, step=step.name, text=text, summary=answer.summary, signal=answer.signal))
             return text  # the values changed through VariableChanged(who="correction"); no move
         if self.has("cancel_confirm"):
@@ -631,6 +632,16 @@ class DialogBot(_Bot):
                 return f"{message}\n{skipped}"
         return message
 
+    def _turn_changes(self, turn: int) -> list[VariableChanged]:
+        """The values this turn changed so far (``correction_question`` asks again only after a real change)."""
+        changes = []
+        for event in reversed(self.events):
+            if isinstance(event, UserSaid):
+                break
+            if isinstance(event, VariableChanged) and event.turn == turn:
+                changes.append(event)
+        return changes
+
     def _late(self, answer: Answer, step: Step, target: Step) -> bool:
         """``carry_over``: whether the move recorded earlier words, leaving the latest message unread.
 
@@ -657,7 +668,9 @@ class DialogBot(_Bot):
         after the users were known). Where the model asked nothing the message stays as it is, except
         after a move into a step that still needs something (``moved``): the machine has changed the
         step, so it asks what the new step needs (live, the model wrote "The first version must be
-        ready by June." on its way into the review). The machine never adds a question in a step the
+        ready by June." on its way into the review); ``correction_question`` treats a correction that changed
+        a value the same way, since the step's own answer is still owed (live, on the dev users, "Email updated
+        to lena@example.com." ended the bot's turn at the confirmation). The machine never adds a question in a step the
         model did not leave: a model that never does anything would then pass the users who should be
         asked again and again, because the machine would be doing the asking for it (the floor bots).
         """
