@@ -18,12 +18,17 @@ from labkit.dialog.scenario import ScenarioError
 from labkit.dialog.simulate import load_scenarios
 from labkit.dialog.users import load_user_scripts
 from labkit.llm.fake import ScriptedBackend
-from tests.test_dialog_features import MINI, answer
+from tests.test_dialog_features import MINI, _in_contact, answer
+from tests.test_dialog_features import bot as _bot
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "dialog"
 SCENARIOS = load_scenarios(DATA)
 ANALYST, SUPPORT = SCENARIOS["analyst"], SCENARIOS["support"]
 BASE = ("results_grammar", "corrections", "vars_memory")
+
+
+def bot(scenario, answers: list[str], *features: str) -> DialogBot:
+    return _bot(scenario, answers, *BASE, *features)
 
 
 def offered(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -32,20 +37,9 @@ def offered(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {a["properties"]["signal"]["const"]: a["properties"]["results"] for a in alternatives}
 
 
-def bot(scenario, answers: list[str], *features: str) -> DialogBot:
-    return DialogBot(scenario, ScriptedBackend(answers), features=frozenset((*BASE, *features)), clock=lambda: 0.0)
-
-
 def in_confirm(*features: str, then: list[str]) -> DialogBot:
     """A support conversation that reached the confirmation with every value given."""
-    b = bot(SUPPORT, [answer("Product?", "next", {"issue": "the app logs me out"}),
-                      answer("Severity?", "next", {"product": "app"}),
-                      answer("Email?", "next", {"severity": "high"}),
-                      answer("Shall I file it?", "next", {"email": "sam@example.com"}), *then], *features)
-    for text in ["The app logs me out.", "The app.", "High.", "sam@example.com"]:
-        b.respond(text)
-    assert b.state.status == "confirm"
-    return b
+    return _in_contact(*BASE, *features, answers=then)
 
 
 def last_schema(b: DialogBot) -> dict[str, Any]:

@@ -321,17 +321,16 @@ class DialogBot(_Bot):
         corrections = self.scenario.corrections
         only = ({corrections.signal: self._correctable(step) | {f.name for f in self.scenario.step(step.name).results}}
                 if self.has("corrections") and corrections is not None else None)
-        barred = set(self._refused) if self._attempt == 2 and self.has_part("refused_move_barred") else set()
+        refused = set(self._refused) if self._attempt == 2 and self.has_part("refused_move_barred") else set()
         first = self._split_first if self._attempt == 2 and self.has("split_required") else ()
-        if self.has("move_cues"):
-            barred |= self._uncued_moves()
+        barred = refused | (self._uncued_moves() if self.has("move_cues") else set())
         corrected = self._cued_correction(step) if self.has("correction_cues") and self._attempt == 1 else ()
         if corrected:
             assert corrections is not None
             barred |= {s.name for s in step.signals if s.name != corrections.signal}
             first = corrected
         if all(s.name in barred for s in step.signals):  # never bar every move (the grammar needs one)
-            barred = set(self._refused) if self._attempt == 2 and self.has_part("refused_move_barred") else set()
+            barred = refused
         return grammar_schema(step, self.state.variables, only, barred,
                               stay_keeps_needs=self.has_part("stay_keeps_needs"),
                               needs_decide=self.has("results_first") and self.has_part("stay_keeps_needs"),
@@ -591,8 +590,8 @@ class DialogBot(_Bot):
     def _after_answer(self, answer: Answer, step: Step, turn: int) -> str:
         corrections = self.scenario.corrections
         if self.has("corrections") and corrections is not None and answer.signal == corrections.signal:
-            corrected = any(e.who == "correction" for e in self._turn_changes(turn))
-            text = self._asking(answer.message, step, moved=corrected and self.has("correction_question"))
+            # an accepted correction always changed a value (_check refuses one that changes nothing)
+            text = self._asking(answer.message, step, moved=self.has("correction_question"))
             self._record(BotSaid(turn=turn, step=step.name, text=text, summary=answer.summary, signal=answer.signal))
             return text  # the values changed through VariableChanged(who="correction"); no move
         if self.has("cancel_confirm"):
@@ -631,16 +630,6 @@ class DialogBot(_Bot):
             if skipped:
                 return f"{message}\n{skipped}"
         return message
-
-    def _turn_changes(self, turn: int) -> list[VariableChanged]:
-        """The values this turn changed so far (``correction_question`` asks again only after a real change)."""
-        changes = []
-        for event in reversed(self.events):
-            if isinstance(event, UserSaid):
-                break
-            if isinstance(event, VariableChanged) and event.turn == turn:
-                changes.append(event)
-        return changes
 
     def _late(self, answer: Answer, step: Step, target: Step) -> bool:
         """``carry_over``: whether the move recorded earlier words, leaving the latest message unread.
