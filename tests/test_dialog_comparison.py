@@ -18,6 +18,7 @@ from labkit.dialog.simulate import load_scenarios
 from labkit.dialog.users import load_user_scripts
 from labkit.errors import LabkitError
 from labkit.llm.backend import Request
+from labkit.llm.cassette import reusing
 from labkit.llm.fake import ScriptedBackend
 from labkit.runs import Answers, read_rows
 
@@ -94,6 +95,21 @@ def test_a_stretch_adds_users_then_an_arm_and_the_recording_replays(tmp_path: Pa
     scores = score_folder(out, load_scenarios(DATA), load_user_scripts(DATA / "users"))
     assert [len(s) for s in scores.values()] == [3, 2]
     assert [s.adhered for s in scores["machine_plus"]] == [r["passed"] for r in rows[:3]]
+
+
+def test_a_recording_reuses_the_answers_another_one_holds_and_still_replays(tmp_path: Path) -> None:
+    # --reuse: a design round's conversations whose prompts its new rule leaves unchanged come from the round
+    # before; here every prompt is the same, so the model (a backend that fails) is never asked
+    first, second = tmp_path / "first", tmp_path / "second"
+    record(settings("machine_plus"), Answers(live=ScriptedBackend(echo)), first, only=USERS)
+    never = ScriptedBackend(lambda request: (_ for _ in ()).throw(AssertionError("the model was asked")))
+    live = reusing(never, first, server=False)
+    record(settings("machine_plus"), Answers(live=live), second, only=USERS)
+    assert live.misses == 0 and live.hits == sum(r["calls"] for r in read_rows(first / "runs.jsonl"))
+    assert [{**r, "seconds": 0} for r in read_rows(second / "runs.jsonl")] == \
+        [{**r, "seconds": 0} for r in read_rows(first / "runs.jsonl")]
+    assert "reusing" in (second / "provenance.jsonl").read_text()  # the provenance names the reused folder
+    assert replay(second, tmp_path / "again") == []
 
 
 def test_a_replay_finds_a_changed_row_or_log(tmp_path: Path) -> None:

@@ -195,3 +195,31 @@ def test_a_stay_that_changed_nothing_gets_no_question_added() -> None:
     outcome = in_confirm("step_question", "correction_question",
                          then=[answer("Take your time.", "stay")]).respond("Hmm, wait.")
     assert outcome.reply == "Take your time."
+
+
+# ----------------------------------------------------------------------------- request_question
+S09 = "Please provide the email address you want to use for the ticket."
+
+
+def test_a_request_without_a_question_mark_is_replaced_by_the_steps_question() -> None:
+    asked = in_confirm("step_question", "request_question", then=[answer(S09, "stay")]).respond("Hmm, wait, not yet.")
+    assert asked.reply.startswith("Here is the ticket:") and asked.reply.endswith("Shall I file it?")
+    # s09 under machine_plus_next8: without the rule the request for a known email was kept, and nothing asked
+    plain = in_confirm("step_question", then=[answer(S09, "stay")]).respond("Hmm, wait, not yet.")
+    assert plain.reply == S09
+
+
+@pytest.mark.parametrize(("said", "kept"), [
+    ("Thanks. Tell me when you are ready.", "Thanks."),
+    ("Noted, your email is kept. Could you confirm", "Noted, your email is kept."),
+])
+def test_only_the_request_sentences_are_replaced(said: str, kept: str) -> None:
+    asked = in_confirm("step_question", "request_question", then=[answer(said, "stay")]).respond("Hmm.")
+    assert asked.reply.startswith(kept + " Here is the ticket:")
+
+
+@pytest.mark.parametrize("said", ["OK.", "Take your time.", "Provided you agree, I will file it."])
+def test_a_message_that_requests_nothing_is_kept(said: str) -> None:
+    # the floor: a do-nothing bot's acknowledgement is not made to ask; a word inside a sentence is no request
+    outcome = in_confirm("step_question", "request_question", then=[answer(said, "stay")]).respond("Hmm, wait.")
+    assert outcome.reply == said

@@ -231,9 +231,9 @@ def test_reuse_is_refused_with_a_server_with_a_replay_and_without_cassettes(tmp_
     proc = compare("--replay", str(tmp_path), "--reuse", str(tmp_path))
     assert proc.returncode == 2 and "--reuse is for a live recording" in proc.stderr
     from labkit.errors import LabkitError
-    from labkit.repoedit.cli import _reusing
+    from labkit.llm.cassette import reusing
 
     with pytest.raises(LabkitError, match="no cassettes in"):
-        _reusing(ScriptedBackend(lambda r: ""), tmp_path, server=False)
+        reusing(ScriptedBackend(lambda r: ""), tmp_path, server=False)
     with pytest.raises(LabkitError, match="in-process model file"):
-        _reusing(ScriptedBackend(lambda r: ""), tmp_path, server=True)
+        reusing(ScriptedBackend(lambda r: ""), tmp_path, server=True)

@@ -113,6 +113,8 @@ ROUNDS: tuple[Round, ...] = _rounds(
           "round's candidate, correction_cues, designed on the dev users after machine_plus_next5's recordings"),
     Round("machine_plus_next8", "correction_question", "eight candidates", "machine_plus_next7 with the eighth "
           "round's candidate, correction_question, designed on the dev users after machine_plus_next6's recording"),
+    Round("machine_plus_next9", "request_question", "nine candidates", "machine_plus_next8 with the ninth round's "
+          "candidate, request_question, designed on the dev users after machine_plus_next8's recording"),
 )
 """The design rounds, in the order they were recorded (:data:`labkit.dialog.features.CANDIDATES` are their
 features)."""

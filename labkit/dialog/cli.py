@@ -64,6 +64,9 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     from labkit.dialog import comparison
     from labkit.runs import Answers, clean_commit
 
+    if args.replay and args.reuse:
+        raise LabkitError("--reuse is for a live recording; a replay answers every call from its own cassettes",
+                          "drop --reuse.")
     if args.replay:
         folder = Path(args.replay)
         with tempfile.TemporaryDirectory(prefix="labkit-dialog-replay-") as scratch:
@@ -96,8 +99,14 @@ def _cmd_measure(args: argparse.Namespace) -> int:
 
         scenarios = load_scenarios(comparison.repo_path(settings.scenarios)).values()
         live.prefixes = declared_prefixes(settings.arms, scenarios, live)
+    if args.reuse:
+        from labkit.llm.cassette import reusing
+
+        live = reusing(live, Path(args.reuse), server=bool(args.server))
     comparison.record(settings, Answers(live=live), out, only=args.only.split(",") if args.only else None,
                       resume=args.resume, progress=None if args.quiet else print)
+    if args.reuse:
+        print(f"{live.hits} call(s) answered from {args.reuse}'s cassettes, {live.misses} by the model")
     _print_report(out)
     return 0
 
@@ -163,6 +172,10 @@ def register(commands: Any, bench: Any) -> None:
                    "users with --only, or more arms): its conversations are kept, the others run")
     p.add_argument("--replay", metavar="DIR", help="re-run a recording from its cassettes (no model) and check every "
                    "row and event log against it")
+    p.add_argument("--reuse", metavar="DIR", help="answer every call whose very request a recorded folder's "
+                   "cassettes hold from there (marked replayed in the new cassette; the provenance names the "
+                   "folder), e.g. a design round's conversations that its new rule leaves unchanged; the other calls "
+                   "go to the model")
     p.add_argument("--quiet", action="store_true", help="no per-conversation progress lines")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core; on a shared, busy machine "
                    "1 thread was several times faster than 2 here, because busy threads wait for each other)")

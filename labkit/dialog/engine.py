@@ -62,6 +62,9 @@ FALLBACK_REPLY = "Sorry, I could not process that. Could you say it again in oth
 NOT_UNDERSTOOD = "Sorry, I did not understand that."  # grounded_values kept the step: it asks nothing itself
 MAX_TOKENS = 160
 CANCEL_QUESTION = "Do you really want to stop here? Say yes to close this, or tell me more to go on."
+REQUEST = re.compile(r"(please|kindly|tell me|let me know|could you|can you|would you|provide|give me|share|send me"
+                     r"|enter|type)\b", re.IGNORECASE)
+"""``request_question``: how a sentence that asks without a question mark opens ("Please provide the email ...")."""
 
 
 @dataclass(frozen=True)
@@ -607,7 +610,8 @@ class DialogBot(_Bot):
                     and not target.stops_moving_on(self.state.variables))
         carrying = not (target.final or skipping) and self._late(answer, step, target)
         if carrying:  # the next step answers the message: this step's words end without a question
-            message = " ".join(s for s in re.split(r"(?<=[.!?])\s+", answer.message.strip()) if s and s[-1] != "?")
+            message = " ".join(s for s in re.split(r"(?<=[.!?])\s+", answer.message.strip())
+                               if s and not self._asks(s))
         else:
             message = (answer.message if target.final or skipping
                        else self._asking(answer.message, target, moved=target.name != step.name))
@@ -667,10 +671,18 @@ class DialogBot(_Bot):
         if not self.has("step_question") or not question or not step.still_needs(self.state.variables):
             return message
         sentences = [s for s in re.split(r"(?<=[.!?])\s+", message.strip()) if s]
-        kept = [s for s in sentences if not s.endswith("?")]
+        kept = [s for s in sentences if not self._asks(s)]
         if len(kept) == len(sentences) and not moved:
             return message
         return " ".join([*kept, self._question(step)])
+
+    def _asks(self, sentence: str) -> bool:
+        """Whether a sentence of the model's message is a question: it ends with "?", or, with
+        ``request_question``, it opens as a request (:data:`REQUEST`). Live, on the dev users, the model at the
+        support bot's confirmation wrote "Please provide the email address you want to use for the ticket." for
+        an email it had: no question mark, so the message was kept and the bot never asked about filing. A
+        message that requests nothing (a do-nothing bot's "OK.") is still kept as it is (the floors)."""
+        return sentence.endswith("?") or (self.has("request_question") and REQUEST.match(sentence) is not None)
 
     def _question(self, step: Step) -> str:
         """The step's declared question, ``{known}`` read back in plain words (no JSON quoting)."""

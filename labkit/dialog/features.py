@@ -78,14 +78,21 @@ FEATURES: tuple[Feature, ...] = (
                                    "declared question, as a move into a step that still needs something does (on "
                                    "the dev users, with move_cues, 'Email updated to lena@example.com.' ended the "
                                    "turn at the confirmation and asked nothing)"),
+    Feature("request_question", "with step_question: a sentence that opens as a request ('Please provide ...', "
+                                "'Tell me ...') is a question too, replaced by the step's declared one (on the dev "
+                                "users, with move_cues, the model at the confirmation wrote 'Please provide the email "
+                                "address you want to use for the ticket.' for an email it had, and never asked about "
+                                "filing)"),
 )
 CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples", "split_values", "split_required",
-                                        "split_cut", "move_cues", "correction_cues", "correction_question"})
+                                        "split_cut", "move_cues", "correction_cues", "correction_question",
+                                        "request_question"})
 """Features designed on the dev users *after* the test users were recorded with ``machine_plus``:
 ``results_first`` is in the arm ``machine_plus_next``, it and ``more_examples`` are in ``machine_plus_next2``,
 ``split_values`` joins in ``machine_plus_next3``, ``split_required`` in ``machine_plus_next4``, ``split_cut`` in
-``machine_plus_next5``, ``move_cues`` in ``machine_plus_next6``, ``correction_cues`` in ``machine_plus_next7`` and
-``correction_question`` in ``machine_plus_next8`` (:data:`labkit.dialog.arms.ROUNDS`); they join
+``machine_plus_next5``, ``move_cues`` in ``machine_plus_next6``, ``correction_cues`` in ``machine_plus_next7``,
+``correction_question`` in ``machine_plus_next8`` and ``request_question`` in ``machine_plus_next9``
+(:data:`labkit.dialog.arms.ROUNDS`); they join
 ``machine_plus`` when its test users are recorded again (a recording names the features its arm ran with, so
 adding one to a recorded arm would make its recordings unreplayable)."""
 PARTS: tuple[Part, ...] = (

@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from labkit.errors import LabkitError
 from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
 from labkit.llm.errors import CassetteError, CassetteMiss
 from labkit.llm.grammar import canonical_schema
@@ -205,3 +206,15 @@ class ReusingBackend(WrappedBackend):
             return self.inner._complete(request)
         self.hits += 1
         return Completion.from_dict({**record["completion"], "replayed": True})
+
+
+def reusing(live: Backend, folder: Path, *, server: bool) -> ReusingBackend:
+    """``live`` answering every request already recorded in ``folder``'s cassettes from there (``--reuse`` of
+    ``labkit repoedit compare`` and ``labkit dialog-measure``): a recording's cassettes lie in ``cassettes/``."""
+    if server:
+        raise LabkitError("--reuse serves answers of the in-process model file", "drop --server, or drop --reuse.")
+    cassettes = sorted((Path(folder) / "cassettes").glob("*.jsonl"))
+    if not cassettes:
+        raise LabkitError(f"no cassettes in {Path(folder) / 'cassettes'}",
+                          "give a folder recorded by labkit with the same model (it holds cassettes/*.jsonl).")
+    return ReusingBackend(live, cassettes)

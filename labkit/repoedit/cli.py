@@ -207,6 +207,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from labkit.repoedit.arms import ARMS, DEFAULT_ARMS
 
     arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(DEFAULT_ARMS)
+    from labkit.llm.cassette import reusing
     from labkit.llm.models import DEFAULT_MODEL
     from labkit.llm.server_options import check_server_options, live_backend
 
@@ -229,7 +230,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
         live = live_backend(args, local)  # one server, a pool of servers and slots, or the in-process model
         if args.reuse:
-            live = _reusing(live, Path(args.reuse), server=bool(args.server))
+            live = reusing(live, Path(args.reuse), server=bool(args.server))
         describe = live.describe()
     elif args.server:
         raise LabkitError("--server is given but no arm asks a model", "drop --server, or add a model arm.")
@@ -242,19 +243,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"{live.hits} call(s) answered from {args.reuse}'s cassettes, {live.misses} by the model")
     print(render_report([out]))
     return 0
-
-
-def _reusing(live: Any, folder: Path, *, server: bool) -> Any:
-    """``live`` answering every request already recorded in ``folder``'s cassettes from there (``--reuse``)."""
-    from labkit.llm.cassette import ReusingBackend
-
-    if server:
-        raise LabkitError("--reuse serves answers of the in-process model file", "drop --server, or drop --reuse.")
-    cassettes = sorted((folder / "cassettes").glob("*.jsonl"))
-    if not cassettes:
-        raise LabkitError(f"no cassettes in {folder / 'cassettes'}",
-                          "give a folder recorded by `labkit repoedit compare` with the same model.")
-    return ReusingBackend(live, cassettes)
 
 
 def _tasks_spec(value: str) -> str:
