@@ -223,3 +223,25 @@ def test_a_message_that_requests_nothing_is_kept(said: str) -> None:
     # the floor: a do-nothing bot's acknowledgement is not made to ask; a word inside a sentence is no request
     outcome = in_confirm("step_question", "request_question", then=[answer(said, "stay")]).respond("Hmm, wait.")
     assert outcome.reply == said
+
+
+# ----------------------------------------------------------------------------- correction_unseen
+def test_a_forced_correction_does_not_show_the_value_it_corrects() -> None:
+    changed = [answer("Changed.", "correct", {"users": "only the two team leads"})]
+    unseen = in_must_haves("step_example", "correction_cues", "correction_unseen", then=changed)
+    unseen.respond(A13)
+    prompt = unseen.backend.requests[-1].prompt
+    known = next(line for line in prompt.splitlines() if line.startswith("Known so far:"))
+    assert "my team at work" not in known and "users=(being corrected" in known
+    assert "goal=" in known and "Earlier steps: goal:" in prompt and "users: my team" not in prompt
+    assert unseen.state.variables["users"] == "only the two team leads"
+    # a13 under machine_plus_next8: the prompt showed the old value, and the model wrote it back
+    shown = in_must_haves("step_example", "correction_cues", then=changed)
+    shown.respond(A13)
+    assert 'users="my team at work"' in shown.backend.requests[-1].prompt
+
+
+def test_a_message_that_forces_no_correction_shows_every_value() -> None:
+    b = in_must_haves("step_example", "correction_cues", "correction_unseen", then=[answer("Noted.", "stay")])
+    b.respond("The two team leads will use it.")  # a cue of the users, but no cue of a correction
+    assert 'users="my team at work"' in b.backend.requests[-1].prompt

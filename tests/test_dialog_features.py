@@ -77,7 +77,8 @@ def test_features_are_declared_once_and_unknown_names_are_refused() -> None:
                                           "corrections", "grounded_values", "step_question", "carry_over",
                                           "differing_reask", "results_first", "more_examples", "split_values",
                                           "split_required", "split_cut", "move_cues", "correction_cues",
-                                          "correction_question", "request_question"]
+                                          "correction_question", "request_question",
+                                          "correction_unseen"]
     assert checked(["vars_memory"]) == {"vars_memory"}
     with pytest.raises(LabkitError, match="unknown dialog machine feature") as err:
         checked(["vars_memroy"])

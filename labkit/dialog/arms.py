@@ -115,6 +115,8 @@ ROUNDS: tuple[Round, ...] = _rounds(
           "round's candidate, correction_question, designed on the dev users after machine_plus_next6's recording"),
     Round("machine_plus_next9", "request_question", "nine candidates", "machine_plus_next8 with the ninth round's "
           "candidate, request_question, designed on the dev users after machine_plus_next8's recording"),
+    Round("machine_plus_next10", "correction_unseen", "ten candidates", "machine_plus_next9 with the tenth round's "
+          "candidate, correction_unseen, designed on the dev users after machine_plus_next8's recording"),
 )
 """The design rounds, in the order they were recorded (:data:`labkit.dialog.features.CANDIDATES` are their
 features)."""

@@ -230,9 +230,11 @@ class _Bot:
     def _after_answer(self, answer: Answer, step: Step, turn: int) -> str:
         raise NotImplementedError
 
-    def _variables_text(self) -> str:
-        known = {k: v for k, v in self.state.variables.items() if v not in (None, "", [])}
-        return "; ".join(f"{k}={_fmt(v)}" for k, v in known.items()) or "nothing yet"
+    def _variables_text(self, hidden: tuple[str, ...] = ()) -> str:
+        known = {k: v for k, v in self.state.variables.items() if v not in (None, "", []) and k not in hidden}
+        shown = "; ".join(f"{k}={_fmt(v)}" for k, v in known.items()) or "nothing yet"
+        return shown + "".join(f"; {k}=(being corrected: the new value from the user's latest message)"
+                               for k in hidden)
 
     def _turns_text(self, last: int | None) -> str:
         turns = self.state.turns if last is None else self.state.turns[-last:]
@@ -580,11 +582,14 @@ class DialogBot(_Bot):
         shown = [e for e in step.more_examples if contract.signal(e.signal) is not None]  # a correction needs a value
         if self.has("more_examples") and example and shown:
             parts.append(more_examples_text(shown, results_first=self.has("results_first")))
-        past = "; ".join(f"{k}: {v}" for k, v in self.state.summaries.items() if k != step.name) or "none"
+        hidden = self._cued_correction(step) if self.has("correction_unseen") else ()
+        owners = {s.name for s in self.scenario.steps.values() if any(f.name in hidden for f in s.results)}
+        past = "; ".join(f"{k}: {v}" for k, v in self.state.summaries.items()
+                         if k != step.name and k not in owners) or "none"
         reply = ("results (only values the user's messages give, in their words; {} when they give none), "
                  "signal, message (to the user), summary (one line)" if self.has("results_first") else
                  "message (to the user), signal, results, summary (one line)")
-        parts += ["", f"Known so far: {self._variables_text()}\nEarlier steps: {past}", "",
+        parts += ["", f"Known so far: {self._variables_text(hidden)}\nEarlier steps: {past}", "",
                   f"Conversation (latest last):\n{self._turns_text(self.recent_turns)}", "",
                   f"Reply with one JSON object: {reply}.\nJSON: "]
         return "\n".join(parts)

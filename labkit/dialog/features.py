@@ -83,16 +83,20 @@ FEATURES: tuple[Feature, ...] = (
                                 "users, with move_cues, the model at the confirmation wrote 'Please provide the email "
                                 "address you want to use for the ticket.' for an email it had, and never asked about "
                                 "filing)"),
+    Feature("correction_unseen", "with correction_cues: the prompt of a correction the cues force shows the "
+                                 "corrected variable as being corrected, not its old value, and leaves out the "
+                                 "summary of the step that recorded it (on the dev users, forced to correct the "
+                                 "users, the model wrote back 'my team at work', the value the prompt showed)"),
 )
 CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples", "split_values", "split_required",
                                         "split_cut", "move_cues", "correction_cues", "correction_question",
-                                        "request_question"})
+                                        "request_question", "correction_unseen"})
 """Features designed on the dev users *after* the test users were recorded with ``machine_plus``:
 ``results_first`` is in the arm ``machine_plus_next``, it and ``more_examples`` are in ``machine_plus_next2``,
 ``split_values`` joins in ``machine_plus_next3``, ``split_required`` in ``machine_plus_next4``, ``split_cut`` in
 ``machine_plus_next5``, ``move_cues`` in ``machine_plus_next6``, ``correction_cues`` in ``machine_plus_next7``,
-``correction_question`` in ``machine_plus_next8`` and ``request_question`` in ``machine_plus_next9``
-(:data:`labkit.dialog.arms.ROUNDS`); they join
+``correction_question`` in ``machine_plus_next8``, ``request_question`` in ``machine_plus_next9`` and
+``correction_unseen`` in ``machine_plus_next10`` (:data:`labkit.dialog.arms.ROUNDS`); they join
 ``machine_plus`` when its test users are recorded again (a recording names the features its arm ran with, so
 adding one to a recorded arm would make its recordings unreplayable)."""
 PARTS: tuple[Part, ...] = (
