@@ -226,22 +226,35 @@ def test_a_message_that_requests_nothing_is_kept(said: str) -> None:
 
 
 # ----------------------------------------------------------------------------- correction_unseen
+ROUND10 = sorted(arm("machine_plus_next10").features)
+ROUND9 = sorted(arm("machine_plus_next9").features)
+
+
+def summarised(*features: str) -> DialogBot:
+    """a13 after two answers with summaries (as the model writes them), at its correction."""
+    b = bot(ANALYST, [answer("Who will use it?", "next", {"goal": "an app where my team can book the meeting room"},
+                             "goal given"),
+                      answer("Which features?", "next", {"users": "my team at work"}, "users: my team at work"),
+                      answer("Changed.", "correct", {"users": "only the two team leads"})], *features)
+    for text in ["An app where my team can book the meeting room.", "My team at work.", A13]:
+        b.respond(text)
+    return b
+
+
 def test_a_forced_correction_does_not_show_the_value_it_corrects() -> None:
-    changed = [answer("Changed.", "correct", {"users": "only the two team leads"})]
-    unseen = in_must_haves("step_example", "correction_cues", "correction_unseen", then=changed)
-    unseen.respond(A13)
+    unseen = summarised(*ROUND10)
     prompt = unseen.backend.requests[-1].prompt
-    known = next(line for line in prompt.splitlines() if line.startswith("Known so far:"))
-    assert "my team at work" not in known and "users=(being corrected" in known
-    assert "goal=" in known and "Earlier steps: goal:" in prompt and "users: my team" not in prompt
+    known = prompt[prompt.rindex("Known so far:"):].splitlines()
+    assert known[0] == ('Known so far: goal="an app where my team can book the meeting room"; '
+                        "users=(being corrected: the new value from the user's latest message)")
+    assert known[1] == "Earlier steps: goal: goal given"  # the users step's summary held the old value
     assert unseen.state.variables["users"] == "only the two team leads"
-    # a13 under machine_plus_next8: the prompt showed the old value, and the model wrote it back
-    shown = in_must_haves("step_example", "correction_cues", then=changed)
-    shown.respond(A13)
-    assert 'users="my team at work"' in shown.backend.requests[-1].prompt
+    # a13 under machine_plus_next9: the prompt showed the old value, and the model wrote it back
+    shown = summarised(*ROUND9).backend.requests[-1].prompt
+    assert 'users="my team at work"' in shown and "users: users: my team at work" in shown
 
 
 def test_a_message_that_forces_no_correction_shows_every_value() -> None:
-    b = in_must_haves("step_example", "correction_cues", "correction_unseen", then=[answer("Noted.", "stay")])
+    b = in_must_haves(*ROUND10, then=[answer("Noted.", "stay")])
     b.respond("The two team leads will use it.")  # a cue of the users, but no cue of a correction
     assert 'users="my team at work"' in b.backend.requests[-1].prompt

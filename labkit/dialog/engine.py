@@ -582,7 +582,7 @@ class DialogBot(_Bot):
         shown = [e for e in step.more_examples if contract.signal(e.signal) is not None]  # a correction needs a value
         if self.has("more_examples") and example and shown:
             parts.append(more_examples_text(shown, results_first=self.has("results_first")))
-        hidden = self._cued_correction(step) if self.has("correction_unseen") else ()
+        hidden = self._cued_correction(contract) if self.has("correction_unseen") else ()
         owners = {s.name for s in self.scenario.steps.values() if any(f.name in hidden for f in s.results)}
         past = "; ".join(f"{k}: {v}" for k, v in self.state.summaries.items()
                          if k != step.name and k not in owners) or "none"
