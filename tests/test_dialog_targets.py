@@ -43,6 +43,14 @@ def test_the_targets_of_the_splitting_rounds_on_the_test_users() -> None:
     assert targets[0].what == "machine_plus_next5 adherence at least 60% (16/30)"
 
 
+def test_the_targets_of_the_tenth_round_on_the_test_users() -> None:
+    # chosen on the dev users (18/20 against split_cut's 17/20) and recorded on the test users: one short of 60%
+    scored = score_runs(DATA / "runs_test", load_scenarios(DATA), load_user_scripts(DATA / "users"))[QWEN]
+    targets = check_targets(scored, counts(DATA / "runs_test" / QWEN), "machine_plus_next10")
+    assert [t.met for t in targets] == [False, True, True, True, True, True]
+    assert targets[0].what == "machine_plus_next10 adherence at least 60% (17/30)"
+
+
 def test_each_target_is_met_exactly_at_its_bound() -> None:
     users = [f"u{i:02d}" for i in range(10)]
     arm = [_score(u, "m", i < 6) for i, u in enumerate(users)]  # 6/10: the 60% bound itself
