@@ -16,7 +16,7 @@
 #   and read what it bought on users the design never saw.
 #
 # **Prerequisites:** notebooks 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)) and 03
-# ([event log](../docs/glossary.md), [replay](../docs/glossary.md)). **Time:** about 95 minutes, the quiz included.
+# ([event log](../docs/glossary.md), [replay](../docs/glossary.md)). **Time:** about 100 minutes, the quiz included.
 # The **Predict** boxes hide their answer until you choose and press *check*.
 #
 # Nothing here runs a model. Every answer shown was recorded live (`labkit dialog-measure`, greedy decoding:
@@ -57,7 +57,7 @@ from labkit.dialog.simulate import load_scenarios
 from labkit.dialog.splitting import split_reasks
 from labkit.dialog.targets import check_targets
 from labkit.drawio import to_drawio
-from labkit.llm.cassette import ReplayBackend
+from labkit.llm.cassette import ReplayBackend, reuse_counts
 from labkit.runs import read_rows
 from labkit.stats import sign_test_p
 from labkit.store import read_jsonl
@@ -627,8 +627,7 @@ print("\nconversations that did not adhere, by scenario:", dict(sorted(_lost.ite
 show_rounds(ROUNDS[5:])
 
 # %% [markdown]
-# None of the three beat `split_cut`, so none was recorded on the test users: `machine_plus_next5` stays the
-# chosen arm. The logs say why. Barring `back` did stop the user who said "not yet" from being sent back, but the
+# None of the three beat `split_cut`, so none was recorded on the test users. The logs say why. Barring `back` did stop the user who said "not yet" from being sent back, but the
 # model then stayed at the confirmation asking for the email in a sentence without a question mark, so the bot
 # still asked nothing about filing; and the narrower grammar moved two users that had passed: a correction of
 # the email at the confirmation ("Email updated to lena@example.com.") now ended the turn without the
@@ -639,6 +638,54 @@ show_rounds(ROUNDS[5:])
 # back the two users who had lost the question. What these rounds show: a grammar can make the model write a
 # field, not read the message into it; and every change to what the model may say moves greedy answers
 # elsewhere too, which on so few users is as large as the effect aimed at.
+
+# %% [markdown]
+# **Two more rounds, and a second test recording.** The eighth round left two dev failures the logs could name.
+# The user who said "not yet" now stayed at the confirmation, but the model asked for the email it already had in
+# a sentence ending with a full stop — and `step_question` finds questions by their question mark, so the message
+# was kept and the bot never asked about filing. `request_question` (`machine_plus_next9`) counts a sentence that
+# opens as a request ("Please provide …", "Tell me …", "Could you …") as a question too. A message that requests
+# nothing, such as a do-nothing bot's "OK.", is kept as it is, so the floors stay at zero (the floor tests run every
+# arm). Forced to correct the users, the model had written back the value the prompt showed it;
+# `correction_unseen` (`machine_plus_next10`) shows that variable as *being corrected* instead of its old value,
+# and leaves out the summary of the step that recorded it. Both rounds were recorded with `--reuse`: a call whose
+# very request the round before had answered is answered from that round's cassette, so only the conversations
+# the new rule changes ask the model (the recording's provenance names the folder it reused):
+
+# %%
+show_rounds(ROUNDS[8:])
+for r in ROUNDS[8:]:
+    _reused, _asked = reuse_counts(DATA / "runs_dev" / f"{_q}{r.suffix}" / "cassettes" / f"{r.arm}.jsonl")
+    print(f"{r.arm}: {_reused} calls answered from the round before's cassette, {_asked} asked of the model")
+
+# %% [markdown]
+# The first rule changed only what the bot said, so every call came from the cassette. The second changed one
+# prompt, and the model, no longer shown the old value, wrote the users the message gave. `machine_plus_next10`
+# was the first round since `split_cut` to pass more dev users than it did, so it was recorded on the test users
+# (the same settings, a later stretch of the same folder), against the arm chosen before it and the prompt-only bot:
+
+# %%
+sc = tested[_q]["machine_plus_next10"]
+print(f"test users machine_plus_next10 adhered {sum(s.adhered for s in sc)}/{len(sc)}")
+print(compare_arms(sc, tested[_q]["machine_plus_next5"])["adhered"].describe())
+print(compare_arms(sc, tested[_q]["prompt_only_checked"])["adhered"].describe())
+print("\nThe targets, for machine_plus_next10 (the candidate arm chosen on the dev users):")
+print("\n".join(t.line() for t in check_targets(tested[_q], test_counts[_q], "machine_plus_next10")))
+_lost = Counter(s.scenario for s in sc if not s.adhered)
+print("\nconversations that did not adhere, by scenario:", dict(sorted(_lost.items())))
+print("did not adhere:", ", ".join(s.user for s in sc if not s.adhered))
+
+# %% [markdown]
+# On users it never saw, the tenth round passed one conversation more than `split_cut` and lost none — the
+# direction of the dev users again, and again not the size. The adherence target is missed by a single
+# conversation; every other target holds (no invented value, no false completion, calls per message under the
+# bound, far above the prompt-only bot). Reading the failures that remain (`score_folder` gives each one's misses):
+# most are the analyst bot's — messages holding several values whose parts carry none of the declared cues,
+# corrections the model did not take or took into the wrong variable, a step whose value the user refuses, and
+# values written a turn late. The design stops here, for a reason of method: these failures have now been read,
+# so a round chosen on them would no longer be tested on held-out users, and the dev users, all but two of them
+# passing (one of those the script's own bug), leave nothing to design on. The honest next step is new dev users
+# for the kinds of failure above, written before any further test logs are read, and a fresh set of test users.
 
 # %% [markdown]
 # The 270M base model's rows say something else: under `machine_plus` its conversations often end in cancels and in

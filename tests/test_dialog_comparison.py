@@ -18,7 +18,7 @@ from labkit.dialog.simulate import load_scenarios
 from labkit.dialog.users import load_user_scripts
 from labkit.errors import LabkitError
 from labkit.llm.backend import Request
-from labkit.llm.cassette import reusing
+from labkit.llm.cassette import reuse_counts, reusing
 from labkit.llm.fake import ScriptedBackend
 from labkit.runs import Answers, read_rows
 
@@ -109,6 +109,8 @@ def test_a_recording_reuses_the_answers_another_one_holds_and_still_replays(tmp_
     assert [{**r, "seconds": 0} for r in read_rows(second / "runs.jsonl")] == \
         [{**r, "seconds": 0} for r in read_rows(first / "runs.jsonl")]
     assert "reusing" in (second / "provenance.jsonl").read_text()  # the provenance names the reused folder
+    assert reuse_counts(second / "cassettes" / "machine_plus.jsonl") == (live.hits, 0)
+    assert reuse_counts(first / "cassettes" / "machine_plus.jsonl") == (0, live.hits)
     assert replay(second, tmp_path / "again") == []
 
 

@@ -208,6 +208,14 @@ class ReusingBackend(WrappedBackend):
         return Completion.from_dict({**record["completion"], "replayed": True})
 
 
+def reuse_counts(path: str | Path) -> tuple[int, int]:
+    """(calls answered from an earlier recording, calls asked of the model) in a cassette recorded through a
+    :class:`ReusingBackend`: what ``--reuse`` saved, read from the cassette itself."""
+    _, calls = read_cassette(path)
+    reused = sum(bool(c["completion"].get("replayed")) for c in calls)
+    return reused, len(calls) - reused
+
+
 def reusing(live: Backend, folder: Path, *, server: bool) -> ReusingBackend:
     """``live`` answering every request already recorded in ``folder``'s cassettes from there (``--reuse`` of
     ``labkit repoedit compare`` and ``labkit dialog-measure``): a recording's cassettes lie in ``cassettes/``."""
