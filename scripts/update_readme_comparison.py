@@ -139,16 +139,28 @@ def dialog_ablation_block(root: Path = ROOT) -> str:
 
 
 def dialog_headline_block(root: Path = ROOT) -> str:
-    """The front page's dialog line: each model's test recording, machine_plus against prompt_only_checked."""
+    """The front page's dialog lines: each model's test recording, machine_plus against prompt_only_checked; then
+    the last design round (:data:`labkit.dialog.arms.ROUNDS`) recorded on the test users, against the same arm."""
+    from labkit.dialog.arms import ROUNDS
+    from labkit.dialog.comparison import read_config
     from labkit.dialog.rescore import headline
     from labkit.dialog.simulate import load_scenarios
     from labkit.dialog.users import load_user_scripts
 
     data = root / "data" / "dialog"
     scenarios, users = load_scenarios(data), load_user_scripts(data / "users")
-    lines = [headline(folder, scenarios, users) for label, folder in dialog_folders(root).items()
-             if label.startswith("test users")]
-    return "; ".join(lines) + "."
+    tested = [folder for label, folder in dialog_folders(root).items() if label.startswith("test users")]
+    lines = [headline(folder, scenarios, users) for folder in tested]
+    rounds = []
+    for folder in tested:
+        recorded = [r.arm for r in ROUNDS if r.arm in read_config(folder).arms]
+        if recorded:
+            rounds.append(headline(folder, scenarios, users, (recorded[-1], "prompt_only_checked")))
+    text = "; ".join(lines) + "."
+    if rounds:
+        text += ("\nThe last design round recorded on the test users (features designed on the dev users after the "
+                 "test recording): " + "; ".join(rounds) + ".")
+    return text
 
 
 def replaced(text: str, begin: str, end: str, block: str) -> str:
