@@ -9,24 +9,15 @@ it is met.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from labkit.dialog.measure import Score, compare_arms
+from labkit.targets import Target
 
 ADHERENCE_AT_LEAST = 0.60
 TIMES_THE_BASELINE = 2
 P_BELOW = 0.05
 CALLS_PER_MESSAGE_AT_MOST = 1.10
-
-
-@dataclass(frozen=True)
-class Target:
-    what: str  # the target and the measured value
-    met: bool
-
-    def line(self) -> str:
-        return f"- {'met' if self.met else 'MISSED'}: {self.what}"
 
 
 def check_targets(scored: Mapping[str, Sequence[Score]], counts: Mapping[str, Mapping[str, Any]], arm: str,
