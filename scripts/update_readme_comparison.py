@@ -5,7 +5,7 @@ Blocks: the comparison v2 (data/experiment-v2/<model>/summary.json), the code co
 (data/repoedit/compare-plus/<model>/), the HumanEval recordings (data/repoedit/humaneval-<kind>/<model>/),
 the dialog recordings (data/dialog/runs/<model>/, data/dialog/runs_test/<model>/) and the dialog ablation
 (data/dialog/runs_dev/). TABLES declares, per block, its markers and the file they live in (docs/results.md,
-which README.md links to; the front page's dialog line in README.md).
+which README.md links to; the front page's code and dialog lines in README.md).
 
 Run it after a new recording; tests/test_readme_comparison.py fails while a file shows another table.
 """
@@ -26,6 +26,7 @@ BENCH_BEGIN, BENCH_END = "<!-- humaneval-table: begin -->", "<!-- humaneval-tabl
 DIALOG_BEGIN, DIALOG_END = "<!-- dialog-table: begin -->", "<!-- dialog-table: end -->"
 HEADLINE_BEGIN, HEADLINE_END = "<!-- dialog-headline: begin -->", "<!-- dialog-headline: end -->"
 ABLATION_BEGIN, ABLATION_END = "<!-- dialog-ablation: begin -->", "<!-- dialog-ablation: end -->"
+CODE_HEADLINE_BEGIN, CODE_HEADLINE_END = "<!-- code-headline: begin -->", "<!-- code-headline: end -->"
 
 
 def recorded_summaries(root: Path = ROOT) -> dict[str, dict]:
@@ -163,6 +164,25 @@ def dialog_headline_block(root: Path = ROOT) -> str:
     return text
 
 
+def code_headline_block(root: Path = ROOT) -> str:
+    """The front page's code lines: each recording on the kit's projects and the HumanEval fix tasks in the seed's
+    form (one prompt → the machine), and the free loop where the recording holds it."""
+    from labkit.repoedit.arms import ARMS
+    from labkit.repoedit.compare_report import seed_form_text, summarize
+
+    folders = plus_folders(root) + [f for f in bench_folders(root) if f.parent.name == "humaneval-fix"]
+    lines = []
+    for folder in folders:
+        line = "  - " + seed_form_text(folder)  # a list inside the front page's "Editing code" item
+        loop = next((r for r in summarize(folder)["arms"] if r["arm"] == "prompt_tools"), None)
+        if loop is not None:
+            line += (f" {ARMS['prompt_tools'].label.capitalize()}: {loop['tasks_solved']}/{loop['tasks']}, trees left "
+                     f"with a test "
+                     f"broken: {loop['broken_trees']}.")
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def replaced(text: str, begin: str, end: str, block: str) -> str:
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
@@ -178,6 +198,7 @@ TABLES = (
     (ABLATION_BEGIN, ABLATION_END, "docs/results.md", dialog_ablation_block),
     (BENCH_BEGIN, BENCH_END, "docs/results.md", bench_table_block),
     (HEADLINE_BEGIN, HEADLINE_END, "README.md", dialog_headline_block),
+    (CODE_HEADLINE_BEGIN, CODE_HEADLINE_END, "README.md", code_headline_block),
 )
 
 

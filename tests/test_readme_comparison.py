@@ -24,7 +24,7 @@ def shown(begin: str, end: str) -> str:
 
 def test_every_table_is_declared_once_with_a_file_of_the_repository() -> None:
     begins = [begin for begin, _, _, _ in script.TABLES]
-    assert len(begins) == len(set(begins)) == 7
+    assert len(begins) == len(set(begins)) == 8
     for begin, end, name, _ in script.TABLES:
         assert (ROOT / name).is_file(), f"{begin} is declared in {name}, which does not exist"
         text = (ROOT / name).read_text(encoding="utf-8")
@@ -102,3 +102,9 @@ def test_a_headline_of_a_recording_without_the_arms_says_which_are_missing(tmp_p
     data = ROOT / "data" / "dialog"
     with pytest.raises(LabkitError, match=r"no conversations of \['machine_plus', 'prompt_only_checked'\]"):
         headline(data / "runs" / "qwen2.5-coder-1.5b", load_scenarios(data), load_user_scripts(data / "users"))
+
+
+def test_the_front_pages_code_lines_are_the_recordings() -> None:
+    block = shown(script.CODE_HEADLINE_BEGIN, script.CODE_HEADLINE_END)
+    assert block == script.code_headline_block().strip(), STALE  # the file's block is read without its indent
+    assert block.count("- ") == 3 and "humaneval:fix" in block and "(free loop)" in block
