@@ -86,3 +86,14 @@ def test_what_was_refused_where_no_edit_got_through_is_read_from_every_such_run(
     # the path docs/results.md and notebook 09 describe: a search text that did not apply, then skips refused
     assert found[("blamed_skip", "does_not_apply")] == 34 and next(iter(found)) == ("blamed_skip", "does_not_apply")
     assert refusals_without_edit(folder, "no_such_arm") == {}
+
+
+# ----------------------------------------------------------------------------- the free loop, recorded beside
+def test_the_free_loop_is_paired_with_the_machine_on_the_kits_projects():
+    from labkit.repoedit.compare_report import summarize
+
+    pairs = {(p["measure"], p["a"], p["b"]): p for p in summarize(PLUS / "qwen2.5-coder-1.5b")["paired"]}
+    fixed = pairs[("fixed", "machine_plus", "prompt_tools")]
+    assert (fixed["tasks"], fixed["a_better"], fixed["b_better"], fixed["p_value"]) == (10, 7, 0, 0.015625)
+    kept = pairs[("no test left broken", "machine_plus", "prompt_tools")]
+    assert (kept["a_better"], kept["b_better"]) == (5, 0)  # the loop's failed edits stay in the tree

@@ -26,7 +26,7 @@ from labkit.stats import paired_test, stored_p, wilson_interval
 # (a, b): what the machine adds over one prompt, and over a free loop with the same tools; what the features add
 # over the machine as first recorded. A pair is reported where a recording holds both arms.
 COMPARISONS = (("machine_model", "prompt_only"), ("machine_model", "prompt_tools"), ("machine_plus", "prompt_whole"),
-               ("machine_plus", "prompt_only"), ("machine_plus", "machine_model"),
+               ("machine_plus", "prompt_tools"), ("machine_plus", "prompt_only"), ("machine_plus", "machine_model"),
                (f"machine_plus_best_of_{BEST_OF}", f"prompt_whole_best_of_{BEST_OF}"),
                (f"machine_plus_best_of_{BEST_OF}", "machine_plus"), (f"prompt_whole_best_of_{BEST_OF}", "prompt_whole"),
                (f"machine_plus_best_of_{BEST_OF}", "prompt_whole"))
