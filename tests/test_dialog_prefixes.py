@@ -113,6 +113,20 @@ def test_the_prefix_cache_is_refused_for_a_server_before_anything_runs(tmp_path:
     assert not (tmp_path / "rec").exists()
 
 
+@pytest.mark.parametrize(("extra", "said"), [
+    (["--replay", "data/dialog/runs_dev/qwen2.5-coder-1.5b-next9"], "--reuse is for a live recording"),
+    (["--prefix-cache", "--split", "dev", "--only", "a01"], "would mix answers evaluated two ways"),
+])
+def test_reuse_is_refused_where_its_answers_would_not_be_this_recordings(tmp_path: Path, extra: list[str], said: str,
+                                                                        capsys: pytest.CaptureFixture) -> None:
+    from labkit.cli import main
+
+    code = main(["dialog-measure", "--reuse", str(DATA / "runs_dev" / "qwen2.5-coder-1.5b-next8"), *extra,
+                 "--out", str(tmp_path / "rec")])
+    assert code != 0 and said in capsys.readouterr().err
+    assert not (tmp_path / "rec").exists()
+
+
 def test_the_committed_prefix_bench_says_what_the_docs_say() -> None:
     """data/bench/dialog-prefix.json: keeping the head changed no row and read tokens only under K."""
     record = json.loads((DATA.parents[0] / "bench" / "dialog-prefix.json").read_text(encoding="utf-8"))

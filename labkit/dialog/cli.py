@@ -90,6 +90,10 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     clean_commit(out)  # a recording into data/ names a commit, not a dirty tree
     from labkit.llm.server_options import live_backend
 
+    if args.prefix_cache and args.reuse:
+        raise LabkitError("--reuse and --prefix-cache together would mix answers evaluated two ways",
+                          "drop one: the two-batch cut of --prefix-cache can change a greedy answer, so answers "
+                          "recorded without it are not this recording's (the dialog recordings are made without).")
     if args.prefix_cache and args.server:
         raise LabkitError("--prefix-cache is for the in-process model",
                           "drop it: a server keeps its own cache (what it says it reused is recorded anyway).")
