@@ -688,9 +688,10 @@ print("did not adhere:", ", ".join(s.user for s in sc if not s.adhered))
 # for the kinds of failure above, written before any further test logs are read, and a fresh set of test users.
 
 # %% [markdown]
-# The 270M base model's rows say something else: under `machine_plus` its conversations often end in cancels and in
-# end steps the user never reached (the `cancels` and `false_completions` columns above) — the features that guard
-# values and moves cannot help a model that does not read the user's message at all.
+# The 270M base model's rows say something else: under `machine_plus`, and under the tenth round too (recorded on
+# its test users as well), its conversations often end in cancels and in end steps the user never reached (the
+# `cancels` and `false_completions` columns of §7's table) — the features that guard values and moves cannot
+# help a model that does not read the user's message at all.
 #
 # The 1.5B machine's own guards held: no invented value survived, and every move was one the script allows. What it
 # cannot do is make a 1.5B model *understand* a message: it can refuse, re-ask and ask the step's question, and
