@@ -176,9 +176,8 @@ def code_headline_block(root: Path = ROOT) -> str:
         line = "  - " + seed_form_text(folder)  # a list inside the front page's "Editing code" item
         loop = next((r for r in summarize(folder)["arms"] if r["arm"] == "prompt_tools"), None)
         if loop is not None:
-            line += (f" {ARMS['prompt_tools'].label.capitalize()}: {loop['tasks_solved']}/{loop['tasks']}, trees left "
-                     f"with a test "
-                     f"broken: {loop['broken_trees']}.")
+            line += (f" {ARMS['prompt_tools'].label.capitalize()}: {loop['tasks_solved']}/{loop['tasks']}, "
+                     f"trees left with a test broken: {loop['broken_trees']}.")
         lines.append(line)
     return "\n".join(lines)
 

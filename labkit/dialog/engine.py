@@ -67,6 +67,12 @@ REQUEST = re.compile(r"(please|kindly|tell me|let me know|could you|can you|woul
 """``request_question``: how a sentence that asks without a question mark opens ("Please provide the email ...")."""
 
 
+def sentences(text: str) -> list[str]:
+    """``text`` cut after each ".", "!" or "?" that a space follows: what ``step_question`` and ``carry_over`` keep or
+    drop one at a time."""
+    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
+
+
 @dataclass(frozen=True)
 class TurnOutcome:
     """What one user message led to."""
@@ -615,8 +621,7 @@ class DialogBot(_Bot):
                     and not target.stops_moving_on(self.state.variables))
         carrying = not (target.final or skipping) and self._late(answer, step, target)
         if carrying:  # the next step answers the message: this step's words end without a question
-            message = " ".join(s for s in re.split(r"(?<=[.!?])\s+", answer.message.strip())
-                               if s and not self._asks(s))
+            message = " ".join(s for s in sentences(answer.message) if not self._asks(s))
         else:
             message = (answer.message if target.final or skipping
                        else self._asking(answer.message, target, moved=target.name != step.name))
@@ -675,9 +680,9 @@ class DialogBot(_Bot):
         question = self.scenario.questions.get(step.name)
         if not self.has("step_question") or not question or not step.still_needs(self.state.variables):
             return message
-        sentences = [s for s in re.split(r"(?<=[.!?])\s+", message.strip()) if s]
-        kept = [s for s in sentences if not self._asks(s)]
-        if len(kept) == len(sentences) and not moved:
+        said = sentences(message)
+        kept = [s for s in said if not self._asks(s)]
+        if len(kept) == len(said) and not moved:
             return message
         return " ".join([*kept, self._question(step)])
 
