@@ -3,8 +3,8 @@
 The public API is re-exported here so that notebooks and exercises import from one place.
 """
 
-from labkit.diagram import mermaid_markdown, to_mermaid
-from labkit.errors import (
+from labkit.core.diagram import mermaid_markdown, to_mermaid
+from labkit.core.errors import (
     EventLogError,
     IllegalTransition,
     InvariantViolation,
@@ -12,7 +12,7 @@ from labkit.errors import (
     RunFinished,
     TableError,
 )
-from labkit.events import (
+from labkit.core.events import (
     Event,
     InvariantViolated,
     RunStarted,
@@ -21,11 +21,19 @@ from labkit.events import (
     event_types,
     register_event,
 )
-from labkit.invariants import Invariant
-from labkit.machine import LabMachine
-from labkit.reducer import Divergence, MachineState, Replay, ReplayDivergence, find_divergence, reduce_machine, replay
-from labkit.store import EventLog, JsonlLog, SqliteLog, load_events, read_jsonl, read_sqlite, write_jsonl
-from labkit.table import Row, TransitionTable, table_from_dict
+from labkit.core.invariants import Invariant
+from labkit.core.machine import LabMachine
+from labkit.core.reducer import (
+    Divergence,
+    MachineState,
+    Replay,
+    ReplayDivergence,
+    find_divergence,
+    reduce_machine,
+    replay,
+)
+from labkit.core.store import EventLog, JsonlLog, SqliteLog, load_events, read_jsonl, read_sqlite, write_jsonl
+from labkit.core.table import Row, TransitionTable, table_from_dict
 
 __version__ = "0.1.0"
 
@@ -76,7 +84,7 @@ _COURSE = {"Choice", "CodeLine", "Quiz", "predict"}
 def __getattr__(name: str) -> object:
     """The course helpers load ipywidgets, so they are imported only when a notebook asks for them."""
     if name in _COURSE:
-        from labkit import course
+        from labkit.course import quiz as course
 
         return getattr(course, name)
     raise AttributeError(f"module 'labkit' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 Core commands live here; larger parts of the kit (the runtime, the experiment, inference) add
 their own subcommands through a ``register(commands, bench)`` function in their ``cli`` module,
-named in ``labkit.registry.COMMAND_MODULES``, so this file stays a table of contents rather than
+named in ``labkit.core.registry.COMMAND_MODULES``, so this file stays a table of contents rather than
 a pile of options.
 """
 
@@ -14,19 +14,19 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from labkit import catalog, registry
-from labkit.diagram import to_mermaid
-from labkit.dispatch import dispatch
-from labkit.errors import LabkitError
-from labkit.events import Event, RunStarted
-from labkit.reducer import replay
-from labkit.store import load_events, read_jsonl
+from labkit.core import catalog, registry
+from labkit.core.diagram import to_mermaid
+from labkit.core.dispatch import dispatch
+from labkit.core.errors import LabkitError
+from labkit.core.events import Event, RunStarted
+from labkit.core.reducer import replay
+from labkit.core.store import load_events, read_jsonl
 
 
 def _cmd_diagram(args: argparse.Namespace) -> int:
     table = catalog.resolve_table(args.table)
     if args.drawio:
-        from labkit.drawio import to_drawio
+        from labkit.core.drawio import to_drawio
 
         Path(args.drawio).write_text(to_drawio(table), encoding="utf-8")
     print(to_mermaid(table, current=args.current), end="")
@@ -39,7 +39,7 @@ def _cmd_diagram(args: argparse.Namespace) -> int:
 
 
 def _cmd_paths(args: argparse.Namespace) -> int:
-    from labkit.paths import build_suite, tables_of
+    from labkit.core.paths import build_suite, tables_of
 
     suites = [build_suite(table, args.cover) for table in tables_of(catalog.resolve_table(args.table))]
     if args.json:
@@ -51,7 +51,7 @@ def _cmd_paths(args: argparse.Namespace) -> int:
 
 def _replay_tableless(args: argparse.Namespace, events: Sequence[Event]) -> int:
     """A verified log with no table behind it: print what its declared kind says it records."""
-    from labkit import log_kinds
+    from labkit.core import log_kinds
 
     kind = log_kinds.recognise(events)
     if kind is None:
@@ -112,7 +112,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from labkit.exercises import run_check
+    from labkit.course.exercises import run_check
 
     report = run_check(args.exercise, args.file, solution=args.solution)
     print(report.render())
@@ -122,8 +122,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_grade(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from labkit.grade import grade, render, write_csv
-    from labkit.sandbox import INSTALL_FIX, sandbox_mode, sandbox_reason
+    from labkit.core.sandbox import INSTALL_FIX, sandbox_mode, sandbox_reason
+    from labkit.course.grade import grade, render, write_csv
 
     if sandbox_mode() != "bwrap":  # said before grading: a teacher should know what a hostile file could reach
         print(f"labkit grade: the sandbox is limits-only here ({sandbox_reason()}): each file runs with time and "
@@ -138,7 +138,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_grade(args: argparse.Namespace) -> int:
-    from labkit.grade_bench import bench_grade
+    from labkit.course.grade_bench import bench_grade
 
     result = bench_grade(count=args.count, exercise=args.exercise, workers=args.workers)
     print(json.dumps(result, indent=2))
@@ -150,7 +150,7 @@ def _cmd_bench_grade(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_core(args: argparse.Namespace) -> int:
-    from labkit.bench import bench_core, render_core
+    from labkit.core.bench import bench_core, render_core
 
     result = bench_core(events=args.events, transitions=args.transitions, rounds=args.rounds)
     print(json.dumps(result, indent=2) if args.json else render_core(result))

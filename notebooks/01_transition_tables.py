@@ -55,11 +55,11 @@ ticket
 #
 # A **transition table** lists every allowed move as a row `(source, event -> dest [guard])`: in state `source`,
 # the **event** (a named thing that happened) moves the machine to `dest`. A pair the table has no row for is
-# not allowed. labkit ships the ticket's table in `labkit.examples`; here it is, row by row.
+# not allowed. labkit ships the ticket's table in `labkit.core.examples`; here it is, row by row.
 
 # %%
 from labkit import IllegalTransition, LabMachine, TableError, TransitionTable, describe, mermaid_markdown
-from labkit.examples import TICKET_ROWS, TICKET_STATES, ticket_guards, ticket_invariants, ticket_table
+from labkit.core.examples import TICKET_ROWS, TICKET_STATES, ticket_guards, ticket_invariants, ticket_table
 
 table = ticket_table()
 for row in table.rows:

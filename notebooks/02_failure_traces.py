@@ -40,15 +40,15 @@ from pathlib import Path
 from IPython.display import Markdown
 
 from labkit import load_events, mermaid_markdown, predict
+from labkit.course.viewer import Trace, render_answer, render_question, render_timeline, run_view
 from labkit.runtime import FAULTS, describe_event, planner_executor_table
-from labkit.viewer import Trace, render_answer, render_question, render_timeline, run_view
 
 TRACES = Path("..") / "data" / "traces"
 NAMES = ["normal_success", "argument_error", "permission_denied", "read_timeout", "write_timeout_unknown"]
 
 
 def open_trace(name):
-    """A recorded run, viewed through the fields that decide the next move (see labkit.viewer.run_view)."""
+    """A recorded run, viewed through the fields that decide the next move (see labkit.course.viewer.run_view)."""
     events = load_events(TRACES / f"{name}.jsonl")
     return Trace.from_catalog(events, project=run_view, describe=lambda e: f"#{e.seq} {describe_event(e)}")
 
@@ -374,7 +374,7 @@ for spec in FAULTS.values():
 # goes through with the person's grant bound into a new token.)
 
 # %%
-from labkit.viewer_widget import decide_with, view_trace
+from labkit.course.viewer_widget import decide_with, view_trace
 
 paused = live(TASKS["diff3-restricted"], "paused")
 print("the run is", paused.run().outcome)

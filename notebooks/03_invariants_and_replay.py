@@ -32,9 +32,9 @@ import tempfile
 from pathlib import Path
 
 from labkit import EventLogError, find_divergence, load_events, predict, replay, write_jsonl
+from labkit.course.viewer import run_view
 from labkit.runtime import empty_run_state, outcome_view, reduce_run, runtime_invariants
 from labkit.runtime.traces import TRACE_SPECS, record_trace
-from labkit.viewer import run_view
 
 TRACES = Path("..") / "data" / "traces"
 scratch = Path(tempfile.mkdtemp(prefix="labkit-nb03-"))
@@ -203,8 +203,8 @@ except ReplayDivergence as err:
 # **A wrong reducer.** Suppose someone "simplifies" the reducer so that a timed-out tool call counts as an answer.
 
 # %%
+from labkit.course.viewer import compare_states
 from labkit.runtime import ToolResult, describe_event
-from labkit.viewer import compare_states
 
 
 def optimistic_reduce(state, event):

@@ -36,7 +36,11 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown
 
 from labkit import predict
-from labkit.diagram import mermaid_markdown
+from labkit.compare.runs import read_rows
+from labkit.compare.stats import sign_test_p
+from labkit.core.diagram import mermaid_markdown
+from labkit.core.drawio import to_drawio
+from labkit.core.store import read_jsonl
 from labkit.dialog import (
     ChatViewer,
     DialogBot,
@@ -56,11 +60,7 @@ from labkit.dialog.rescore import counts, report, score_folder, score_runs
 from labkit.dialog.simulate import load_scenarios
 from labkit.dialog.splitting import split_reasks
 from labkit.dialog.targets import check_targets
-from labkit.drawio import to_drawio
 from labkit.llm.cassette import ReplayBackend, reuse_counts
-from labkit.runs import read_rows
-from labkit.stats import sign_test_p
-from labkit.store import read_jsonl
 
 DATA = Path("..") / "data" / "dialog"
 RUNS = DATA / "runs"

@@ -32,12 +32,12 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown
 
 from labkit import predict
+from labkit.compare.stats import wilson_interval
 from labkit.experiment.v2.arms import ARMS
 from labkit.experiment.v2.report import arm_table, counts_only, ladder_figure, ladder_plot, write_report
 from labkit.experiment.v2.runner import Backends, prepare_replay_v2, run_experiment_v2
 from labkit.experiment.v2.taskfile import FAMILY_NAMES, file_sha256, load_task_set
 from labkit.experiment.v2.view import recorded_calls, show_calls, verdict
-from labkit.stats import wilson_interval
 
 DATA = Path("..") / "data"
 RECORDED = DATA / "experiment-v2"
@@ -262,8 +262,8 @@ for m in MODELS:
 # with their Wilson 95% interval, and the paired tests as "only A to only B (tied), p".
 
 # %%
+from labkit.compare.stats import verdict_words
 from labkit.experiment.v2.report import CONTENT_FAMILIES, paired_of, row_of, solved_cell, split_text
-from labkit.stats import verdict_words
 
 rule, rule_dev = row_of(no_model, "test", "machine-rule"), row_of(no_model, "dev", "machine-rule")
 rand = row_of(no_model, "test", "machine-random")
@@ -371,7 +371,7 @@ quiz = Quiz([
            "A rule or prompt designed on a split will look good on it; only held-out tasks measure it."),
     CodeLine("Write the line that gives the Wilson 95% interval of 7 tasks solved out of 10.",
              lambda v: tuple(round(x, 4) for x in v) == tuple(round(x, 4) for x in wilson_interval(7, 10)),
-             hint="labkit.stats has wilson_interval(successes, n)", explain="wilson_interval(7, 10)"),
+             hint="labkit.compare.stats has wilson_interval(successes, n)", explain="wilson_interval(7, 10)"),
     CodeLine(f"Write the line that gives how many test tasks arm 5 (machine + dev rule) solved with {_m0}.",
              lambda n: n == next(r["tasks_solved"] for r in summaries[_m0]["rows"]
                                  if r["split"] == "test" and r["arm"] == "machine-rule"),

@@ -29,7 +29,7 @@ from pathlib import Path
 from IPython.display import Markdown
 
 from labkit import EventLog, TableError, load_events, predict
-from labkit.events import InvariantViolated
+from labkit.core.events import InvariantViolated
 from labkit.layers import (
     Graph,
     LayeredMachine,

@@ -37,9 +37,9 @@ import json
 from pathlib import Path
 
 from labkit import load_events, predict
-from labkit.catalog import lookup
-from labkit.diagram import to_mermaid
-from labkit.reducer import replay
+from labkit.core.catalog import lookup
+from labkit.core.diagram import to_mermaid
+from labkit.core.reducer import replay
 from labkit.repoedit.edits import EDIT_GUARDS, EditCase, check_edit
 from labkit.repoedit.events import EditApplied, ProposalRefused, RolledBack, TestsRan
 from labkit.repoedit.index import index_project

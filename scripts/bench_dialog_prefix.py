@@ -32,12 +32,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from labkit.compare.provenance import git_commit, machine
+from labkit.compare.runs import Answers, read_rows
 from labkit.dialog import comparison
 from labkit.dialog.arms import declared_prefixes
 from labkit.dialog.simulate import load_scenarios
 from labkit.llm.models import model_backend
-from labkit.provenance import git_commit, machine
-from labkit.runs import Answers, read_rows
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "data" / "bench" / "dialog-prefix.json"

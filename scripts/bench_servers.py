@@ -1,14 +1,14 @@
 """Spreading runs over servers on a CPU: one server with every core, against two one-thread servers, against two
 slots on one server — measured back to back, as ratios.
 
-Issue 26 asks what spreading a comparison buys where there is no GPU. The runner (:mod:`labkit.runs`) spreads runs
-over every ``--server`` and over each server's ``--slots``; on a 2-core machine the choices are one server with 2
-threads, two servers with 1 thread each, or one server taking 2 runs at once (``python -m llama_cpp.server``
-answers one request at a time, so its second slot only waits). The same jobs — the comparison v2's
-``machine-model`` arm on one task of each family of the test split, two seeds, the embedded model — run under
-each layout in the palindromic order A B C C B A, so a drift in the machine's load falls on every layout alike;
-the record keeps every wall time, the median per layout, the ratios to layout A, and whether every layout gave
-the rows of layout A (it must: greedy decoding, one model).
+Issue 26 asks what spreading a comparison buys where there is no GPU. The runner (:mod:`labkit.compare.runs`) spreads
+runs over every ``--server`` and over each server's ``--slots``; on a 2-core machine the choices are one server with 2
+threads, two servers with 1 thread each, or one server taking 2 runs at once (``python -m llama_cpp.server`` answers
+one request at a time, so its second slot only waits). The same jobs — the comparison v2's ``machine-model`` arm on
+one task of each family of the test split, two seeds, the embedded model — run under each layout in the palindromic
+order A B C C B A, so a drift in the machine's load falls on every layout alike; the record keeps every wall time, the
+median per layout, the ratios to layout A, and whether every layout gave the rows of layout A (it must: greedy
+decoding, one model).
 
     flock /tmp/llm.lock .venv/bin/python scripts/bench_servers.py [--out data/bench/servers-cpu.json]
 
@@ -28,13 +28,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from labkit.compare.provenance import git_commit, machine
+from labkit.compare.runs import Answers, read_rows
 from labkit.experiment.v2.runner import ConfigV2, run_experiment_v2
 from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.modelfile import embedded_model_path
 from labkit.llm.pool import ServerPool
 from labkit.llm.serve import serving
-from labkit.provenance import git_commit, machine
-from labkit.runs import Answers, read_rows
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "data" / "bench" / "servers-cpu.json"

@@ -9,7 +9,7 @@ JupyterLab's jupytext does when a learner opens either file. This script adds on
 - give the cells stable ids and leave out jupytext's own bookkeeping (the text file's format, blank lines
   between cells), so a rebuild changes the ``.ipynb`` only where an output changed;
 - fold the outputs of every cell tagged ``reveal`` (``# %% tags=["reveal"]``: the cell that shows what a
-  prediction asked about, see ``labkit.course``), and refuse a notebook where a prediction is not followed by
+  prediction asked about, see ``labkit.course.quiz``), and refuse a notebook where a prediction is not followed by
   such a cell, or such a cell follows no prediction. The outputs stay stored, so nbval still compares them.
 
 Folding is JupyterLab's ``collapsed: true`` cell metadata (with nbformat's ``jupyter.outputs_hidden``):
@@ -29,7 +29,7 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
-from labkit.course import FALLBACK, OUTPUT_KEY, REVEAL_TAG
+from labkit.course.quiz import FALLBACK, OUTPUT_KEY, REVEAL_TAG
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 TEXT_ONLY_CELL_METADATA = ("lines_to_next_cell",)  # jupytext keeps the .py's blank lines with it

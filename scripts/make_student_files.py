@@ -2,7 +2,7 @@
 
 Run after editing a solution: ``python scripts/make_student_files.py``. ``--check`` only lists stale
 student files and exits 1 if there are any (tests/test_exercises_generated.py does the same in CI).
-See :func:`labkit.exercises.student_text` for the markers.
+See :func:`labkit.course.exercises.student_text` for the markers.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from labkit.exercises import stale_student_files, write_student_files
+from labkit.course.exercises import stale_student_files, write_student_files
 
 
 def main() -> int:

@@ -33,13 +33,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from labkit.compare.provenance import git_commit, machine
+from labkit.compare.runs import Answers, read_rows
 from labkit.dialog import comparison as dialog
 from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.models import get_model
 from labkit.llm.serve import serving
-from labkit.provenance import git_commit, machine
 from labkit.repoedit.compare import REPLAY_IGNORED, read_config, run_compare
-from labkit.runs import Answers, read_rows
 
 REPO = Path(__file__).resolve().parents[1]
 DIALOG = REPO / "data" / "dialog" / "runs_test" / "qwen2.5-coder-1.5b"

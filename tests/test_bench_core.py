@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
-from labkit.bench import STEP_GOAL, _paired, bench_core, bench_transitions, render_core
-from labkit.errors import LabkitError
+from labkit.core.bench import STEP_GOAL, _paired, bench_core, bench_transitions, render_core
+from labkit.core.errors import LabkitError
 
 
 class FakeClocks:

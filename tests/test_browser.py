@@ -6,12 +6,12 @@ notebook 02 whose outputs and saved widget state are stripped (so everything on 
 from this run), runs all cells through the Run menu, and checks that
 
 - the table's Mermaid block is drawn as an SVG naming every state of the table,
-- the trace viewer widget (``labkit.viewer_widget``) is drawn with its live kernel behind it,
+- the trace viewer widget (``labkit.course.viewer_widget``) is drawn with its live kernel behind it,
 - clicking the step slider's track shows another step (the kernel redraws the step it is sent);
 
 and, for the first prediction of notebooks 04 and 08 opened as committed (beside their ``.py``, as jupytext
 pairs them), that the answer in its reveal cell's output is not on the page when the notebook is opened, nor
-after *Run All*, and is once a choice was checked in the box (see ``labkit.course``).
+after *Run All*, and is once a choice was checked in the box (see ``labkit.course.quiz``).
 
 The browser is the system's Chromium (Debian package ``chromium``; ``LABKIT_CHROMIUM`` names another
 executable) driven by Playwright; nothing is downloaded. Without either the test is skipped, with
@@ -36,7 +36,7 @@ import nbformat
 import pytest
 from conftest import JupyterLab
 
-from labkit.course import REVEAL_HEADING, REVEAL_TAG
+from labkit.course.quiz import REVEAL_HEADING, REVEAL_TAG
 from labkit.runtime import planner_executor_table
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from labkit import JsonlLog, LabMachine
-from labkit.examples import ticket_guards, ticket_table
+from labkit.core.examples import ticket_guards, ticket_table
 
 
 def labkit(*args: str) -> subprocess.CompletedProcess[str]:

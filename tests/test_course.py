@@ -8,7 +8,7 @@ import ipywidgets as widgets
 import pytest
 
 from labkit import Choice, CodeLine, LabkitError, Quiz, predict
-from labkit.course import ANSWERED_CLASS, FALLBACK, GUARD_JS, OUTPUT_KEY, Prediction
+from labkit.course.quiz import ANSWERED_CLASS, FALLBACK, GUARD_JS, OUTPUT_KEY, Prediction
 
 SECRET_ANSWER = "UNKNOWN"
 SECRET_WHY = "a timeout is the absence of an answer"

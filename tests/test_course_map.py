@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from test_notebook_quizzes import KEYS
 
-from labkit.exercises import exercise_folders, exercise_number
+from labkit.course.exercises import exercise_folders, exercise_number
 
 ROOT = Path(__file__).resolve().parent.parent
 MAP = (ROOT / "docs" / "course.md").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The times the course states are the declared estimate (labkit.course_time), in the map and in each lesson."""
+"""The times the course states are the declared estimate (labkit.course.lesson_time), in the map and in each lesson."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.course_time import lesson_minutes
+from labkit.course.lesson_time import lesson_minutes
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))

@@ -9,6 +9,9 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from labkit.core.drawio import to_drawio
+from labkit.core.reducer import replay
+from labkit.core.store import JsonlLog, read_jsonl
 from labkit.dialog import (
     ChatViewer,
     DialogBot,
@@ -30,10 +33,7 @@ from labkit.dialog import (
     wilson_interval,
 )
 from labkit.dialog.events import DialogState
-from labkit.drawio import to_drawio
 from labkit.llm.fake import ScriptedBackend
-from labkit.reducer import replay
-from labkit.store import JsonlLog, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 ANALYST = ROOT / "data" / "dialog" / "analyst" / "scenario.yaml"
@@ -328,7 +328,7 @@ def test_models_list_shows_kind_and_presence(tmp_path: Path, monkeypatch: pytest
 
 def test_chat_script_replays_a_recorded_conversation(capsys: pytest.CaptureFixture) -> None:
     from labkit.cli import main
-    from labkit.runs import read_rows
+    from labkit.compare.runs import read_rows
 
     run = ROOT / "data" / "dialog" / "runs" / "gemma3-270m"
     cassette = run / "cassettes" / "machine.jsonl"
@@ -361,8 +361,8 @@ def test_a_crash_mid_turn_resumes_without_repeating_the_user_message(tmp_path: P
 
 
 def test_rows_read_back_give_the_legacy_summary() -> None:
+    from labkit.compare.runs import read_rows
     from labkit.dialog.simulate import result_from_dict
-    from labkit.runs import read_rows
 
     recorded = [r for r in read_rows(ROOT / "data" / "dialog" / "runs" / "gemma3-270m" / "runs.jsonl")
                 if r["arm"] == "machine"]

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from labkit.compare.runs import Answers, read_rows
+from labkit.core.errors import LabkitError
 from labkit.dialog.comparison import DialogComparison, DialogConfig, log_path, read_config, record, replay
 from labkit.dialog.rescore import score_folder
 from labkit.dialog.simulate import load_scenarios
 from labkit.dialog.users import load_user_scripts
-from labkit.errors import LabkitError
 from labkit.llm.backend import Request
 from labkit.llm.cassette import reuse_counts, reusing
 from labkit.llm.fake import ScriptedBackend
-from labkit.runs import Answers, read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "dialog"

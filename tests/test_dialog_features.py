@@ -13,6 +13,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from labkit.compare.features import Feature, FeatureTable, Part
+from labkit.core.errors import LabkitError
+from labkit.core.events import RunStarted, Transitioned
+from labkit.core.reducer import replay
+from labkit.core.store import JsonlLog, read_jsonl
 from labkit.dialog import DialogBot, PromptOnlyBot, VariableChanged, load_scenario, parse_scenario, reduce_dialog
 from labkit.dialog.arms import ABLATION, ARMS, NAMES, ROUNDS, arm
 from labkit.dialog.contract import Violation, differing_reask_prompt, grammar_schema, reask_prompt
@@ -31,12 +36,7 @@ from labkit.dialog.measure import score, summarize_scores
 from labkit.dialog.scenario import ScenarioError
 from labkit.dialog.simulate import load_scenarios, run_user
 from labkit.dialog.users import load_user_scripts
-from labkit.errors import LabkitError
-from labkit.events import RunStarted, Transitioned
-from labkit.features import Feature, FeatureTable, Part
 from labkit.llm.fake import ScriptedBackend
-from labkit.reducer import replay
-from labkit.store import JsonlLog, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "dialog"
@@ -122,8 +122,8 @@ def test_the_old_arms_start_their_logs_as_recorded() -> None:
 
 @pytest.mark.parametrize("model", ["gemma3-270m", "qwen2.5-coder-1.5b"])
 def test_the_old_recordings_replay_byte_for_byte(model: str, tmp_path: Path) -> None:
+    from labkit.compare.runs import read_rows
     from labkit.dialog.comparison import replay
-    from labkit.runs import read_rows
 
     run = DATA / "runs" / model
     assert replay(run, tmp_path / "again") == []  # every row and every event log
@@ -477,8 +477,8 @@ def test_a_machine_plus_conversation_replays_and_resumes_after_a_kill(tmp_path: 
 
 
 def test_new_arms_record_and_replay_through_the_runner(tmp_path: Path) -> None:
+    from labkit.compare.runs import Answers
     from labkit.dialog.comparison import DialogConfig, read_config, record, replay
-    from labkit.runs import Answers
 
     plus = iter(_plus_answers())
     only = iter([answer("Who?", "users", {"goal": "a tool that plans my running training"})] * 5)

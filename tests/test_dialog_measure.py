@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from labkit.compare.runs import read_rows
 from labkit.dialog import DialogBot, PromptOnlyBot
 from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_runs
 from labkit.dialog.measure import (
@@ -24,7 +25,6 @@ from labkit.dialog.rescore import report, score_runs
 from labkit.dialog.simulate import load_scenarios, run_user
 from labkit.dialog.users import ExpectedValue, check_users, load_user_scripts
 from labkit.llm.fake import ScriptedBackend
-from labkit.runs import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "dialog"

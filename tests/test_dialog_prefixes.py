@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from labkit.core.store import read_jsonl
 from labkit.dialog.arms import arm, declared_prefixes
 from labkit.dialog.comparison import read_config
 from labkit.dialog.events import CacheRead, ModelCalled
@@ -23,7 +24,6 @@ from labkit.llm.backend import Completion, Request
 from labkit.llm.fake import ScriptedBackend
 from labkit.llm.prefix_cache import longest_declared
 from labkit.llm.server_kinds import cached_prompt_tokens
-from labkit.store import read_jsonl
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "dialog"
 SCENARIOS = load_scenarios(DATA)

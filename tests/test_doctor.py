@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from labkit.doctor import (
+from labkit.doctor.checks import (
     CHECKS,
     Check,
     ProbeResult,
@@ -57,7 +57,7 @@ def test_examine_runs_only_what_the_purpose_needs_and_passes_earlier_results_on(
         return ProbeResult({"n": len(seen)}, 0)
 
     def judge(r: ProbeResult, earlier: dict) -> object:
-        from labkit.doctor import Finding
+        from labkit.doctor.checks import Finding
 
         return Finding(f"c{r.facts['n']}", r.facts["n"] != 2, f"saw {sorted(earlier)}")
 
@@ -133,7 +133,7 @@ def test_the_sandbox_check_says_the_mode_and_for_limits_only_why_and_the_fix() -
     assert fallback.ok  # the kit still runs: a learner on macOS can do the experiment
     assert "limits-only (bwrap (bubblewrap) is not installed)" in fallback.detail and "not capped" in fallback.detail
     assert "apt-get install bubblewrap" in fallback.fix and "user namespaces" in fallback.fix
-    from labkit.doctor import Report
+    from labkit.doctor.checks import Report
 
     shown = Report("test", [fallback]).render()
     assert "fix: apt-get install bubblewrap" in shown and "all checks passed" in shown
@@ -141,15 +141,15 @@ def test_the_sandbox_check_says_the_mode_and_for_limits_only_why_and_the_fix() -
 
 
 def test_the_sandbox_probe_reports_this_machine() -> None:
-    from labkit.doctor import _PROBE_SANDBOX
-    from labkit.sandbox import sandbox_mode
+    from labkit.core.sandbox import sandbox_mode
+    from labkit.doctor.checks import _PROBE_SANDBOX
 
     result = run_probe(_PROBE_SANDBOX, 60)
     assert result.facts is not None and result.facts["mode"] == sandbox_mode(), result.stderr_tail
 
 
 def test_every_check_is_declared_for_a_known_purpose() -> None:
-    from labkit.doctor import PURPOSES
+    from labkit.doctor.checks import PURPOSES
 
     assert len({c.name for c in CHECKS}) == len(CHECKS)
     assert all(set(c.needed_for) <= set(PURPOSES) for c in CHECKS)

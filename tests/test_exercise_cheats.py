@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.exercises import exercise_folders, exercise_number, exercises_root, find_exercise, run_check
+from labkit.course.exercises import exercise_folders, exercise_number, exercises_root, find_exercise, run_check
 
 ROOT = exercises_root()
 NUMBERS = [exercise_number(p) for p in exercise_folders()]

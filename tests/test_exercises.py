@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from labkit.errors import LabkitError
-from labkit.exercises import RENAMED, exercise_folders, exercise_number, exercises_root, find_exercise, run_check
+from labkit.core.errors import LabkitError
+from labkit.course.exercises import RENAMED, exercise_folders, exercise_number, exercises_root, find_exercise, run_check
 
 EXERCISES = [p.name for p in exercise_folders()]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.exercises import exercises_root, run_check
+from labkit.course.exercises import exercises_root, run_check
 
 
 def _mutated(folder: str, old: str, new: str, tmp_path: Path) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.exercises import exercise_number, exercises_root, run_check
+from labkit.course.exercises import exercise_number, exercises_root, run_check
 
 
 def _mutated(folder: str, tmp_path: Path, *pairs: tuple[str, str]) -> Path:

@@ -13,8 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from labkit.errors import LabkitError
-from labkit.exercises import exercise_folders, exercises_root, has_solution_regions, stale_student_files, student_text
+from labkit.core.errors import LabkitError
+from labkit.course.exercises import (
+    exercise_folders,
+    exercises_root,
+    has_solution_regions,
+    stale_student_files,
+    student_text,
+)
 
 EXERCISES = [p.name for p in exercise_folders()]
 

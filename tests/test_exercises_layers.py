@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labkit.exercises import exercises_root, run_check
+from labkit.course.exercises import exercises_root, run_check
 
 SOLUTION = exercises_root() / "08a_layers" / "solution.py"
 PROPERTY = '''    @property

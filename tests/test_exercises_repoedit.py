@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.exercises import exercises_root, run_check
+from labkit.course.exercises import exercises_root, run_check
 from labkit.repoedit.routing import route_after_tests
 
 FOLDER = exercises_root() / "09a_test_routing"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labkit.exercises import exercises_root, run_check
+from labkit.course.exercises import exercises_root, run_check
 
 
 def _mutated(folder: str, old: str, new: str, tmp_path: Path, *more: tuple[str, str]) -> Path:

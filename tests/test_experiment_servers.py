@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from labkit.cli import build_parser, main
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
+from labkit.core.store import load_events
 from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.metered import MeteredBackend
-from labkit.store import load_events
 
 SHA = "ab" * 32
 TASKS = "dev-triage-01,dev-extraction-02"

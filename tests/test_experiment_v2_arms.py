@@ -77,7 +77,7 @@ def test_the_ladder_is_one_declaration_per_arm() -> None:
 
 
 def test_model_arms_refuse_to_run_without_a_backend(dev: TaskSet, tmp_path: Path) -> None:
-    from labkit.errors import LabkitError
+    from labkit.core.errors import LabkitError
 
     with pytest.raises(LabkitError, match="needs a model backend"):
         _run("machine-model", _first(dev, TriageTask), dev, tmp_path)

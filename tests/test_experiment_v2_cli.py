@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from labkit.cli import build_parser
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.experiment.v2.cli import _config, default_config
 
 

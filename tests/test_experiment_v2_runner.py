@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
+from labkit.core.store import load_events
 from labkit.experiment.v2.arms import RunRecordV2
 from labkit.experiment.v2.report import counts_only, headline, paired_rows, summary_rows, write_report
 from labkit.experiment.v2.runner import Backends, ConfigV2, load_runs_v2, log_path, run_experiment_v2
 from labkit.llm.backend import Request
 from labkit.llm.errors import ServerError
 from labkit.llm.fake import ScriptedBackend
-from labkit.store import load_events
 
 SMOKE = ["dev-triage-01", "dev-extraction-02", "test-selection-01", "test-compare-03"]
 

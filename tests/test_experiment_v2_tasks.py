@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from labkit.events import Event
+from labkit.core.events import Event
 from labkit.experiment.v2 import generate
 from labkit.experiment.v2.families import FAMILIES, check_draft, grade, oracle_draft
 from labkit.experiment.v2.taskfile import (

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from labkit.grade import grade
-from labkit.grade_bench import KINDS, make_class, row_is_right
-from labkit.sandbox import MODE_ENV, sandbox_mode
+from labkit.core.sandbox import MODE_ENV, sandbox_mode
+from labkit.course.grade import grade
+from labkit.course.grade_bench import KINDS, make_class, row_is_right
 
 
 def test_every_kind_of_submission_gets_its_row_and_none_stops_the_others(tmp_path: Path) -> None:

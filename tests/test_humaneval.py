@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.repoedit import humaneval
 from labkit.repoedit.humaneval import Problem
 from labkit.repoedit.tasks import load_tasks

@@ -14,7 +14,7 @@ import llama_cpp
 import pytest
 
 from labkit.cli import main
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.inference.bench import bench_inference, render_inference
 from labkit.inference.gguf_meta import GGUFError
 from labkit.inference.gpu import build_info

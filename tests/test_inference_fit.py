@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.inference.bench import default_model_path
 from labkit.inference.fit import (
     GIB,

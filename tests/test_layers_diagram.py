@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from matplotlib.patches import FancyBboxPatch
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.layers.diagram import draw_layer_stack
 from labkit.layers.writing import writing_spec
 

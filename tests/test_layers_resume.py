@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from labkit.core.store import EventLog, SqliteLog, read_sqlite
 from labkit.layers import LayerMoved, LoopStarted, ModelCalled, ToolCalled
 from labkit.layers.demo import run_demo
 from labkit.layers.writing import scripted_writer
-from labkit.store import EventLog, SqliteLog, read_sqlite
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.llm import (
     BackendError,
     CassetteError,

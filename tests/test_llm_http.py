@@ -28,7 +28,8 @@ class Fruit(BaseModel):
 
 @pytest.fixture(scope="module")
 def client(server_url, tmp_path_factory) -> OpenAICompatBackend:
-    return OpenAICompatBackend(server_url, timeout_s=60, cache_dir=tmp_path_factory.mktemp("cache"))
+    # A safety bound only: on a loaded machine one answer can take minutes; a retry then would be the machine's.
+    return OpenAICompatBackend(server_url, timeout_s=900, cache_dir=tmp_path_factory.mktemp("cache"))
 
 
 # --- the real server -----------------------------------------------------------------------------

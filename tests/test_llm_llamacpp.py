@@ -9,9 +9,9 @@ import pytest
 from pydantic import BaseModel
 
 from labkit.experiment.v2.arms import example_order
+from labkit.experiment.v2.equality import DEFAULT_RECORDING, declared_prefixes_by_arm, recorded_prompts, run_equality
 from labkit.experiment.v2.prompts import whole_prefix, whole_prompt
 from labkit.experiment.v2.runner import N_CTX, ConfigV2
-from labkit.inference.equality import DEFAULT_RECORDING, declared_prefixes_by_arm, recorded_prompts, run_equality
 from labkit.llm import (
     GrammarError,
     LlamaCppBackend,

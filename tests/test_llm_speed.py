@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from labkit.experiment.v2.arms import RunRecordV2
-from labkit.experiment.v2.speed import differences, per_arm
-from labkit.inference.equality import (
+from labkit.experiment.v2.equality import (
     COMPARISONS,
     DEFAULT_RECORDING,
     PATHS,
@@ -25,6 +24,7 @@ from labkit.inference.equality import (
     prefix_evaluations,
     recorded_prompts,
 )
+from labkit.experiment.v2.speed import differences, per_arm
 from labkit.llm.backend import Request
 from labkit.llm.cassette import read_cassette
 from labkit.llm.errors import BackendError

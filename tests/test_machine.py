@@ -20,7 +20,7 @@ from labkit import (
     read_jsonl,
     replay,
 )
-from labkit.examples import ticket_guards, ticket_invariants, ticket_table
+from labkit.core.examples import ticket_guards, ticket_invariants, ticket_table
 
 
 def ticks():
@@ -133,7 +133,7 @@ def test_the_machine_records_the_detail_invariant_violation_gives(answer):
 def test_the_planted_closing_bug_is_caught_by_the_ticket_invariant():
     # closing must come straight from RESOLVED; a table with a shortcut row lets the invariant catch it
     from labkit import Row, TransitionTable
-    from labkit.examples import TICKET_ROWS, TICKET_STATES
+    from labkit.core.examples import TICKET_ROWS, TICKET_STATES
 
     buggy = TransitionTable.build("ticket", TICKET_STATES, (*TICKET_ROWS, Row("TRIAGED", "close", "CLOSED")),
                                   initial="NEW", terminal=["CLOSED", "CANCELLED"])
@@ -194,7 +194,7 @@ def test_resuming_a_log_that_breaks_an_invariant_it_does_not_record_is_refused(t
 
 
 def test_the_state_after_a_transition_equals_the_one_its_constructor_builds():
-    from labkit.reducer import MachineState, reduce_machine
+    from labkit.core.reducer import MachineState, reduce_machine
 
     before = MachineState("IN_PROGRESS", "ticket", 4, 3, ("closed_only_after_resolved",))
     after = reduce_machine(before, Transitioned(trigger="ask_customer", source="IN_PROGRESS",

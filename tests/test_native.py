@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.llm.native import build_features, cpu_flags, decide_load_plan, load_plan, open_llama
 
 # Feature lines as llama.cpp 0.3.x prints them: an AMX build (Sapphire Rapids, -march=native) and an AVX2 one.

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from labkit import catalog
 from labkit.cli import main
-from labkit.errors import IllegalTransition, LabkitError
-from labkit.events import RunStarted
-from labkit.exercises import _import_file
-from labkit.machine import LabMachine
-from labkit.paths import build_suite, drive, shortest_routes, tables_of
-from labkit.table import Row, TransitionTable
+from labkit.core import catalog
+from labkit.core.errors import IllegalTransition, LabkitError
+from labkit.core.events import RunStarted
+from labkit.core.machine import LabMachine
+from labkit.core.paths import build_suite, drive, shortest_routes, tables_of
+from labkit.core.table import Row, TransitionTable
+from labkit.course.exercises import _import_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

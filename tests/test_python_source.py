@@ -1,4 +1,4 @@
-"""`labkit.python_source.parse`: good code parses from two threads at once (CPython 3.11's AST race)."""
+"""`labkit.core.python_source.parse`: good code parses from two threads at once (CPython 3.11's AST race)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import sys
 import threading
 from pathlib import Path
 
-import labkit.exercises
-from labkit.python_source import parse
+import labkit.course.exercises
+from labkit.core.python_source import parse
 
 
 class _Cycle:
@@ -22,7 +22,7 @@ class _Cycle:
 
 
 def test_two_threads_parsing_with_garbage_collection_between_get_no_system_error() -> None:
-    source = Path(labkit.exercises.__file__).read_text(encoding="utf-8") * 3
+    source = Path(labkit.course.exercises.__file__).read_text(encoding="utf-8") * 3
     expected = len(parse(source).body)
     errors: list[str] = []
 

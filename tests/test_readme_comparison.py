@@ -94,10 +94,10 @@ def test_the_front_pages_dialog_line_is_computed_from_the_test_recordings() -> N
 def test_a_headline_of_a_recording_without_the_arms_says_which_are_missing(tmp_path) -> None:
     import pytest
 
+    from labkit.core.errors import LabkitError
     from labkit.dialog.rescore import headline
     from labkit.dialog.simulate import load_scenarios
     from labkit.dialog.users import load_user_scripts
-    from labkit.errors import LabkitError
 
     data = ROOT / "data" / "dialog"
     with pytest.raises(LabkitError, match=r"no conversations of \['machine_plus', 'prompt_only_checked'\]"):

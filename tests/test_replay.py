@@ -16,7 +16,7 @@ from labkit import (
     reduce_machine,
     replay,
 )
-from labkit.examples import ticket_guards, ticket_table
+from labkit.core.examples import ticket_guards, ticket_table
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def resealed(events, change):
 
 
 def test_a_resealed_log_with_a_move_the_table_does_not_have_is_refused(run):
-    from labkit.examples import ticket_table
+    from labkit.core.examples import ticket_table
 
     def teleport(event):
         if isinstance(event, Transitioned) and event.trigger == "start":
@@ -98,7 +98,7 @@ def test_a_resealed_log_with_a_move_the_table_does_not_have_is_refused(run):
 
 def test_violations_the_log_records_are_not_reported_again():
     from labkit import InvariantViolation, LabMachine
-    from labkit.examples import ticket_guards, ticket_table
+    from labkit.core.examples import ticket_guards, ticket_table
 
     no_wait = Invariant("no_wait", lambda s, ev: "waited" if s.status == "WAITING_CUSTOMER" else None)
     m = LabMachine(ticket_table(), guards=ticket_guards(), invariants=[no_wait], clock=lambda: 0.0)

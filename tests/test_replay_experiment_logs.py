@@ -110,8 +110,8 @@ def test_every_log_the_runner_writes_is_verified(tmp_path: Path, capsys: pytest.
 
 def test_a_log_of_no_known_kind_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     only_tool = tmp_path / "tool-only.jsonl"  # a valid chain of one tool result: no model call, no table
-    from labkit.events import Event
-    from labkit.store import JsonlLog, load_events
+    from labkit.core.events import Event
+    from labkit.core.store import JsonlLog, load_events
 
     event: Event = load_events(FIXTURES / "prompt-only--test-triage-01-s0.jsonl")[1]
     JsonlLog(only_tool, run_id="x").append(event.model_copy(update={"hash": "", "seq": -1, "prev_hash": ""}))

@@ -134,8 +134,8 @@ def test_best_of_k_is_declared_for_the_baseline_and_the_machine_alike_and_is_opt
 def test_best_of_k_runs_on_the_runner_and_replays_from_its_cassettes(project: Path, tmp_path: Path) -> None:
     """Through the code comparison's runner: a row per arm counting every try's calls, a log per machine try,
     and a replay that asks the cassettes for the same sampled requests."""
+    from labkit.compare.runs import Answers
     from labkit.repoedit.compare import CompareConfig, load_rows, replay_differences, run_compare
-    from labkit.runs import Answers
 
     def answer(request) -> str:  # type: ignore[no-untyped-def]
         if "each as a line `FILE: <path>`" in request.prompt:  # right on the first sampled try
@@ -159,9 +159,9 @@ def test_a_recorded_greedy_arm_answers_the_best_of_arms_first_try_and_the_new_ca
         project: Path, tmp_path: Path) -> None:
     """`--reuse`: the greedy arms recorded first; then the best-of arms with a model that may only be asked
     sampled requests, so every greedy request must come from the greedy recording's cassettes."""
+    from labkit.compare.runs import Answers
     from labkit.llm.cassette import ReusingBackend, read_cassette
     from labkit.repoedit.compare import CompareConfig, load_rows, replay_differences, run_compare
-    from labkit.runs import Answers
 
     def answer(request) -> str:  # type: ignore[no-untyped-def]
         if "each as a line `FILE: <path>`" in request.prompt:
@@ -206,7 +206,7 @@ def test_a_recorded_greedy_arm_answers_the_best_of_arms_first_try_and_the_new_ca
     assert both["runs"] == both["planned"] == 4
     assert f"Best of {BEST_OF} (the visible tests picking among up to {BEST_OF} tries) fixed 1 task(s) the greedy" \
         in render_report([[greedy, out]])
-    from labkit.errors import LabkitError
+    from labkit.core.errors import LabkitError
 
     with pytest.raises(LabkitError, match="record the same arm twice"):
         summarize([greedy, greedy])
@@ -230,7 +230,7 @@ def test_reuse_is_refused_with_a_server_with_a_replay_and_without_cassettes(tmp_
 
     proc = compare("--replay", str(tmp_path), "--reuse", str(tmp_path))
     assert proc.returncode == 2 and "--reuse is for a live recording" in proc.stderr
-    from labkit.errors import LabkitError
+    from labkit.core.errors import LabkitError
     from labkit.llm.cassette import reusing
 
     with pytest.raises(LabkitError, match="no cassettes in"):

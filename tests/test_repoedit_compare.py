@@ -15,7 +15,8 @@ import pytest
 from calc_project import CALC, FIX, write_calc_project
 
 from labkit.cli import main
-from labkit.errors import LabkitError
+from labkit.compare.runs import Answers
+from labkit.core.errors import LabkitError
 from labkit.llm.fake import ScriptedBackend
 from labkit.repoedit import cli as repoedit_cli
 from labkit.repoedit.arm_io import ArmInputs
@@ -29,7 +30,6 @@ from labkit.repoedit.prompt_only import run_prompt_only
 from labkit.repoedit.tasks import load_tasks
 from labkit.repoedit.verify import judge, measure_baseline, verify
 from labkit.repoedit.workspace import TestRun
-from labkit.runs import Answers
 
 BREAK_DOUBLE = {"search": "    return 2 * x", "replace": "    return 3 * x"}
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.llm.fake import ScriptedBackend
 from labkit.repoedit.definition_contract import DefinitionAnswer, parse_definitions
 from labkit.repoedit.definitions import blamed, definition_edit, definitions

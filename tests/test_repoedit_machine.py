@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from labkit.events import Transitioned
-from labkit.reducer import replay
+from labkit.core.events import Transitioned
+from labkit.core.reducer import replay
 from labkit.repoedit.events import (
     ApprovalDecided,
     EditApplied,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.store import load_events
+from labkit.core.store import load_events
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "repoedit"
 PLUS = DATA / "compare-plus"

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from labkit import catalog
 from labkit.cli import main
-from labkit.events import Event, RunStarted, Transitioned
-from labkit.reducer import replay
+from labkit.core import catalog
+from labkit.core.events import Event, RunStarted, Transitioned
+from labkit.core.reducer import replay
+from labkit.core.store import load_events
 from labkit.repoedit.events import EditApplied, TestsRan
 from labkit.repoedit.machine import RepoEditRun
 from labkit.repoedit.planners import OraclePlanner
 from labkit.repoedit.tasks import load_tasks, project_dir
-from labkit.store import load_events
 
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "repoedit" / "oracle"
 LOGS = sorted(RECORDED.glob("*.jsonl"))
@@ -89,7 +89,7 @@ def test_the_run_command_prints_the_trace_and_writes_a_replayable_log(tmp_path, 
 
 def _resealed(events: list[Event], change) -> list[Event]:
     """The log with ``change(event)`` applied to each event, sealed into a fresh, valid hash chain."""
-    from labkit.store import EventLog
+    from labkit.core.store import EventLog
 
     log = EventLog(run_id=events[0].run_id)
     for event in events:
@@ -119,7 +119,7 @@ def test_a_doctored_log_that_claims_done_after_failing_tests_is_caught_on_replay
 def test_a_doctored_log_that_retries_past_the_budget_does_not_replay():
     """A plan refused once in a run whose plan budget is 1 must end the run; a log that retries anyway
     breaks the guard of the row it claims, and replay names it."""
-    from labkit.reducer import ReplayDivergence
+    from labkit.core.reducer import ReplayDivergence
     from labkit.repoedit.events import ProposalRefused
 
     started, indexed, baseline, moved, proposed = load_events(RECORDED / "wordcount-whitespace.jsonl")[:5]

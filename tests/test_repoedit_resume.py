@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
-from labkit.errors import LabkitError
-from labkit.events import Event, RunStarted, Transitioned
+from labkit.core.errors import LabkitError
+from labkit.core.events import Event, RunStarted, Transitioned
+from labkit.core.store import JsonlLog, load_events
 from labkit.repoedit.events import EditApplied, Proposed, RepoResumed, TestsRan
 from labkit.repoedit.machine import Limits, RepoEditRun
 from labkit.repoedit.planners import EditView, PlanView, ScriptedPlanner
 from labkit.repoedit.tasks import load_tasks, project_dir
-from labkit.store import JsonlLog, load_events
 from tests.test_repoedit_machine import BROKEN, FIX, edit, plan, replays
 
 pytestmark = pytest.mark.slow  # real git and pytest subprocesses, many runs
@@ -236,7 +236,7 @@ from pathlib import Path
 from labkit.repoedit.machine import RepoEditRun
 from labkit.repoedit.planners import ScriptedPlanner
 from labkit.repoedit.tasks import load_tasks, project_dir
-from labkit.store import JsonlLog
+from labkit.core.store import JsonlLog
 from tests.test_repoedit_machine import plan
 
 task = load_tasks()["wordcount-whitespace"]

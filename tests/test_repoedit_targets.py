@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.repoedit import targets
 from labkit.repoedit.targets import benchmark_targets, project_targets
 

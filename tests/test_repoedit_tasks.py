@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.repoedit.tasks import DEFAULT_TASK_FILE, KIT_KINDS, load_tasks, project_dir, split_ids
 from labkit.repoedit.workspace import Workspace, tree_digest
 

@@ -103,7 +103,7 @@ def test_an_interpreter_without_pytest_is_a_clear_error(tmp_path):
     import subprocess
     import sys
 
-    from labkit.errors import LabkitError
+    from labkit.core.errors import LabkitError
 
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from labkit.course import OUTPUT_KEY, REVEAL_HEADING, REVEAL_TAG
+from labkit.course.quiz import OUTPUT_KEY, REVEAL_HEADING, REVEAL_TAG
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

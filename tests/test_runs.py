@@ -1,4 +1,4 @@
-"""The one runner (labkit.runs): resume, rows in job order, progress, provenance, and runs spread over servers.
+"""The one runner (labkit.compare.runs): resume, rows in job order, progress, provenance, and runs spread over servers.
 
 Logic only, with scripted servers that answer as a deterministic function of the request (as one model
 file would). The same spread over two real llama.cpp servers is in ``tests/test_runs_servers.py``.
@@ -19,15 +19,15 @@ from typing import Any
 
 import pytest
 
-import labkit.runs
-from labkit.errors import LabkitError
+import labkit.compare.runs
+from labkit.compare.runs import Answers, Comparison, Job, Outcome, Progress, clean_commit, per_task, read_rows, run_jobs
+from labkit.core.errors import LabkitError
 from labkit.experiment.v2.runner import ComparisonV2, ConfigV2, load_runs_v2, run_experiment_v2
 from labkit.llm.backend import Backend, Request
 from labkit.llm.cassette import read_cassette
 from labkit.llm.errors import ServerError
 from labkit.llm.fake import ScriptedBackend
 from labkit.llm.pool import SerialCalls, ServerPool
-from labkit.runs import Answers, Comparison, Job, Outcome, Progress, clean_commit, per_task, read_rows, run_jobs
 
 SMOKE = ["dev-triage-01", "dev-extraction-02", "test-selection-01", "test-compare-03"]
 
@@ -256,4 +256,4 @@ def test_the_v2_comparison_declares_its_jobs_for_the_runner() -> None:
 
 
 def test_the_module_example_runs() -> None:
-    assert doctest.testmod(labkit.runs).failed == 0
+    assert doctest.testmod(labkit.compare.runs).failed == 0

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from labkit.cli import main as labkit_main
+from labkit.core.store import load_events
 from labkit.runtime.cli import main
 from labkit.runtime.events import Validation
 from labkit.runtime.traces import TRACES_DIR
 from labkit.runtime.validator import DEFAULT_SECRET, Signer, secret_from_env
-from labkit.store import load_events
 
 
 def test_run_show_and_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

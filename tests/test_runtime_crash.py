@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from labkit.reducer import replay
+from labkit.core.reducer import replay
+from labkit.core.store import SqliteLog
 from labkit.runtime import TASKS, Runtime, TickClock, World, empty_run_state, reduce_run
 from labkit.runtime import runtime_invariants as invariants
 from labkit.runtime.bench import bench_crash
 from labkit.runtime.tools import DraftStore
-from labkit.store import SqliteLog
 
 TRIALS = 28  # `labkit bench crash --trials 100` runs more (recorded in data/bench/crash.json)
 

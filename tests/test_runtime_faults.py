@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.runtime import FAULTS, Fault, FaultPlan
 from labkit.runtime.batch import coverage, run_batch
 from labkit.runtime.faults import coverage_matrix, fault_states

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
+from labkit.core.store import SqliteLog
 from labkit.runtime import TASKS, FaultPlan, Runtime, TickClock, World
 from labkit.runtime.bench import bench_fuzz
 from labkit.runtime.cli import _setting
@@ -27,7 +28,6 @@ from labkit.runtime.fuzz import (
     run_schedule,
 )
 from labkit.runtime.tools import DraftStore
-from labkit.store import SqliteLog
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from labkit.errors import IllegalTransition, InvariantViolation
-from labkit.events import InvariantViolated, RunStarted, Transitioned
-from labkit.machine import LabMachine
+from labkit.core.errors import IllegalTransition, InvariantViolation
+from labkit.core.events import InvariantViolated, RunStarted, Transitioned
+from labkit.core.machine import LabMachine
+from labkit.core.store import EventLog
 from labkit.runtime import (
     TASKS,
     ActionState,
@@ -32,7 +33,6 @@ from labkit.runtime.events import StatusChecked, ToolCalled, ToolResult, Validat
 from labkit.runtime.executor import Attempt, Delivery, UnauthorizedAction
 from labkit.runtime.faults import Fault
 from labkit.runtime.state import RunState
-from labkit.store import EventLog
 
 
 def world(tmp_path: Path) -> World:

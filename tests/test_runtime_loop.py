@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from labkit.events import Transitioned
-from labkit.reducer import find_divergence, replay
+from labkit.core.events import Transitioned
+from labkit.core.reducer import find_divergence, replay
+from labkit.core.store import SqliteLog
 from labkit.runtime import (
     TASKS,
     Budget,
@@ -31,7 +32,6 @@ from labkit.runtime import (
     verify,
 )
 from labkit.runtime.events import Observation, Proposed, StatusChecked, ToolCalled, ToolResult
-from labkit.store import SqliteLog
 
 
 def world(tmp_path: Path, area: str = "run-0") -> World:

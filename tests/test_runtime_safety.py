@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from labkit.events import Transitioned
+from labkit.core.events import Transitioned
+from labkit.core.store import SqliteLog
 from labkit.runtime import (
     TASKS,
     Candidate,
@@ -27,7 +28,6 @@ from labkit.runtime import (
 from labkit.runtime.events import Proposed, ToolCalled, Validation
 from labkit.runtime.records import sensitive_values
 from labkit.runtime.traces import TRACES_DIR
-from labkit.store import SqliteLog
 
 ESCAPING_KEYS = ["../x", "../../etc/passwd", "/etc/passwd", "a/b", "..", "C:\\x", ".hidden", "a/../../b", ""]
 

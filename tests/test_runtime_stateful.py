@@ -28,7 +28,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.runtime.events import HumanDecision
 from labkit.runtime.fuzz import DECISIONS, FuzzRun, Schedule, draw_schedule
 from labkit.runtime.table import planner_executor_table
@@ -151,7 +151,7 @@ def test_a_repeated_write_is_found_and_shrinks_to_a_reproducible_command(monkeyp
 def test_a_finished_run_that_takes_an_event_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
     """Break terminal absorption (a finished run accepts `start` again): the check after the last step
     must say so."""
-    from labkit.machine import LabMachine
+    from labkit.core.machine import LabMachine
 
     real_fire = LabMachine.fire
 

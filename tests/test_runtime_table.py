@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from labkit import catalog
+from labkit.core import catalog
 from labkit.runtime.table import EVENT_SOURCES, FAULTS, STATES, TABLE_NAME, TERMINAL, planner_executor_table
 
 
@@ -64,7 +64,7 @@ def test_a_retry_of_an_unknown_write_needs_a_recorded_status_query(tmp_path) -> 
     import pytest
 
     from labkit import EventLog, IllegalTransition, JsonlLog, LabMachine, Transitioned, read_jsonl, write_jsonl
-    from labkit.reducer import ReplayDivergence, replay
+    from labkit.core.reducer import ReplayDivergence, replay
     from labkit.runtime import empty_run_state, reduce_run, runtime_invariants
     from labkit.runtime.table import state_guards
 

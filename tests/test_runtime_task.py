@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.runtime import (
     TASKS,
     Candidate,

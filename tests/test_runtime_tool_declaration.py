@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from labkit.errors import LabkitError
-from labkit.reducer import replay
+from labkit.core.errors import LabkitError
+from labkit.core.reducer import replay
+from labkit.course.viewer import Trace, render_timeline, run_view
 from labkit.runtime import TOOLS, DraftStore, FaultPlan, TickClock, World
 from labkit.runtime.events import (
     DuplicateDelivery,
@@ -34,7 +35,6 @@ from labkit.runtime.state import OBSERVATION_KINDS, empty_run_state, reduce_run
 from labkit.runtime.table import FAULTS, planner_executor_table, state_guards
 from labkit.runtime.task import Goal, Task, verify
 from labkit.runtime.tools import CallContext, ToolAnswer, ToolSpec, text_sha256
-from labkit.viewer import Trace, render_timeline, run_view
 
 CONTRACTS = {"C01": {"id": "C01", "plan": "pro", "ends": "2027-03"},
              "C02": {"id": "C02", "plan": "basic", "ends": "2026-12"}}

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from labkit import catalog
 from labkit.cli import main as labkit_main
-from labkit.events import Transitioned
-from labkit.reducer import replay
+from labkit.core import catalog
+from labkit.core.events import Transitioned
+from labkit.core.reducer import replay
+from labkit.core.store import read_jsonl
 from labkit.runtime.traces import TRACE_SPECS, TRACES_DIR, record_all
-from labkit.store import read_jsonl
 
 
 @pytest.fixture(scope="module")

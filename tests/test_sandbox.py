@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.repoedit.workspace import Workspace
-from labkit.sandbox import (
+from labkit.core.sandbox import (
     SandboxLimits,
     SandboxResult,
     _Capped,
@@ -28,6 +27,7 @@ from labkit.sandbox import (
     sandbox_mode,
     sandbox_reason,
 )
+from labkit.repoedit.workspace import Workspace
 
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- labkit-test-secret-4711"
 BWRAP = sandbox_mode() == "bwrap"

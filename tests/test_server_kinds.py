@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from labkit.cli import build_parser, main
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.llm.errors import BackendError, ServerError
 from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.server_kinds import PROBE_SCHEMA, PROBE_WORD, SERVER_KINDS, probe_outcome, probe_schema

@@ -16,7 +16,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from labkit.doctor_server import examine_server
+from labkit.doctor.server import examine_server
 from labkit.llm import OpenAICompatBackend, parse_json_output
 from labkit.llm.models import get_model
 from labkit.llm.server_kinds import probe_schema

@@ -50,7 +50,7 @@ def test_the_subsets_are_declared_rules_not_picks() -> None:
 def test_the_recorded_parity_run_recomputes_and_sets_each_row_beside_the_committed_recording() -> None:
     import json
 
-    from labkit.runs import read_rows
+    from labkit.compare.runs import read_rows
 
     root = SCRIPT.parents[1]
     record = json.loads((root / "data" / "bench" / "server-parity.json").read_text(encoding="utf-8"))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.llm.backend import Request
 from labkit.llm.cassette import read_cassette
 from labkit.llm.fake import ScriptedBackend

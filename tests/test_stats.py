@@ -1,12 +1,10 @@
-"""labkit.stats against values computed by hand (the arithmetic is in the comments)."""
+"""labkit.compare.stats against values computed by hand (the arithmetic is in the comments)."""
 
 from __future__ import annotations
 
 import pytest
 
-from labkit.dialog import wilson_interval as dialog_wilson
-from labkit.errors import LabkitError
-from labkit.stats import (
+from labkit.compare.stats import (
     PairedTest,
     StatsError,
     exact_mcnemar,
@@ -16,6 +14,8 @@ from labkit.stats import (
     stored_p,
     wilson_interval,
 )
+from labkit.core.errors import LabkitError
+from labkit.dialog import wilson_interval as dialog_wilson
 
 
 def test_one_implementation_is_shared() -> None:
@@ -106,7 +106,7 @@ def test_paired_test_refuses_different_task_sets_and_bad_counts() -> None:
 
 
 def test_verdict_words_follow_the_numbers_whichever_way_they_come_out() -> None:
-    from labkit.stats import verdict_words
+    from labkit.compare.stats import verdict_words
 
     assert verdict_words(12, 0, 0.0005, ("machine", "prompt")) == "machine did better, beyond chance (p < 0.05)"
     assert verdict_words(4, 9, 0.27, ("model", "rule")).endswith("the point estimate favours rule")

@@ -8,8 +8,8 @@ import sqlite3
 import pytest
 
 from labkit import EventLogError, JsonlLog, LabMachine, SqliteLog, load_events, read_jsonl, read_sqlite, replay
-from labkit.events import SCHEMA_VERSION
-from labkit.examples import ticket_guards, ticket_table
+from labkit.core.events import SCHEMA_VERSION
+from labkit.core.examples import ticket_guards, ticket_table
 
 
 def record_run(log) -> LabMachine:
@@ -108,7 +108,7 @@ def test_an_unknown_event_type_is_named_with_the_known_ones(trace):
     lines[1] = lines[1].replace('"type":"transitioned"', '"type":"teleported"')
     rewrite(trace, lines)
     err = expect_error(trace, "line 2: unknown event type 'teleported'")
-    assert "transitioned" in str(err) and "EVENT_MODULES in labkit/registry.py" in str(err)
+    assert "transitioned" in str(err) and "EVENT_MODULES in labkit/core/registry.py" in str(err)
 
 
 def test_a_wrong_schema_version_is_named(trace):
@@ -252,7 +252,7 @@ def test_sealing_again_writes_every_shipped_line_byte_for_byte():
     """The sealed line is the event's one serialisation with the hash put first: the same bytes as written."""
     from pathlib import Path
 
-    from labkit.events import seal
+    from labkit.core.events import seal
 
     root = Path(__file__).resolve().parents[1] / "data" / "traces"
     files = sorted(root.glob("*.jsonl"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from labkit import Row, TableError, TransitionTable, table_from_dict
-from labkit.examples import ticket_table
+from labkit.core.examples import ticket_table
 
 STATES = ["A", "B", "C"]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from labkit import EventLog, IllegalTransition, Invariant, LabMachine, Transitioned, read_jsonl, replay, write_jsonl
-from labkit.errors import RunFinished
-from labkit.examples import ticket_guards, ticket_invariants, ticket_table
-from labkit.reducer import EventAfterEnd
+from labkit.core.errors import RunFinished
+from labkit.core.examples import ticket_guards, ticket_invariants, ticket_table
+from labkit.core.reducer import EventAfterEnd
 from labkit.runtime import (
     HumanDecision,
     ToolCalled,

@@ -19,8 +19,8 @@ from labkit import (
     load_events,
     replay,
 )
-from labkit.examples import ticket_guards, ticket_invariants, ticket_table
-from labkit.viewer import (
+from labkit.core.examples import ticket_guards, ticket_invariants, ticket_table
+from labkit.course.viewer import (
     Trace,
     compare_states,
     format_value,
@@ -165,7 +165,7 @@ def test_bad_requests_get_clear_errors(run):
 
 # ------------------------------------------------------------------------------------------ the widget
 def test_the_widget_redraws_when_the_slider_moves(run):
-    from labkit.viewer_widget import view_trace
+    from labkit.course.viewer_widget import view_trace
 
     widget = view_trace(run.events)
     assert widget.slider.max == widget.play.max == 3
@@ -188,7 +188,7 @@ def _waiting_table():
 
 
 def test_a_run_waiting_for_a_person_gets_approve_and_deny_buttons():
-    from labkit.viewer_widget import TraceWidget
+    from labkit.course.viewer_widget import TraceWidget
 
     table = _waiting_table()
     machine = LabMachine(table, log=EventLog("r"), clock=lambda: 0.0)
@@ -214,7 +214,7 @@ def test_a_run_waiting_for_a_person_gets_approve_and_deny_buttons():
 
 
 def test_without_a_decision_api_the_buttons_stay_hidden():
-    from labkit.viewer_widget import TraceWidget
+    from labkit.course.viewer_widget import TraceWidget
 
     table = _waiting_table()
     machine = LabMachine(table, clock=lambda: 0.0)
@@ -302,8 +302,8 @@ def test_a_violated_runtime_invariant_shows_up_in_the_view():
 
 
 def test_the_widget_approves_a_paused_run_through_the_runtime(tmp_path):
+    from labkit.course.viewer_widget import decide_with, view_trace
     from labkit.runtime import TASKS, DraftStore, Runtime, TickClock, World
-    from labkit.viewer_widget import decide_with, view_trace
 
     world = World(DraftStore(tmp_path / "drafts.sqlite"))
     runtime = Runtime(TASKS["diff3-restricted"], None, world, log=EventLog("paused"), clock=TickClock(0.0))

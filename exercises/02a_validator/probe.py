@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labkit.exercise_child import call
+from labkit.course.exercise_child import call
 
 NEEDED = ("Candidate", "Policy", "Token", "Denial", "validate", "choose", "executor_accepts")
 TOKEN_FIELDS = ("action_id", "action", "args_sha256", "policy_version", "signature")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit import Event, Row, RunStarted, Transitioned, TransitionTable
-from labkit.events import GENESIS_HASH
+from labkit.core.events import GENESIS_HASH
 
 
 @dataclass(frozen=True)

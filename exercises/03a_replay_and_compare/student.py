@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit import Event, Row, RunStarted, Transitioned, TransitionTable  # noqa: F401 - your answer needs it
-from labkit.events import GENESIS_HASH  # noqa: F401 - your answer needs it
+from labkit.core.events import GENESIS_HASH  # noqa: F401 - your answer needs it
 
 
 @dataclass(frozen=True)

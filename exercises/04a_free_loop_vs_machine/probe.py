@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit import Event, EventLog, Transitioned, load_events
-from labkit.exercise_child import call
+from labkit.course.exercise_child import call
 from labkit.runtime import TASKS, DraftStore, FaultPlan, Runtime, Task, TickClock, World, make_planner
 from labkit.runtime.free_loop import (
     DEFAULT_KINDS,

@@ -14,8 +14,8 @@ import random
 import re
 from typing import Any
 
+from labkit.core.errors import LabkitError
 from labkit.dialog import DialogBot, parse_scenario
-from labkit.errors import LabkitError
 from labkit.llm.backend import Request
 from labkit.llm.fake import ScriptedBackend
 

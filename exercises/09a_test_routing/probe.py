@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labkit.exercise_child import call
+from labkit.course.exercise_child import call
 
 
 def probe(module: Any, cases: dict[str, Any]) -> dict[str, Any]:

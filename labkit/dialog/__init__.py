@@ -10,7 +10,7 @@
 - :mod:`labkit.dialog.arms` — the declared arms ``labkit dialog-measure --arms`` runs: ``machine`` and
   ``prompt_only`` as first recorded, ``prompt_only_checked``, ``machine_plus`` and its ablations;
 - :mod:`labkit.dialog.comparison` — ``labkit dialog-measure``: arms × scripted users on the one runner
-  (:mod:`labkit.runs`), recorded, resumed, replayed;
+  (:mod:`labkit.compare.runs`), recorded, resumed, replayed;
 - :func:`run_user` / :func:`summarize` — one scripted conversation, and the first recording's legacy check;
 - :func:`score` / :func:`summarize_scores` / :func:`compare_arms` — the five-part measure a do-nothing bot cannot
   pass (:mod:`labkit.dialog.measure`); :func:`score_runs` re-scores recordings from their logs;
@@ -18,6 +18,7 @@
 - :func:`conversation_view` / :class:`ChatViewer` — the chat-style viewer with expandable system logs.
 """
 
+from labkit.compare.stats import wilson_interval
 from labkit.dialog.contract import Answer, Checked, Violation, answer_schema, check_answer, reask_prompt
 from labkit.dialog.engine import DialogBot, PromptOnlyBot, TurnOutcome, current_step
 from labkit.dialog.events import (
@@ -34,7 +35,6 @@ from labkit.dialog.rescore import score_recording, score_runs
 from labkit.dialog.scenario import Scenario, ScenarioError, Step, load_scenario, parse_scenario
 from labkit.dialog.simulate import UserScript, adherence, load_user_script, load_user_scripts, run_user, summarize
 from labkit.dialog.viewer import ChatViewer, TurnView, conversation_view, render_html, render_text
-from labkit.stats import wilson_interval
 
 __all__ = ["Answer", "BotSaid", "ChatViewer", "Checked", "ContractFailed", "DialogBot", "DialogState", "ModelCalled",
            "PromptOnlyBot", "Scenario", "ScenarioError", "Score", "Step", "TurnOutcome", "TurnView", "UserSaid",

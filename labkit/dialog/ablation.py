@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from labkit.compare.features import ablation_sentence
 from labkit.dialog.arms import ABLATIONS, ROUNDS
 from labkit.dialog.measure import PARTS, Score, compare_arms
 from labkit.dialog.rescore import score_folder
 from labkit.dialog.scenario import Scenario
 from labkit.dialog.users import UserScript
-from labkit.features import ablation_sentence
 
 
 def ablation_rows(recordings: Sequence[Mapping[str, Sequence[Score]]]) -> list[dict[str, Any]]:

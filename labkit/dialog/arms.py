@@ -31,12 +31,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from labkit.core.errors import LabkitError
+from labkit.core.store import EventLog
 from labkit.dialog.engine import DialogBot, PromptOnlyBot
 from labkit.dialog.features import CANDIDATES, FEATURES, PARTS, RECORDED
 from labkit.dialog.scenario import Scenario
-from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
-from labkit.store import EventLog
 
 
 @dataclass(frozen=True)

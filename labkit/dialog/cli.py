@@ -9,17 +9,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from labkit.core.errors import LabkitError
+from labkit.core.store import JsonlLog
 from labkit.dialog.arms import ARMS, NAMES
 from labkit.dialog.arms import arm as declared_arm
 from labkit.dialog.engine import current_step
 from labkit.dialog.scenario import load_scenario
 from labkit.dialog.simulate import load_scenarios, load_user_script, load_user_scripts
 from labkit.dialog.viewer import conversation_view, render_text
-from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
 from labkit.llm.models import DEFAULT_MODEL, cli_backend, model_backend
 from labkit.llm.server_options import add_server_options, add_slots_option
-from labkit.store import JsonlLog
 
 
 def _backend(args: argparse.Namespace) -> Backend:
@@ -61,8 +61,8 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     """Record (or resume) arms × users into --out with the one runner, or replay a recording and check it."""
     import tempfile
 
+    from labkit.compare.runs import Answers, clean_commit
     from labkit.dialog import comparison
-    from labkit.runs import Answers, clean_commit
 
     if args.replay and args.reuse:
         raise LabkitError("--reuse is for a live recording; a replay answers every call from its own cassettes",
@@ -117,10 +117,10 @@ def _cmd_measure(args: argparse.Namespace) -> int:
 
 def _print_report(folder: Path) -> None:
     """The measure's parts per arm, read from the recording's logs, and the legacy counts from its rows."""
+    from labkit.compare.runs import read_rows
     from labkit.dialog.comparison import read_config, repo_path
     from labkit.dialog.measure import summarize_scores
     from labkit.dialog.rescore import score_folder
-    from labkit.runs import read_rows
 
     config = read_config(folder)
     scenarios = load_scenarios(repo_path(config.scenarios))

@@ -1,4 +1,4 @@
-"""The dialog measurement as a comparison of the one runner (:mod:`labkit.runs`): arms × scripted users.
+"""The dialog measurement as a comparison of the one runner (:mod:`labkit.compare.runs`): arms × scripted users.
 
 What is the dialog's own: a job is one arm talking to one scripted user (seed 0: decoding is greedy);
 a run plays the user's messages to the arm's bot, writes the conversation's event log as it goes
@@ -22,17 +22,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from labkit.compare.provenance import REPO
+from labkit.compare.runs import Answers, Comparison, Job, Outcome, Row, provenance, read_rows, run_jobs
+from labkit.core.errors import LabkitError
+from labkit.core.store import JsonlLog, read_jsonl
 from labkit.dialog.arms import arm as declared_arm
 from labkit.dialog.arms import checked_arms
 from labkit.dialog.measure import score
 from labkit.dialog.scenario import Scenario
 from labkit.dialog.simulate import load_scenarios, run_user
 from labkit.dialog.users import UserScript, check_users, load_user_scripts
-from labkit.errors import LabkitError
 from labkit.llm.backend import Backend
-from labkit.provenance import REPO
-from labkit.runs import Answers, Comparison, Job, Outcome, Row, provenance, read_rows, run_jobs
-from labkit.store import JsonlLog, read_jsonl
 
 CONFIG_FILE = "dialog.json"
 # what a replay may change in a row: nothing (a conversation carries no times)
@@ -73,7 +73,7 @@ class DialogConfig:
 
 
 class DialogComparison(Comparison):
-    """Arms × users as :mod:`labkit.runs` reads them; ``only`` keeps some users' jobs for this stretch."""
+    """Arms × users as :mod:`labkit.compare.runs` reads them; ``only`` keeps some users' jobs for this stretch."""
 
     config_file = CONFIG_FILE
 

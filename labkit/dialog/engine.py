@@ -4,7 +4,7 @@ One user message is one turn: record it, build a small prompt (the current step'
 the variables, the summaries of past steps and the last few turns — never the whole script), call
 the model under the step's grammar, check the four-field contract, and on a violation make ONE
 corrective re-ask. A kept contract moves variables (each change an event), records the reply and
-fires the signal through :class:`~labkit.machine.LabMachine`; a second violation is recorded as
+fires the signal through :class:`~labkit.core.machine.LabMachine`; a second violation is recorded as
 :class:`~labkit.dialog.events.ContractFailed` and the step stays where it was.
 
 :class:`PromptOnlyBot` is the comparison: the whole script in one prompt, the whole conversation
@@ -21,6 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from labkit.core.errors import LabkitError
+from labkit.core.events import Event, RunStarted
+from labkit.core.machine import LabMachine
+from labkit.core.store import EventLog
 from labkit.dialog.contract import (
     RESULTS_FIRST,
     Answer,
@@ -52,11 +56,7 @@ from labkit.dialog.features import checked as checked_features
 from labkit.dialog.grounding import ungrounded, unsaid_words
 from labkit.dialog.scenario import Example, ResultField, Scenario, Signal, Step, unknown
 from labkit.dialog.splitting import cued, cut_parts, foreign_parts, mixed_detail
-from labkit.errors import LabkitError
-from labkit.events import Event, RunStarted
 from labkit.llm.backend import Backend
-from labkit.machine import LabMachine
-from labkit.store import EventLog
 
 FALLBACK_REPLY = "Sorry, I could not process that. Could you say it again in other words?"
 NOT_UNDERSTOOD = "Sorry, I did not understand that."  # grounded_values kept the step: it asks nothing itself
@@ -251,7 +251,7 @@ class DialogBot(_Bot):
     """The scenario's machine runs the dialog; the model sees only the current step.
 
     ``recent_turns``: how many past messages (user and bot) the prompt carries.
-    Pass an existing ``log`` (e.g. a :class:`~labkit.store.JsonlLog`) to resume a conversation.
+    Pass an existing ``log`` (e.g. a :class:`~labkit.core.store.JsonlLog`) to resume a conversation.
     ``features``: names from :mod:`labkit.dialog.features`; none (the default) is the machine as
     first recorded, whose prompts and schemas the recorded cassettes hold.
     """

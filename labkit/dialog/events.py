@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from labkit.events import Event, InvariantViolated, RunStarted, Transitioned, register_event
+from labkit.core.events import Event, InvariantViolated, RunStarted, Transitioned, register_event
 
 
 @register_event

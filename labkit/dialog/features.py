@@ -18,7 +18,7 @@ recorded: its prompts and schemas are unchanged, so the old cassettes still repl
 
 from __future__ import annotations
 
-from labkit.features import Feature, FeatureTable, Part
+from labkit.compare.features import Feature, FeatureTable, Part
 
 FEATURES: tuple[Feature, ...] = (
     Feature("step_example", "every step prompt shows one worked example answer (the step's declared example, "

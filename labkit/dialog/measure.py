@@ -31,11 +31,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from labkit.compare.stats import PairedTest, paired_test, wilson_interval
+from labkit.core.events import Event, RunStarted, Transitioned
 from labkit.dialog.events import BotSaid, UserSaid, VariableChanged
 from labkit.dialog.scenario import Scenario, ScenarioError, Step, unknown
 from labkit.dialog.users import ExpectedValue, UserScript
-from labkit.events import Event, RunStarted, Transitioned
-from labkit.stats import PairedTest, paired_test, wilson_interval
 
 PARTS = ("end_step", "values", "no_invented", "moves", "asks")
 _TRAILING = ".,;:!?\"'”’)]( "

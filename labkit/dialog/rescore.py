@@ -12,12 +12,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from labkit.core.errors import LabkitError
+from labkit.core.store import read_jsonl
 from labkit.dialog.arms import ROUNDS
 from labkit.dialog.measure import Score, compare_arms, score, summarize_scores, table
 from labkit.dialog.scenario import Scenario
 from labkit.dialog.users import UserScript, check_user
-from labkit.errors import LabkitError
-from labkit.store import read_jsonl
 
 
 def score_recording(run_dir: str | Path, scenarios: dict[str, Scenario], users: list[UserScript],
@@ -52,8 +52,8 @@ def score_folder(folder: str | Path, scenarios: dict[str, Scenario], users: list
     Arms in the configuration's order, users in the order of ``runs.jsonl``; an arm recorded for some
     users only is scored on those (a paired test pairs users both arms hold).
     """
+    from labkit.compare.runs import read_rows
     from labkit.dialog.comparison import log_path, read_config
-    from labkit.runs import read_rows
 
     run = Path(folder)
     config = read_config(run)
@@ -112,9 +112,9 @@ def report(scored: dict[str, dict[str, list[Score]]]) -> dict[str, Any]:
 def counts(folder: str | Path) -> dict[str, dict[str, Any]]:
     """The call and contract counts per arm of a recording (calls per user message, re-asks, violations,
     prompt tokens), from its rows: what the measure's parts do not say."""
+    from labkit.compare.runs import read_rows
     from labkit.dialog.comparison import read_config
     from labkit.dialog.simulate import result_from_dict, summarize
-    from labkit.runs import read_rows
 
     rows = read_rows(Path(folder) / "runs.jsonl")
     return {arm: summarize([result_from_dict(r) for r in rows if r["arm"] == arm])

@@ -5,7 +5,7 @@ says which steps exist, which signals each step may emit and where they lead, an
 step must produce; each step's detailed instructions live in their own Markdown file. The same
 engine then runs an analyst bot or a ticket intake without a code change.
 
-Why compile into :class:`~labkit.table.TransitionTable`: the table's build checks (unknown
+Why compile into :class:`~labkit.core.table.TransitionTable`: the table's build checks (unknown
 targets, unreachable steps, dead ends) then apply to every scenario before a model is called.
 A mistake in the file itself (bad YAML, an unknown field type, a signal without a target) is a
 :class:`ScenarioError` naming the place as ``file:line:column`` and saying what to do.
@@ -92,8 +92,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from labkit.errors import LabkitError, TableError
-from labkit.table import Row, TransitionTable
+from labkit.core.errors import LabkitError, TableError
+from labkit.core.table import Row, TransitionTable
 
 
 class ScenarioError(LabkitError):

@@ -97,7 +97,7 @@ def run_user(bot: DialogBot | PromptOnlyBot, script: UserScript, arm: str) -> Co
 
 def summarize(results: list[ConversationResult]) -> dict[str, Any]:
     """The counts a table reports for one (model, arm), with Wilson 95% intervals for the rates."""
-    from labkit.stats import wilson_interval
+    from labkit.compare.stats import wilson_interval
 
     n = len(results)
     adhered = sum(r.adhered for r in results)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from labkit.compare.targets import Target
 from labkit.dialog.measure import Score, compare_arms
-from labkit.targets import Target
 
 ADHERENCE_AT_LEAST = 0.60
 TIMES_THE_BASELINE = 2

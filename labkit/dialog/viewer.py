@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from labkit.core.events import Event, Transitioned
 from labkit.dialog.events import BotSaid, ContractFailed, ModelCalled, UserSaid, VariableChanged
-from labkit.events import Event, Transitioned
 
 
 @dataclass

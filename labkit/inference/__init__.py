@@ -5,7 +5,6 @@
 * :mod:`labkit.inference.fit` — weights + KV cache + scratch memory, and whether that fits a GPU;
 * :mod:`labkit.inference.loadlog` — llama.cpp's own buffer report, to check the estimate against;
 * :mod:`labkit.inference.bench` — ``labkit bench inference``;
-* :mod:`labkit.inference.equality` — ``labkit bench equality``: lazy grammar and prefix reuse, token by token;
 * :mod:`labkit.inference.gpu` — can this build offload, and how to rebuild it so it can;
 * :mod:`labkit.inference.goals` — the kit's speed goals, judged against the records in ``data/bench/``.
 """
@@ -17,7 +16,6 @@ from labkit.inference.bench import (
     render_inference,
     render_inference_comparison,
 )
-from labkit.inference.equality import bench_equality, render_equality
 from labkit.inference.fit import (
     FitDecision,
     MemoryEstimate,
@@ -34,8 +32,8 @@ from labkit.inference.loadlog import capture_llama_log, check_against_load, pars
 
 __all__ = [
     "SPEED_GOALS", "ArchSpec", "FitDecision", "GGUFError", "GoalResult", "MemoryEstimate", "SpeedGoal",
-    "bench_equality", "bench_inference", "build_info", "capture_llama_log", "check_against_load", "check_fit",
+    "bench_inference", "build_info", "capture_llama_log", "check_against_load", "check_fit",
     "current_gpu_advice", "default_model_path", "estimate_memory", "gpu_advice", "nominal_arch", "parse_buffers",
-    "read_gguf", "read_gguf_arch", "read_recorded", "render_equality", "render_fit_table", "render_inference",
+    "read_gguf", "read_gguf_arch", "read_recorded", "render_fit_table", "render_inference",
     "render_inference_comparison", "render_speed_goals", "speed_goals", "worked_example",
 ]

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.inference.gguf_meta import read_gguf
 from labkit.inference.loadlog import capture_llama_log
 from labkit.llm.modelfile import embedded_model_path, file_sha256

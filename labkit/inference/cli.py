@@ -1,4 +1,4 @@
-"""Inference subcommands: ``labkit bench inference|parallel|equality`` and ``labkit fit``.
+"""Inference subcommands: ``labkit bench inference|parallel`` and ``labkit fit``.
 
 Registered by ``labkit.cli`` through :func:`register`, so the main parser stays a table of contents.
 """
@@ -11,8 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
-from labkit.inference.equality import DEFAULT_RECORDING
+from labkit.core.errors import LabkitError
 from labkit.inference.fit import (
     DEFAULT_RESERVE_GIB,
     GIB,
@@ -56,22 +55,6 @@ def _cmd_bench_parallel(args: argparse.Namespace) -> int:
         out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=2) if args.json else render_parallel(result))
     return 0
-
-
-def _cmd_bench_equality(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from labkit.inference.equality import bench_equality, render_equality
-
-    result = bench_equality(Path(args.recording), arms=args.arms.split(",") if args.arms else None,
-                            limit=args.limit, threads=args.threads, timing_rounds=args.timing_rounds,
-                            progress=not args.quiet)
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(result, indent=2) if args.json else render_equality(result))
-    return 1 if result["default_problems"] else 0
 
 
 def _decision_dict(d: FitDecision) -> dict[str, Any]:
@@ -133,7 +116,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
-    """Add ``bench inference|parallel|equality`` under ``bench``, ``fit`` under the top-level commands."""
+    """Add ``bench inference|parallel`` under ``bench``, ``fit`` under the top-level commands."""
     b = bench.add_parser("inference", help="load time, prompt and generation tokens/s, grammar cost")
     b.add_argument("--model", help="a registered model name (`labkit models list`) or a .gguf file "
                    "(default: the embedded Gemma 3 270M)")
@@ -158,19 +141,6 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     q.add_argument("--out", help="write the result as JSON here (e.g. data/bench/parallel-cpu.json)")
     q.add_argument("--json", action="store_true", help="print the result as JSON")
     q.set_defaults(func=_cmd_bench_parallel)
-
-    e = bench.add_parser("equality", help="lazy grammar and prefix reuse against today's path, token by token")
-    e.add_argument("--recording", default=DEFAULT_RECORDING,
-                   help=f"a folder written by `labkit experiment` (default {DEFAULT_RECORDING})")
-    e.add_argument("--arms", help="comma-separated arms (default: every arm with recorded calls)")
-    e.add_argument("--limit", type=int, help="at most this many prompts per arm (default: all)")
-    e.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
-    e.add_argument("--out", help="write the result as JSON here (e.g. data/bench/equality.json)")
-    e.add_argument("--timing-rounds", type=int, default=0,
-                   help="also time today's path against the optimised one in this many alternating blocks")
-    e.add_argument("--quiet", action="store_true", help="no progress lines")
-    e.add_argument("--json", action="store_true", help="print the result as JSON")
-    e.set_defaults(func=_cmd_bench_equality)
 
     p = commands.add_parser("fit", help="estimate weights + KV cache memory and whether it fits a GPU")
     p.add_argument("--model", action="append",

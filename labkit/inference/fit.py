@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import gguf
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.inference.gguf_meta import ArchSpec
 
 GIB = 1024**3

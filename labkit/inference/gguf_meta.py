@@ -23,7 +23,7 @@ from typing import Any
 
 import gguf
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 
 _MAGIC = b"GGUF"
 _SCALAR = {  # GGUF value type -> struct format (little-endian)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 
 Record = dict[str, Any]
 
@@ -98,7 +98,7 @@ def _core_why(r: Record) -> str:
     return (f"labkit step {t['labkit_us']:.1f} µs against a bare transitions trigger {t['bare_us']:.1f} µs "
             f"({t['ratio_min']:.2f}–{t['ratio_max']:.2f} over {len(t['rounds'])} rounds, "
             f"{r['machine']['cpu_count']} CPUs, a machine shared with other jobs); where the rest goes: the profile "
-            "in labkit/bench.py's docstring (event validation, hashing, the invariants, all kept)")
+            "in labkit/core/bench.py's docstring (event validation, hashing, the invariants, all kept)")
 
 
 SPEED_GOALS: tuple[SpeedGoal, ...] = (

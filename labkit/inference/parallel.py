@@ -30,14 +30,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.compare.provenance import git_commit, machine
+from labkit.core.errors import LabkitError
 from labkit.inference.bench import model_fields
 from labkit.inference.gguf_meta import read_gguf
 from labkit.inference.loadlog import capture_llama_log
 from labkit.llm.modelfile import embedded_model_path
 from labkit.llm.models import resolve_model
 from labkit.llm.native import load_plan, open_llama
-from labkit.provenance import git_commit, machine
 
 # Different prompts per sequence, so the batch is N users, not one answer copied N times.
 PROMPT = "Ticket {n}: a customer writes that the {thing} stopped working after the update. Reply:"

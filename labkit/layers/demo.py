@@ -16,10 +16,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from labkit.compare.provenance import git_commit, machine
+from labkit.core.store import EventLog, JsonlLog, SqliteLog
 from labkit.layers.machine import LayeredMachine
 from labkit.layers.writing import job_params, scripted_writer, writing_spec
-from labkit.provenance import git_commit, machine
-from labkit.store import EventLog, JsonlLog, SqliteLog
 
 TITLE = "The harbour light"
 TOPICS = ("the storm arrives", "the keeper climbs the tower", "morning in the harbour")

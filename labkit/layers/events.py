@@ -1,6 +1,6 @@
 """The facts a layered machine records, as typed events in labkit's one discriminated union.
 
-Each is registered with :func:`labkit.events.register_event`, so a layered run's log is parsed,
+Each is registered with :func:`labkit.core.events.register_event`, so a layered run's log is parsed,
 hash-checked and replayed by the same code as every other labkit log. Errors a run meets — a
 refused move, a router key nobody declared — are facts too: they are recorded, never only raised.
 """
@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from labkit.events import Event, register_event
+from labkit.core.events import Event, register_event
 
 
 @register_event

@@ -4,7 +4,7 @@ The graph answers "what runs next". A node does one piece of work; after it, eit
 or a router picks the next node. A router is a function whose *possible* return values are
 declared in its return annotation (a ``Literal[...]`` or an ``Enum``), next to the map from each
 key to a node. Declaring them lets the build compare the two sets — every declared key mapped,
-every mapped key declared — so a typo in a map is a :class:`~labkit.errors.TableError` on one page,
+every mapped key declared — so a typo in a map is a :class:`~labkit.core.errors.TableError` on one page,
 not a ``KeyError`` in the middle of a run. A router that still returns an undeclared key at run
 time (Python does not enforce ``Literal``) is recorded as a typed error event by the machine.
 
@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labkit.errors import TableError
+from labkit.core.errors import TableError
+from labkit.core.table import Row
 from labkit.layers.layer import Layer, Refusal
-from labkit.table import Row
 
 NEXT = "next"
 """The event name of a fixed (unconditional) edge in the graph layer's table."""

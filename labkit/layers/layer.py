@@ -1,17 +1,17 @@
 """One layer of a layered machine, and the rules that tie two layers together.
 
-A layer is one dimension of a run's state with its own checked :class:`~labkit.table.TransitionTable`:
+A layer is one dimension of a run's state with its own checked :class:`~labkit.core.table.TransitionTable`:
 the phase of a book ("where are we"), the writing flow ("what are we doing"). Layers are moved *by
 destination* — "flow to REVIEWING" — and the table is the whitelist that says which moves exist, so
 a node asks for the state it needs and the layer answers yes (the row's event) or no (a sentence).
 
 A layer may be *forward-only*: it declares an ordinal order of its states, a row that goes back in
-that order is a :class:`~labkit.errors.TableError` when the layer is built, and a backward move is
+that order is a :class:`~labkit.core.errors.TableError` when the layer is built, and a backward move is
 refused at run time with the order named. That is the seed's "phase only moves forward", checked
 by the build instead of remembered by whoever writes the next row.
 
 A :class:`CrossRule` is a declared implication between two layers ("phase COMPLETE ⇒ flow IDLE").
-It becomes an :class:`~labkit.invariants.Invariant` checked after every step, and the diagram draws it.
+It becomes an :class:`~labkit.core.invariants.Invariant` checked after every step, and the diagram draws it.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.errors import TableError
-from labkit.invariants import Invariant
-from labkit.table import Row, TransitionTable
+from labkit.core.errors import TableError
+from labkit.core.invariants import Invariant
+from labkit.core.table import Row, TransitionTable
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from labkit.errors import LabkitError
-from labkit.events import Event, InvariantViolated, RunStarted
+from labkit.core.errors import LabkitError
+from labkit.core.events import Event, InvariantViolated, RunStarted
+from labkit.core.reducer import Divergence, Replay, ReplayDivergence, replay
+from labkit.core.store import EventLog
+from labkit.core.table import Row
 from labkit.layers.events import (
     AbortRequested,
     LayerMoved,
@@ -41,9 +44,6 @@ from labkit.layers.graph import NEXT, Router
 from labkit.layers.layer import Refusal
 from labkit.layers.spec import LayeredSpec
 from labkit.layers.state import LayeredState, reduce_layers
-from labkit.reducer import Divergence, Replay, ReplayDivergence, replay
-from labkit.store import EventLog
-from labkit.table import Row
 
 
 class _Stop(Exception):

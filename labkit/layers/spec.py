@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from labkit.errors import LabkitError, TableError
-from labkit.events import Event
-from labkit.invariants import Invariant
+from labkit.core.errors import LabkitError, TableError
+from labkit.core.events import Event
+from labkit.core.invariants import Invariant
+from labkit.core.table import Row
 from labkit.layers.graph import NEXT, Graph, Router
 from labkit.layers.layer import CrossRule, Layer
 from labkit.layers.state import LayeredState
-from labkit.table import Row
 
 View = Callable[[LayeredState], str]
 

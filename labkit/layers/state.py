@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from labkit.events import Event, InvariantViolated, RunStarted
+from labkit.core.events import Event, InvariantViolated, RunStarted
 from labkit.layers.events import (
     AbortRequested,
     LayerMoved,

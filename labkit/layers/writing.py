@@ -23,14 +23,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
+from labkit.core.reducer import TableEntry
 from labkit.layers.graph import Graph, Node, Router
 from labkit.layers.layer import CrossRule, Layer
 from labkit.layers.spec import LayeredSpec
 from labkit.layers.state import LayeredState, reduce_layers
 from labkit.llm.backend import Backend, Request, WrappedBackend
 from labkit.llm.fake import ScriptedBackend
-from labkit.reducer import TableEntry
 
 PHASES = ("INIT", "PREMISE", "OUTLINE", "WRITING", "COMPLETE")
 FLOWS = ("IDLE", "WRITING", "REVIEWING", "REWRITING", "POLISHING", "STEERING")
@@ -292,4 +292,4 @@ class AbortDuringCall(WrappedBackend):
 
 TABLES = {"writing": TableEntry(table=writing_spec, reduce=reduce_layers, empty=LayeredState,
                                 invariants=lambda: writing_spec().invariants())}
-"""Read by :mod:`labkit.catalog` (this module is named in ``labkit.registry.TABLE_MODULES``)."""
+"""Read by :mod:`labkit.core.catalog` (this module is named in ``labkit.core.registry.TABLE_MODULES``)."""

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
 from labkit.llm.errors import CassetteError, CassetteMiss
 from labkit.llm.grammar import canonical_schema

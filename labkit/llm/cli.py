@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.llm.backend import Backend
 from labkit.llm.grammar import compile_schema
 from labkit.llm.server_options import add_server_options

@@ -1,12 +1,12 @@
-"""Errors of the LLM backend layer, each a :class:`labkit.errors.LabkitError`.
+"""Errors of the LLM backend layer, each a :class:`labkit.core.errors.LabkitError`.
 
-They live with the backends (not in ``labkit/errors.py``) because only code that talks to a model
+They live with the backends (not in ``labkit/core/errors.py``) because only code that talks to a model
 raises them; callers that do not care which layer failed still catch ``LabkitError``.
 """
 
 from __future__ import annotations
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 
 
 class BackendError(LabkitError):

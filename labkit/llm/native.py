@@ -29,7 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 
 AMX_CPU_FLAGS = frozenset({"amx_int8", "amx_tile", "amx_bf16"})
 OVERRIDE_ENV = "LABKIT_EXTRA_BUFTS"

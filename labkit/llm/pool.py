@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
 
 

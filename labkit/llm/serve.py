@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.llm.native import apply_plan_process_wide
 
 

@@ -13,7 +13,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.llm.http import SCHEMA_MODES, OpenAICompatBackend
 from labkit.llm.server_kinds import KIND_CHOICES
 

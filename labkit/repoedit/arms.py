@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from labkit.core.store import JsonlLog
 from labkit.repoedit.arm_io import ArmEnd, ArmInputs, discard_on_error
 from labkit.repoedit.best_of import best_of
 from labkit.repoedit.features import ALL as ALL_FEATURES
@@ -43,7 +44,6 @@ from labkit.repoedit.prompt_only import HEAD as PROMPT_ONLY_HEAD
 from labkit.repoedit.prompt_only import run_prompt_only
 from labkit.repoedit.prompt_whole import HEAD as PROMPT_WHOLE_HEAD
 from labkit.repoedit.prompt_whole import run_prompt_whole
-from labkit.store import JsonlLog
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """``labkit repoedit run TASK`` (one run of the machine, its trace printed), ``labkit repoedit tasks``,
 and the code comparison: ``labkit repoedit compare`` (record, resume or ``--replay``) and ``compare-report``.
 
-Registered through ``labkit.registry.COMMAND_MODULES``.
+Registered through ``labkit.core.registry.COMMAND_MODULES``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.repoedit.features import FEATURES
 from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir, resolve_task_file
 
@@ -28,7 +28,7 @@ def _versions(extra: dict[str, str]) -> dict[str, str]:
 
     import pytest
 
-    from labkit.provenance import git_commit
+    from labkit.compare.provenance import git_commit
 
     return {"git_commit": git_commit(), "python": platform.python_version(), "pytest": pytest.__version__, **extra}
 
@@ -60,9 +60,9 @@ def copy_folder(log_path: str | Path) -> Path:
 
 def finished_run(log_path: str | Path) -> Any:
     """The reduced state of the run a log holds when that run has ended (DONE or FAILED), else None."""
-    from labkit.reducer import replay
+    from labkit.core.reducer import replay
+    from labkit.core.store import load_events
     from labkit.repoedit.machine import TABLE_NAME, TABLES
-    from labkit.store import load_events
 
     path = Path(log_path)
     if not path.exists():
@@ -75,8 +75,8 @@ def finished_run(log_path: str | Path) -> Any:
 
 def _run_task(args: argparse.Namespace, task: Any, log_path: str | None) -> Any:
     """Run one task; with a log that holds this task's stopped run, resume that run instead."""
+    from labkit.core.store import JsonlLog
     from labkit.repoedit.machine import Limits, RepoEditRun, no_human
-    from labkit.store import JsonlLog
 
     planner, versions = _planner(args, task)
     log = JsonlLog(log_path, run_id=task.id) if log_path else None
@@ -235,7 +235,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     elif args.server:
         raise LabkitError("--server is given but no arm asks a model", "drop --server, or add a model arm.")
     out = Path(args.out)
-    from labkit.runs import Answers, clean_commit
+    from labkit.compare.runs import Answers, clean_commit
 
     clean_commit(out)  # a recording into data/ names a commit, not a dirty tree
     run_compare(config, Answers(live=live), out, describe=describe, progress=print)

@@ -2,7 +2,7 @@
 
 What is the comparison's own lives here — its configuration, tasks, arms, verifier and rows
 (:class:`CodeComparison`); resume, cassettes, progress and spreading runs over servers are the one
-runner's (:mod:`labkit.runs`). What lands in the output folder, written run by run (an interrupted
+runner's (:mod:`labkit.compare.runs`). What lands in the output folder, written run by run (an interrupted
 recording loses nothing):
 
 - ``compare.json`` — the configuration; a folder recorded with another one is refused, so a resumed
@@ -36,7 +36,8 @@ from typing import Any
 
 import yaml
 
-from labkit.errors import LabkitError
+from labkit.compare.runs import Answers, Comparison, Job, Outcome, remaining, run_jobs
+from labkit.core.errors import LabkitError
 from labkit.llm.backend import Backend
 from labkit.repoedit.arm_io import ArmInputs
 from labkit.repoedit.arms import ARMS, DEFAULT_ARMS
@@ -44,7 +45,6 @@ from labkit.repoedit.budget import BudgetedBackend
 from labkit.repoedit.machine import Limits
 from labkit.repoedit.tasks import RepoTask, load_tasks, project_dir
 from labkit.repoedit.verify import Baseline, measure_baseline, verify
-from labkit.runs import Answers, Comparison, Job, Outcome, remaining, run_jobs
 
 REPO = Path(__file__).resolve().parents[2]
 SPLITS = ("test", "dev", "all")
@@ -292,7 +292,7 @@ def provenance(config: CompareConfig, out: Path, describe: dict[str, Any] | None
     """Where this session's rows come from: code, model, versions, machine, tasks file, threads."""
     import pytest
 
-    from labkit.provenance import git_commit, machine
+    from labkit.compare.provenance import git_commit, machine
 
     info = describe or {}
     return {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "mode": mode,
@@ -355,7 +355,7 @@ def run_one(task: RepoTask, arm: str, config: CompareConfig, baseline: Baseline,
 
 
 class CodeComparison(Comparison):
-    """The code comparison as :mod:`labkit.runs` reads it: (arm, task) jobs, one cassette per arm, one run."""
+    """The code comparison as :mod:`labkit.compare.runs` reads it: (arm, task) jobs, one cassette per arm, one run."""
 
     config_file = "compare.json"
 
@@ -408,7 +408,7 @@ def run_compare(config: CompareConfig, answers: Answers, out: Path, *,
                 mode: str = "live", progress: Callable[[str], None] | None = None,
                 clock: Callable[[], float] = time.perf_counter) -> list[RunRow]:
     """Run every job not yet in ``out/runs.jsonl`` (or only the (arm, task) keys in ``only``) with
-    :func:`labkit.runs.run_jobs`; return all rows. ``answers`` is a live model (or a pool of servers,
+    :func:`labkit.compare.runs.run_jobs`; return all rows. ``answers`` is a live model (or a pool of servers,
     over which the runs are spread) recorded to ``out/cassettes``, or the cassettes of a recording."""
     comparison = CodeComparison(config, only, clock)
     resume = _check_folder(out)

@@ -1,7 +1,7 @@
 """The report of the code comparison: per model, fixed with Wilson intervals, broken trees, cost; paired tests.
 
 It reads like the comparison v2's report (:func:`labkit.experiment.v2.report.solved_cell`: "k/n (low–high)")
-and uses the same statistics (:mod:`labkit.stats`): the unit is the task, each arm runs each task once
+and uses the same statistics (:mod:`labkit.compare.stats`): the unit is the task, each arm runs each task once
 (greedy), a task counts as fixed when the verifier says so, and two arms are compared by the exact sign
 test over the tasks both ran (the discordant ones carry the information). The seed's form
 "prompt-only x/10 → machine y/10" is the headline, and :func:`meaning` says in words what the numbers
@@ -15,13 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.compare.features import ablation_sentence
+from labkit.compare.stats import paired_test, stored_p, wilson_interval
+from labkit.core.errors import LabkitError
 from labkit.experiment.v2.report import solved_cell
-from labkit.features import ablation_sentence
 from labkit.repoedit.arms import ARMS, BEST_OF
 from labkit.repoedit.compare import RunRow, load_rows, read_config
 from labkit.repoedit.features import FEATURES
-from labkit.stats import paired_test, stored_p, wilson_interval
 
 # (a, b): what the machine adds over one prompt, and over a free loop with the same tools; what the features add
 # over the machine as first recorded. A pair is reported where a recording holds both arms.
@@ -158,9 +158,9 @@ def failure_kind(row: RunRow) -> str:
 def refusals_without_edit(folder: Path, arm: str) -> dict[tuple[str, ...], int]:
     """For the runs of ``arm`` that ended with no edit applied: how many ended after each set of refusal codes,
     read from their event logs, most common first (what the machine refused when nothing got through)."""
+    from labkit.core.store import load_events
     from labkit.repoedit.compare import log_path
     from labkit.repoedit.events import ProposalRefused
-    from labkit.store import load_events
 
     found: dict[tuple[str, ...], int] = {}
     for row in load_rows(folder / "runs.jsonl"):

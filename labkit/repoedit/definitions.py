@@ -15,7 +15,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from labkit.python_source import parse
+from labkit.core.python_source import parse
 from labkit.repoedit.tasks import SearchReplace
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from labkit.events import Event, InvariantViolated, RunStarted, Transitioned, register_event
+from labkit.core.events import Event, InvariantViolated, RunStarted, Transitioned, register_event
 
 
 @register_event

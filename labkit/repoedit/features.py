@@ -12,7 +12,7 @@ unchanged, so the old recordings still replay).
 
 from __future__ import annotations
 
-from labkit.features import Feature, FeatureTable
+from labkit.compare.features import Feature, FeatureTable
 
 FEATURES: tuple[Feature, ...] = (
     Feature("code_plan", "a project with one source file is planned by code: no model call, no wrong file"),

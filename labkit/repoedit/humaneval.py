@@ -39,9 +39,9 @@ from typing import Literal
 
 import yaml
 
-from labkit.errors import LabkitError
-from labkit.python_source import parse
-from labkit.sandbox import run_sandboxed
+from labkit.core.errors import LabkitError
+from labkit.core.python_source import parse
+from labkit.core.sandbox import run_sandboxed
 
 BenchKind = Literal["fix", "implement"]
 BENCH_KINDS: tuple[str, ...] = ("fix", "implement")
@@ -267,7 +267,7 @@ def _probe(problem: Problem, examples: list[str], fallback: list[str], visible: 
 
     The code is the benchmark's, not a model's, but a mutant is code nobody reviewed: it may loop
     forever, eat memory or do what its mutated line now does. It runs like model-written code
-    (:func:`labkit.sandbox.run_sandboxed`: no network, only its own folder writable, limits), each
+    (:func:`labkit.core.sandbox.run_sandboxed`: no network, only its own folder writable, limits), each
     check under an alarm; the job and the result are files in that folder, so nothing the code prints
     can be taken for the result.
     """

@@ -10,7 +10,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from labkit.python_source import parse
+from labkit.core.python_source import parse
 
 SKIP_DIRS = frozenset({".git", "__pycache__", ".pytest_cache"})
 

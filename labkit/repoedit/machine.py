@@ -21,11 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
-from labkit.events import Event, RunStarted, Transitioned
-from labkit.invariants import Invariant
-from labkit.machine import LabMachine
-from labkit.reducer import Guard, TableEntry
+from labkit.core.errors import LabkitError
+from labkit.core.events import Event, RunStarted, Transitioned
+from labkit.core.invariants import Invariant
+from labkit.core.machine import LabMachine
+from labkit.core.reducer import Guard, TableEntry
+from labkit.core.store import EventLog
+from labkit.core.table import Row, TransitionTable
 from labkit.repoedit.definition_contract import parse_definitions
 from labkit.repoedit.definitions import blamed, definition_edit, definitions
 from labkit.repoedit.edits import (
@@ -62,8 +64,6 @@ from labkit.repoedit.routing import locate_failure, route_after_tests
 from labkit.repoedit.tasks import SearchReplace
 from labkit.repoedit.tools import EditResult, FileText, RollbackResult, ToolContext, call_tool
 from labkit.repoedit.workspace import Workspace
-from labkit.store import EventLog
-from labkit.table import Row, TransitionTable
 
 TABLE_NAME = "repoedit"
 STATES = ("DISCOVER_PROJECT", "PLAN_CHANGE", "EDIT_FILE", "HUMAN_APPROVAL", "RUN_TESTS", "ROLLBACK_OR_FIX",
@@ -134,7 +134,7 @@ def repoedit_invariants() -> list[Invariant]:
     ]
 
 
-# read by labkit.catalog (this module is listed in labkit.registry.TABLE_MODULES)
+# read by labkit.core.catalog (this module is listed in labkit.core.registry.TABLE_MODULES)
 TABLES = {TABLE_NAME: TableEntry(table=repoedit_table, reduce=reduce_repoedit, empty=RepoEditState,
                                  invariants=repoedit_invariants, guards=repoedit_guards)}
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from labkit.events import Event, Transitioned
+from labkit.core.events import Event, Transitioned
 from labkit.repoedit.events import (
     ApprovalDecided,
     ApprovalRequested,

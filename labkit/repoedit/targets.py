@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from labkit.errors import LabkitError
+from labkit.compare.targets import Target
+from labkit.core.errors import LabkitError
 from labkit.repoedit.compare_report import summarize
-from labkit.targets import Target
 
 FIXED_AT_LEAST = 0.85  # of the benchmark's fix tasks
 POINTS_ABOVE = 0.15  # above the prompt-only arm, on the same tasks

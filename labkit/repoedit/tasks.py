@@ -15,7 +15,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 
 FORMAT = 1
 DEFAULT_TASK_FILE = Path(__file__).resolve().parents[2] / "data" / "repos" / "tasks.yaml"

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from textwrap import indent
 from typing import Any
 
-from labkit.events import Event, InvariantViolated, RunStarted, Transitioned
+from labkit.core.events import Event, InvariantViolated, RunStarted, Transitioned
 from labkit.repoedit.events import (
     ApprovalDecided,
     ApprovalRequested,

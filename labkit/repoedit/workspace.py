@@ -5,7 +5,7 @@ rolling back is ``git reset --hard`` plus ``git clean`` to a commit made before 
 a real restore, checked by comparing file hashes, not a promise. Why a subprocess with a time
 limit, inside a sandbox: the code under test is untrusted (a model wrote part of it); a hanging test
 must end as a typed outcome (``timeout``), never as a hanging run, and a hostile one must not reach
-the machine (:mod:`labkit.sandbox`).
+the machine (:mod:`labkit.core.sandbox`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from labkit.errors import LabkitError
-from labkit.sandbox import SandboxLimits, run_sandboxed
+from labkit.core.errors import LabkitError
+from labkit.core.sandbox import SandboxLimits, run_sandboxed
 
 TestOutcome = Literal["passed", "failed", "timeout", "no_tests", "error"]
 OUTPUT_TAIL = 1500  # characters of pytest output kept per run: enough for a traceback, small for a prompt
@@ -185,13 +185,13 @@ class Workspace:
 
     # ------------------------------------------------------------------ tests
     def run_tests(self, *, timeout: float = 60.0) -> TestRun:
-        """Run the project's tests with pytest, confined by :func:`labkit.sandbox.run_sandboxed`.
+        """Run the project's tests with pytest, confined by :func:`labkit.core.sandbox.run_sandboxed`.
 
         The code under test was partly written by a model, so it runs in the sandbox: under bwrap it
         may write only this run's folder (the copy and the junit report beside it), sees no network
         and no home; everywhere it has resource limits (:func:`limits_for_tests`), and a run past
         ``timeout`` s is killed with every process it started. Which mode ran is
-        :func:`labkit.sandbox.sandbox_mode`; the outputs do not depend on it. Plugin autoloading is
+        :func:`labkit.core.sandbox.sandbox_mode`; the outputs do not depend on it. Plugin autoloading is
         off: the projects need plain pytest, and the kit's own plugins (nbval, ...) made each run
         about five times slower to start.
         """

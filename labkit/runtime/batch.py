@@ -6,7 +6,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from labkit.events import Event
+from labkit.core.events import Event
 from labkit.runtime.clock import TickClock
 from labkit.runtime.faults import FaultPlan, coverage_matrix
 from labkit.runtime.loop import Runtime

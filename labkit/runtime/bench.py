@@ -30,8 +30,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
-from labkit.reducer import replay
+from labkit.core.errors import LabkitError
+from labkit.core.reducer import replay
+from labkit.core.store import SqliteLog
 from labkit.runtime.clock import TickClock
 from labkit.runtime.faults import FaultPlan
 from labkit.runtime.fuzz import RandomChooser, draw_schedule, run_schedule
@@ -41,7 +42,6 @@ from labkit.runtime.state import empty_run_state, outcome_view, reduce_run
 from labkit.runtime.table import planner_executor_table
 from labkit.runtime.task import TASKS
 from labkit.runtime.tools import DraftStore, World
-from labkit.store import SqliteLog
 
 ROOT = Path(__file__).resolve().parents[2]
 

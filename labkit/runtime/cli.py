@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from labkit.dispatch import dispatch
-from labkit.errors import LabkitError
-from labkit.events import RunStarted
-from labkit.store import SqliteLog, load_events, sqlite_runs
+from labkit.core.dispatch import dispatch
+from labkit.core.errors import LabkitError
+from labkit.core.events import RunStarted
+from labkit.core.store import SqliteLog, load_events, sqlite_runs
 
 
 def _drafts_path(db: Path, given: str | None) -> Path:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labkit.events import Event, register_event
+from labkit.core.events import Event, register_event
 
 
 class Usage(BaseModel):

@@ -27,7 +27,7 @@ import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.runtime.events import RefusalCode
 from labkit.runtime.faults import Fault
 from labkit.runtime.inject import deliver

@@ -19,8 +19,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labkit.errors import LabkitError
-from labkit.events import Event, Transitioned
+from labkit.core.errors import LabkitError
+from labkit.core.events import Event, Transitioned
 from labkit.runtime.events import FaultInjected
 from labkit.runtime.report import TextTable
 from labkit.runtime.table import FAULTS, IN_PROCESS_FAULTS, STATES, TERMINAL

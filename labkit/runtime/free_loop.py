@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from labkit.events import Event, Transitioned
+from labkit.core.events import Event, Transitioned
 from labkit.runtime.clock import TickClock
 from labkit.runtime.events import StatusChecked, ToolResult, Validation
 from labkit.runtime.executor import kill_runner
@@ -253,7 +253,7 @@ def machine_unknown_writes_committed(events: Sequence[Event]) -> int:
 
 def machine_stopped_on_word(events: Sequence[Event], task: Task) -> int:
     """1 if the run succeeded although the goal predicate over the replayed state is false."""
-    from labkit.reducer import replay
+    from labkit.core.reducer import replay
     from labkit.runtime.state import empty_run_state, reduce_run
     from labkit.runtime.task import goal_met
 

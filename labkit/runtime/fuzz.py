@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from labkit.errors import LabkitError
-from labkit.events import Event, InvariantViolated, Transitioned
-from labkit.reducer import replay
+from labkit.core.errors import LabkitError
+from labkit.core.events import Event, InvariantViolated, Transitioned
+from labkit.core.reducer import replay
+from labkit.core.store import SqliteLog, load_events
 from labkit.runtime.clock import TickClock
 from labkit.runtime.events import HumanDecision
 from labkit.runtime.faults import CRASH_TOOLS, Fault, FaultPlan
@@ -44,7 +45,6 @@ from labkit.runtime.state import empty_run_state, reduce_run
 from labkit.runtime.table import FAULTS, planner_executor_table, state_guards
 from labkit.runtime.task import TASKS, Task
 from labkit.runtime.tools import TOOLS, DraftStore, World, tools_struck_by
-from labkit.store import SqliteLog, load_events
 
 T = TypeVar("T")
 

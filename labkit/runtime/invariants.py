@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from labkit.events import Event, Transitioned
-from labkit.invariants import Invariant
+from labkit.core.events import Event, Transitioned
+from labkit.core.invariants import Invariant
 from labkit.runtime.events import Observation, StatusChecked, ToolCalled, ToolResult, Validation
 
 

@@ -17,9 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.errors import LabkitError
-from labkit.events import Event, RunStarted
-from labkit.machine import LabMachine
+from labkit.core.errors import LabkitError
+from labkit.core.events import Event, RunStarted
+from labkit.core.machine import LabMachine
+from labkit.core.store import EventLog
 from labkit.runtime.events import (
     CandidateRecord,
     DuplicateDelivery,
@@ -46,7 +47,6 @@ from labkit.runtime.table import planner_executor_table, state_guards
 from labkit.runtime.task import Task, goal_met
 from labkit.runtime.tools import TOOLS, CallContext, ToolSpec, World
 from labkit.runtime.validator import DEFAULT_SECRET, Signer, Validator
-from labkit.store import EventLog
 
 RUNTIME_VERSION = "1"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from labkit.events import Event, InvariantViolated, RunStarted, Transitioned
-from labkit.reducer import replay
+from labkit.core.events import Event, InvariantViolated, RunStarted, Transitioned
+from labkit.core.reducer import replay
 from labkit.runtime.events import ExecutionRefused, FaultInjected, Proposed, ToolResult, Validation
 from labkit.runtime.state import empty_run_state, reduce_run
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.runtime.events import Usage
 from labkit.runtime.records import differences_text
 

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 
 DEFAULT_SEED = 4
 DEFAULT_COUNT = 40

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labkit.events import Event, InvariantViolated, RunStarted, Transitioned
+from labkit.core.events import Event, InvariantViolated, RunStarted, Transitioned
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from labkit.events import Event, InvariantViolated, RunStarted, Transitioned
+from labkit.core.events import Event, InvariantViolated, RunStarted, Transitioned
 from labkit.runtime.events import (
     DuplicateDelivery,
     ExecutionRefused,

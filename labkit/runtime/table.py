@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.reducer import Guard, TableEntry
+from labkit.core.reducer import Guard, TableEntry
+from labkit.core.table import Row, TransitionTable
 from labkit.runtime.invariants import runtime_invariants
 from labkit.runtime.state import empty_run_state, reduce_run
-from labkit.table import Row, TransitionTable
 
 TABLE_NAME = "planner_executor"
 
@@ -163,7 +163,7 @@ FAULTS: dict[str, FaultSpec] = {f.name: f for f in (
 IN_PROCESS_FAULTS: tuple[str, ...] = tuple(k for k, f in FAULTS.items() if not f.kills_runner)
 
 
-# read by labkit.catalog (this module is listed in labkit.registry.TABLE_MODULES)
+# read by labkit.core.catalog (this module is listed in labkit.core.registry.TABLE_MODULES)
 TABLES = {TABLE_NAME: TableEntry(table=planner_executor_table, reduce=reduce_run, empty=empty_run_state,
                                  invariants=runtime_invariants, guards=state_guards)}
 

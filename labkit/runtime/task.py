@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from labkit.errors import LabkitError
-from labkit.events import Event, Transitioned
+from labkit.core.errors import LabkitError
+from labkit.core.events import Event, Transitioned
 from labkit.runtime.events import ToolResult
 from labkit.runtime.faults import FaultPlan
 from labkit.runtime.policy import Budget, Policy

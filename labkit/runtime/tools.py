@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.runtime.records import load_records
 
 DRAFT_REPLY_LOST = "no answer from the draft area (the save may have happened)"

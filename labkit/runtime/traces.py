@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from labkit.events import Event, Transitioned
+from labkit.core.events import Event, Transitioned
+from labkit.core.store import EventLog, write_jsonl
 from labkit.runtime.clock import TickClock
 from labkit.runtime.faults import FaultPlan
 from labkit.runtime.loop import Runtime
 from labkit.runtime.task import TASKS
 from labkit.runtime.tools import DraftStore, World
-from labkit.store import EventLog, write_jsonl
 
 TRACES_DIR = Path(__file__).resolve().parents[2] / "data" / "traces"
 CLOCK_START = 1_790_000_000.0  # a fixed wall-clock origin, so the recorded timestamps never change

@@ -27,8 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from labkit.errors import LabkitError
-from labkit.events import Event
+from labkit.core.errors import LabkitError
+from labkit.core.events import Event
+from labkit.core.store import EventLog
 from labkit.experiment.v2.choosers import (
     DEFAULT_DECODING,
     Chooser,
@@ -51,7 +52,6 @@ from labkit.runtime.clock import TickClock
 from labkit.runtime.events import ToolResult, Validation
 from labkit.runtime.loop import Runtime
 from labkit.runtime.tools import DraftStore
-from labkit.store import EventLog
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from labkit.events import Event
+from labkit.core.events import Event
 from labkit.experiment.v2 import prompts, rules
 from labkit.experiment.v2.answers import (
     FormAnswer,

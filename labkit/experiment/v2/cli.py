@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
+from labkit.experiment.v2.equality import DEFAULT_RECORDING
 from labkit.llm.server_options import add_server_options, add_slots_option, check_server_options
 
 
@@ -26,11 +27,11 @@ def _grammar_notes() -> dict[str, list[str]]:
 
 
 def provenance_v2(backend: dict[str, Any], config: Any, mode: str, out: Path | None = None) -> dict[str, Any]:
-    """Where the numbers come from (:func:`labkit.runs.provenance` with the comparison's task files and arms);
+    """Where the numbers come from (:func:`labkit.compare.runs.provenance` with the comparison's task files and arms);
     ``out``, the recording's own folder, does not make the commit dirty."""
+    from labkit.compare.runs import provenance
     from labkit.experiment.v2.arms import ARMS
     from labkit.experiment.v2.taskfile import file_sha256
-    from labkit.runs import provenance
 
     tasks = config.tasks_folder()
     return provenance(
@@ -44,7 +45,7 @@ def provenance_v2(backend: dict[str, Any], config: Any, mode: str, out: Path | N
 
 def with_segment(prov: dict[str, Any], out: Path, *, resume: bool) -> dict[str, Any]:
     """``prov`` with one segment per stretch of recording; a resume must keep the model file and the task files."""
-    from labkit.runs import with_segment as segmented
+    from labkit.compare.runs import with_segment as segmented
 
     return segmented(prov, out, resume=resume, same=[("task_files", "task files")])
 
@@ -147,7 +148,7 @@ def _cmd(args: argparse.Namespace) -> int:
         check_server_options(args, several=True)
         config = _config(args)
         config.check()
-        from labkit.runs import clean_commit
+        from labkit.compare.runs import clean_commit
 
         clean_commit(out)  # a recording into data/ names a commit, not a dirty tree
         if config.decoding.temperature <= 0 and len(config.seeds) > 1:
@@ -210,6 +211,22 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0 if result["identical"] else 1
 
 
+def _cmd_bench_equality(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from labkit.experiment.v2.equality import bench_equality, render_equality
+
+    result = bench_equality(Path(args.recording), arms=args.arms.split(",") if args.arms else None,
+                            limit=args.limit, threads=args.threads, timing_rounds=args.timing_rounds,
+                            progress=not args.quiet)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2) if args.json else render_equality(result))
+    return 1 if result["default_problems"] else 0
+
+
 def register(commands: Any, bench: Any) -> None:
 
     b = bench.add_parser("experiment", help="the comparison (as make experiment) with lazy grammar and prefix reuse "
@@ -219,6 +236,19 @@ def register(commands: Any, bench: Any) -> None:
     b.add_argument("--out", help="write the result as JSON here (e.g. data/bench/experiment-speed-v2.json)")
     b.add_argument("--quiet", action="store_true", help="no progress lines")
     b.set_defaults(func=_cmd_bench)
+
+    e = bench.add_parser("equality", help="lazy grammar and prefix reuse against today's path, token by token")
+    e.add_argument("--recording", default=DEFAULT_RECORDING,
+                   help=f"a folder written by `labkit experiment` (default {DEFAULT_RECORDING})")
+    e.add_argument("--arms", help="comma-separated arms (default: every arm with recorded calls)")
+    e.add_argument("--limit", type=int, help="at most this many prompts per arm (default: all)")
+    e.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    e.add_argument("--out", help="write the result as JSON here (e.g. data/bench/equality.json)")
+    e.add_argument("--timing-rounds", type=int, default=0,
+                   help="also time today's path against the optimised one in this many alternating blocks")
+    e.add_argument("--quiet", action="store_true", help="no progress lines")
+    e.add_argument("--json", action="store_true", help="print the result as JSON")
+    e.set_defaults(func=_cmd_bench_equality)
 
     p = commands.add_parser("experiment", help="the comparison v2: task families, dev/test split, seven arms")
     _task_arguments(p)

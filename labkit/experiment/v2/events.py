@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from labkit.events import Event, register_event
+from labkit.core.events import Event, register_event
 
 
 @register_event

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from labkit.events import Event
+from labkit.core.events import Event
 from labkit.experiment.v2.taskfile import (
     FORM_FIELDS,
     CompareTask,

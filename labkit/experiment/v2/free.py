@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from labkit.core.store import EventLog
 from labkit.experiment.v2 import prompts
 from labkit.experiment.v2.answers import ActionAnswer, answer_schema, read_answer
 from labkit.experiment.v2.choosers import Decoding
@@ -36,7 +37,6 @@ from labkit.llm.backend import Backend
 from labkit.runtime.events import ToolResult
 from labkit.runtime.redact import redact, scrub_text
 from labkit.runtime.tools import INBOX_TOOLS, CallContext, SaveDraftArgs, ToolAnswer, ToolSpec, World, check_key
-from labkit.store import EventLog
 
 
 class SaveRouteArgs(BaseModel):

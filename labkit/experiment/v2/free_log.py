@@ -1,4 +1,4 @@
-"""What a prompt-only loop's event log says, for ``labkit replay`` (a :class:`~labkit.log_kinds.LogKind`).
+"""What a prompt-only loop's event log says, for ``labkit replay`` (a :class:`~labkit.core.log_kinds.LogKind`).
 
 The loop (:mod:`~labkit.experiment.v2.free`) follows no table, so its log has no ``run_started`` and
 no reducer to fold it. Its facts are enough to retell the run: each step's ``model_asked`` (the answer,
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from labkit.events import Event
+from labkit.core.events import Event
+from labkit.core.log_kinds import LogKind
 from labkit.experiment.v2.events import LoopEnded, ModelAsked
-from labkit.log_kinds import LogKind
 from labkit.runtime.events import ToolResult
 
 _TYPES = frozenset({"model_asked", "tool_result", "loop_ended"})

@@ -3,7 +3,7 @@
 The unit is the task (outcomes cluster by task). Per (split, arm) the report gives the run-level
 successes k/n, pass^k over tasks, and the tasks solved with their Wilson 95% interval, a task counting
 as solved when it passed on at least half of its seeds (with one seed: when it passed). Between arms it
-gives the exact sign test over tasks (:func:`labkit.stats.paired_test`) for the comparisons the
+gives the exact sign test over tasks (:func:`labkit.compare.stats.paired_test`) for the comparisons the
 question needs — 4 vs 1 (what the machine with the model adds to prompting), 4 vs 5 (the model's share
 over the best dev rule, on the content families), 5 vs 1 (the harness's share) — on each split. The
 headline set gives "prompt-only x/10 → machine y/10" on test.
@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from labkit.compare.stats import paired_test, pass_hat_k, stored_p, wilson_interval
 from labkit.experiment.v2.arms import ARMS, RunRecordV2
 from labkit.experiment.v2.taskfile import TaskSet
-from labkit.stats import paired_test, pass_hat_k, stored_p, wilson_interval
 
 CONTENT_FAMILIES = ("triage", "extraction", "selection")
 # (a, b, on which families, what the difference means)

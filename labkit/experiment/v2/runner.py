@@ -1,4 +1,4 @@
-"""Arms × splits × tasks × seeds of the comparison v2, declared for the one runner (:mod:`labkit.runs`).
+"""Arms × splits × tasks × seeds of the comparison v2, declared for the one runner (:mod:`labkit.compare.runs`).
 
 What is the comparison's own lives here: its configuration (:class:`ConfigV2`), its jobs and the order
 they run in, where a job's cassette and log go, and one run of an arm (:class:`ComparisonV2`). What
@@ -38,13 +38,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.compare.runs import Answers, Comparison, Job, Outcome, recorded_rows, remaining, run_jobs
+from labkit.core.errors import LabkitError
 from labkit.experiment.v2.arms import ARMS, ArmInputs, RunRecordV2, run_arm
 from labkit.experiment.v2.choosers import Decoding
 from labkit.experiment.v2.taskfile import TaskSet, TaskV2, load_task_set
 from labkit.llm.backend import Backend
 from labkit.llm.errors import BackendError
-from labkit.runs import Answers, Comparison, Job, Outcome, recorded_rows, remaining, run_jobs
 from labkit.runtime.tools import DraftStore
 
 REPO = Path(__file__).resolve().parents[3]
@@ -140,7 +140,7 @@ def _failed_run(arm: str, split: str, task: TaskV2, seed: int, error: Exception,
 
 
 class ComparisonV2(Comparison):
-    """The comparison v2 as :mod:`labkit.runs` reads it: its jobs, cassettes and logs, and one run of an arm."""
+    """The comparison v2 as :mod:`labkit.compare.runs` reads it: its jobs, cassettes and logs, and one run of an arm."""
 
     def __init__(self, settings: ConfigV2) -> None:
         settings.check()
@@ -202,7 +202,7 @@ def remaining_jobs(config: ConfigV2, kept: list[tuple[str, RunRecordV2]]) -> lis
 
 def run_experiment_v2(config: ConfigV2, backends: Answers, out: Path, *, resume: bool = False,
                       progress: Callable[[str], None] | None = None) -> list[tuple[str, RunRecordV2]]:
-    """Run every job with :func:`labkit.runs.run_jobs`: each finished run is appended to ``out/runs.jsonl``
+    """Run every job with :func:`labkit.compare.runs.run_jobs`: each finished run is appended to ``out/runs.jsonl``
     and its log written under ``out/logs``.
 
     With ``resume``, the runs ``out`` already holds are kept and only the others run (see the module's

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.experiment.v2.arms import RunRecordV2
 
 VARIANTS: dict[str, dict[str, Any]] = {"off": {"grammar_mode": "mask", "prefix_reuse": False},
@@ -62,10 +62,10 @@ def bench_experiment_v2(config: Any, *, model: str | None = None, threads: int |
                         say: Callable[[str], None] | None = None, clock: Callable[[], float] = time.perf_counter,
                         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
     """Run ``config`` off/on ``repeats`` times, alternating, on one loaded model; timings and the identity check."""
+    from labkit.compare.provenance import git_commit, machine
     from labkit.experiment.v2.arms import declared_prefixes
     from labkit.experiment.v2.runner import N_CTX, Backends, run_experiment_v2
     from labkit.llm.models import model_backend
-    from labkit.provenance import git_commit, machine
 
     if repeats < 1:
         raise LabkitError(f"--repeats must be at least 1, got {repeats}", "use 1 (one off and one on run) or more.")

@@ -37,7 +37,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 from labkit.runtime.policy import Budget
 from labkit.runtime.records import DIFF_FIELDS, record_ids_in
 from labkit.runtime.tools import RECORD_ID_PATTERN, check_key

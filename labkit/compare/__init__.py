@@ -1,0 +1,1 @@
+"""What every comparison shares: the runner, provenance, paired statistics, switchable features, targets."""

@@ -1,0 +1,97 @@
+"""Switchable machine features: each is one declaration that an arm switches on and its ablation off.
+
+Why a shared table: the code machine (:mod:`labkit.repoedit.features`) and the dialog machine
+(:mod:`labkit.dialog.features`) are measured the same way — an arm is the machine plus a set of
+feature names, and the ablation arms are generated from the table (every feature but one) — so the
+name check and the lookup are written once, here, and each machine declares only its features.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from labkit.core.errors import LabkitError
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One switchable part of a machine: its name, and the failure it answers."""
+
+    name: str
+    about: str
+
+
+@dataclass(frozen=True)
+class Part:
+    """One rule inside a feature that an ablation can switch off on its own (the feature stays on).
+
+    Why parts rather than more features: a recording names the features its arm had on, so a new feature
+    would change what every recorded ``machine_plus`` conversation says it ran under. A part is on with its
+    feature and is recorded only when switched off, so adding one leaves every recording as it was.
+    """
+
+    name: str
+    of: str  # the feature it belongs to
+    about: str
+
+
+@dataclass(frozen=True)
+class FeatureTable:
+    """A machine's declared features (in the order its report lists them) and their switchable parts."""
+
+    machine: str  # how an error names the machine ("dialog machine")
+    features: tuple[Feature, ...]
+    parts: tuple[Part, ...] = ()
+
+    def __post_init__(self) -> None:
+        orphans = [p.name for p in self.parts if p.of not in self.all]
+        if orphans:
+            raise LabkitError(f"parts {orphans} belong to no declared feature of the {self.machine}",
+                              "declare each part with the name of its feature in `of`.")
+
+    @property
+    def all(self) -> frozenset[str]:
+        return frozenset(f.name for f in self.features)
+
+    def checked(self, names: Iterable[str]) -> frozenset[str]:
+        """``names`` as a set, refused if one is not a declared feature."""
+        found = frozenset(names)
+        unknown = sorted(found - self.all)
+        if unknown:
+            raise LabkitError(f"unknown {self.machine} feature(s) {unknown}",
+                              f"use some of: {', '.join(f.name for f in self.features)}.")
+        return found
+
+    def about(self, name: str) -> str:
+        """What feature ``name`` does (refused if it is not declared)."""
+        self.checked([name])
+        return next(f.about for f in self.features if f.name == name)
+
+    def checked_parts(self, names: Iterable[str]) -> frozenset[str]:
+        """``names`` as a set of parts, refused if one is not declared."""
+        found = frozenset(names)
+        unknown = sorted(found - {p.name for p in self.parts})
+        if unknown:
+            raise LabkitError(f"unknown {self.machine} part(s) {unknown}",
+                              f"use some of: {', '.join(p.name for p in self.parts) or '(none declared)'}.")
+        return found
+
+
+def ablation_sentence(rows: Sequence[Mapping[str, Any]], *, things: str, bought: str, count: str,
+                      alpha: float = 0.05) -> str:
+    """An ablation table in one sentence, built from its rows (each with ``feature``, ``buys``, ``p_value`` and
+    the number of paired units under ``count``): which features bought ``bought``, which cost, which bought
+    nothing net (a feature may win some units and lose as many), and which differences are beyond chance — so
+    the words stay right whichever way the numbers came out."""
+    def names(selected: Sequence[Mapping[str, Any]]) -> str:
+        return ", ".join(f"{r['feature']} ({r['buys']:+d} of {r[count]})" for r in selected) or "none"
+
+    gained = [r for r in rows if r["buys"] > 0]
+    cost = [r for r in rows if r["buys"] < 0]
+    level = len(rows) - len(gained) - len(cost)
+    beyond = [r["feature"] for r in rows if r["p_value"] < alpha]
+    return (f"Of {len(rows)} {things}, {len(gained)} bought {bought}: {names(gained)}; {len(cost)} cost: "
+            f"{names(cost)}; {level} bought nothing net. Beyond chance (exact sign test p < {alpha:g}): "
+            f"{', '.join(beyond) or 'none'}.")

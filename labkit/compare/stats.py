@@ -1,0 +1,154 @@
+"""Small-sample statistics for comparing ways of working on a few dozen tasks.
+
+Experiments in this kit run each arm on tens of tasks, a few seeds each. Three questions come up
+every time, and each has one function here that every report imports:
+
+- *How sure is this rate?* :func:`wilson_interval` — the Wilson score interval. The textbook
+  ``p ± 1.96·sqrt(p(1-p)/n)`` says "[1, 1]" after 11 successes in 11 tries, certainty from eleven
+  tries; Wilson's interval stays inside [0, 1] and keeps a sensible width at 0 and n successes.
+- *Does it succeed every time?* :func:`pass_hat_k` — pass^k (after τ-bench): for a task with c
+  successes in n runs, C(c, k) / C(n, k) is the chance that k runs drawn without replacement are
+  all successes; an arm's pass^k is the mean over tasks. pass^1 is the plain success rate.
+- *Is arm A better than arm B?* :func:`paired_test` — outcomes cluster by task (an easy task is easy
+  for every arm), so the unit is the task, and the comparison is paired: each task is scored once
+  per arm, tasks where the arms agree carry no information, and the exact two-sided sign test asks
+  how surprising the split of the remaining ones is if neither arm were better. For one run per
+  task this is exactly the exact McNemar test (:func:`exact_mcnemar`); with several seeds a task's
+  score is its success rate and a task counts for the arm with the higher rate.
+
+Pure Python (``math.comb``), no SciPy: the numbers are small and the arithmetic is the lesson.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from labkit.core.errors import LabkitError
+
+Z95 = 1.959963984540054  # the 97.5% quantile of the standard normal distribution
+
+
+class StatsError(LabkitError, ValueError):
+    """Input no count can produce (more successes than runs, k larger than the runs, ...)."""
+
+
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for ``successes`` out of ``n`` (95% by default), rounded to 4 places.
+
+    ``(0.0, 1.0)`` when n is 0: no tries, no knowledge.
+    """
+    if n < 0 or successes < 0 or successes > n:
+        raise StatsError(f"need 0 <= successes <= n, got {successes} of {n}", "count the runs again.")
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return (round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4))
+
+
+def pass_hat_k(per_task: Mapping[str, tuple[int, int]], k: int) -> float:
+    """Mean over tasks of C(c, k) / C(n, k), for ``per_task`` = {task: (c successes, n runs)}."""
+    if k < 1:
+        raise StatsError(f"pass^k needs k >= 1, got {k}", "use k = 1 … n.")
+    values = []
+    for task, (c, n) in per_task.items():
+        if not 0 <= c <= n:
+            raise StatsError(f"task {task}: {c} successes in {n} runs is impossible", "count again.")
+        if k > n:
+            raise StatsError(f"task {task} has only {n} runs; pass^{k} needs at least {k}", "use k <= n.")
+        values.append(math.comb(c, k) / math.comb(n, k))
+    if not values:
+        raise StatsError("pass^k of no tasks", "run at least one task.")
+    return sum(values) / len(values)
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """Exact two-sided sign test: P(a split at least this uneven) when wins and losses are equally likely.
+
+    With m = wins + losses and s = min(wins, losses): p = min(1, 2 · Σ_{i=0..s} C(m, i) / 2^m).
+    Ties (tasks where both arms score the same) are left out before calling this. 1.0 when m is 0.
+    """
+    if wins < 0 or losses < 0:
+        raise StatsError(f"wins and losses must be >= 0, got {wins} and {losses}", "count the tasks again.")
+    m = wins + losses
+    if m == 0:
+        return 1.0
+    tail = sum(math.comb(m, i) for i in range(min(wins, losses) + 1))
+    return min(1.0, 2 * tail / 2**m)
+
+
+def stored_p(p: float) -> float:
+    """A p-value as a report stores it: six decimals, as the recorded reports were written, except that a p too
+    small for six decimals keeps three significant digits instead of reading as 0 (a p-value is never zero;
+    ``round(1.7e-10, 6)`` made a table print "p = 0")."""
+    return round(p, 6) or float(f"{p:.3g}")
+
+
+def exact_mcnemar(only_a: int, only_b: int) -> float:
+    """Exact McNemar test (two-sided) from the discordant pairs: tasks only A passed, tasks only B passed.
+
+    It is the sign test on the discordant pairs; the concordant ones (both or neither passed) do not
+    enter, which is why it is given only these two counts.
+    """
+    return sign_test_p(only_a, only_b)
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """Two arms compared task by task: where A scored higher, where B did, ties, and the exact p."""
+
+    a: str
+    b: str
+    tasks: int
+    a_better: int
+    b_better: int
+    ties: int
+    p_value: float
+
+    def describe(self) -> str:
+        """One line for a report: both arms, the better/worse/tied task counts and the p-value."""
+        return (f"{self.a} vs {self.b}: {self.a_better} task(s) better, {self.b_better} worse, {self.ties} tied "
+                f"(of {self.tasks}), exact sign test p = {self.p_value:.4g}")
+
+
+def paired_test(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int]], *,
+                names: tuple[str, str] = ("A", "B")) -> PairedTest:
+    """The exact sign test over tasks, for per-task counts ``{task: (successes, runs)}`` of two arms.
+
+    Both arms must have run the same tasks (a paired test of different tasks means nothing). A task
+    counts for the arm with the higher success rate; equal rates are ties and are left out.
+    """
+    if set(a) != set(b):
+        only = sorted(set(a) ^ set(b))
+        raise StatsError(f"the arms ran different tasks ({len(only)} not in both, e.g. {only[:3]})",
+                         "compare arms over the same task set (rerun the missing tasks).")
+    a_better = b_better = 0
+    for task in a:
+        (ca, na), (cb, nb) = a[task], b[task]
+        if not (0 <= ca <= na and 0 <= cb <= nb) or na == 0 or nb == 0:
+            raise StatsError(f"task {task}: counts {a[task]} and {b[task]} are not (successes, runs>0)",
+                             "count again.")
+        # compare rates ca/na and cb/nb without floating point
+        diff = ca * nb - cb * na
+        a_better += diff > 0
+        b_better += diff < 0
+    ties = len(a) - a_better - b_better
+    return PairedTest(names[0], names[1], len(a), a_better, b_better, ties, sign_test_p(a_better, b_better))
+
+
+def verdict_words(a_better: int, b_better: int, p_value: float, names: tuple[str, str] = ("A", "B"),
+                  alpha: float = 0.05) -> str:
+    """What a paired test says, in words a report can print whichever way it came out: which arm did better on
+    the untied tasks, and whether the exact p is below ``alpha`` (a difference beyond chance) or not (no evidence
+    either way at this size, with the direction of the point estimate)."""
+    a, b = names
+    if a_better == b_better:
+        return f"{a} and {b} are level on the untied tasks: no difference to test"
+    better = a if a_better > b_better else b
+    if p_value < alpha:
+        return f"{better} did better, beyond chance (p < {alpha:g})"
+    return f"no evidence either way at this size (p ≥ {alpha:g}); the point estimate favours {better}"

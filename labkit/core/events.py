@@ -1,0 +1,325 @@
+"""Typed, immutable, hash-chained events.
+
+An event is a fact that happened in a run: a transition, an invariant violation, a tool result.
+Events are pydantic v2 models tagged by their ``type`` field and parsed through one discriminated
+union, so an unknown ``type`` or a missing field is an error that names the event, never a
+silently half-read dict.
+
+Sealing and the hash chain
+--------------------------
+Every stored event carries ``seq`` (0, 1, 2, ...), ``prev_hash`` (the previous event's hash, or
+``GENESIS_HASH`` for the first) and its own ``hash``. The hash is the SHA-256 of the event's JSON
+*exactly as written*, without the hash field. Because the hash is always the first key of the
+written line, checking a line needs no re-serialisation: the body is the line with that first key
+cut out. That keeps verification cheap enough to run on every load (see ``labkit bench core``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from labkit.core import registry
+from labkit.core.errors import EventLogError
+
+SCHEMA_VERSION = 1
+GENESIS_HASH = "0" * 64
+_HASH_PREFIX = '{"hash":"'
+_HASH_PREFIX_B = _HASH_PREFIX.encode()
+_HASH_END = len(_HASH_PREFIX) + 64  # index just after the hex digest
+_BODY_START = _HASH_END + 2  # skip the '",' that closes the hash field
+_EMPTY_HASH_FIELD_B = b'{"hash":"",'  # how an unsealed event's JSON starts
+_EMPTY_HASH_END = len(_EMPTY_HASH_FIELD_B)
+_HASHED_BRACE = hashlib.sha256(b"{")  # every hashed body starts with the '{' that the cut field leaves
+
+
+class Event(BaseModel):
+    """Fields shared by every event. Subclasses add a ``type`` literal and their own facts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hash: str = ""  # must stay the first field: see the module docstring
+    type: str
+    schema_version: int = SCHEMA_VERSION
+    seq: int = -1
+    run_id: str = ""
+    at: float = 0.0
+    prev_hash: str = ""
+
+
+_REGISTRY: dict[str, type[Event]] = {}
+_adapter: TypeAdapter[Any] | None = None
+_declared_loaded = False
+
+
+def register_event(cls: type[Event]) -> type[Event]:
+    """Class decorator: add an event type to the discriminated union used for parsing.
+
+    Layers above the core (the planner runtime, the experiment) declare their own event types in
+    a module named in ``labkit.core.registry.EVENT_MODULES``; the parser imports those modules before
+    it reads its first line, so one parser and one replay path serve every log and no caller has
+    to import a layer first.
+    """
+    global _adapter
+    tag = cls.model_fields["type"].default
+    if not isinstance(tag, str) or not tag:
+        raise TypeError(f"{cls.__name__} needs a default for its 'type' literal")
+    if tag in _REGISTRY and _REGISTRY[tag] is not cls:
+        raise TypeError(f"event type '{tag}' is registered twice ({_REGISTRY[tag].__name__}, {cls.__name__})")
+    _REGISTRY[tag] = cls
+    _adapter = None
+    return cls
+
+
+def _load_declared() -> None:
+    """Import the modules that declare event types (once), so their types are registered."""
+    global _declared_loaded
+    if not _declared_loaded:
+        registry.load(registry.EVENT_MODULES)
+        _declared_loaded = True
+
+
+def event_types() -> dict[str, type[Event]]:
+    """Every event type by tag, the declared layers' included (a copy)."""
+    _load_declared()
+    return dict(_REGISTRY)
+
+
+def _union_adapter() -> TypeAdapter[Any]:
+    global _adapter
+    if _adapter is None:  # built once (again after a new registration), with every declared type
+        _load_declared()
+        members = tuple(_REGISTRY.values())
+        union = members[0] if len(members) == 1 else Union[members]  # noqa: UP007 - built at run time
+        _adapter = TypeAdapter(Annotated[union, Field(discriminator="type")])
+    return _adapter
+
+
+@register_event
+class RunStarted(Event):
+    """First event of a run: which table it follows and the versions that shaped it."""
+
+    type: Literal["run_started"] = "run_started"
+    table: str
+    initial: str
+    versions: dict[str, str] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+@register_event
+class Transitioned(Event):
+    """The machine moved from ``source`` to ``dest`` because ``trigger`` fired."""
+
+    type: Literal["transitioned"] = "transitioned"
+    trigger: str
+    source: str
+    dest: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+@register_event
+class InvariantViolated(Event):
+    """An invariant failed after event ``after_seq``; ``dest`` is where the run was sent (or stayed)."""
+
+    type: Literal["invariant_violated"] = "invariant_violated"
+    invariant: str
+    detail: str
+    after_seq: int
+    state: str
+    dest: str
+
+
+class FieldsSet(set):  # type: ignore[type-arg]
+    """A read-only fields set that many events of one shape share (pydantic's ``model_fields_set``).
+
+    pydantic gives every model instance its own ``set`` of the field names it was built with. A
+    live run keeps every event, so that set was a third of an event's memory and, being a container,
+    was walked again and again by the cyclic garbage collector (about a fifth of the collector's
+    work per step in ``labkit bench core``). Events the machine builds all have the same names, so
+    they share one such set. It stays a ``set`` (pydantic's serialiser requires one, for
+    ``exclude_unset``); mutating it in place is refused, and a copy (``model_copy`` makes one before
+    it adds updated names, so do ``copy``, ``deepcopy`` and pickling) is a plain, private ``set``.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("this fields set is shared by many events and cannot change; copy it first")
+
+    add = discard = remove = pop = clear = _refuse
+    update = intersection_update = difference_update = symmetric_difference_update = _refuse
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse
+
+    def __copy__(self) -> set[str]:
+        return set(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> set[str]:
+        return set(self)
+
+    def __reduce__(self) -> tuple[type, tuple[list[str]]]:
+        return set, (list(self),)
+
+
+def describe(event: Event) -> str:
+    """One readable line for an event: its seq, its type and the fields that are its own.
+
+    The chain fields (hashes, run id, time) are left out; they matter to the store, not the reader.
+    """
+    own = {k: v for k, v in event.__dict__.items() if k not in _CHAIN_FIELDS}
+    if isinstance(event, Transitioned):
+        payload = f" {event.payload}" if event.payload else ""
+        return f"#{event.seq} {event.source} --{event.trigger}--> {event.dest}{payload}"
+    details = ", ".join(f"{k}={v!r}" for k, v in own.items())
+    return f"#{event.seq} {event.type}: {details}"
+
+
+_CHAIN_FIELDS = frozenset({"hash", "type", "schema_version", "seq", "run_id", "at", "prev_hash"})
+
+
+def seal(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float,
+         owned: bool = False) -> tuple[Event, str]:
+    """Give an event its place in a chain; return the sealed event and its JSON line (no newline).
+
+    The caller's event is never changed, unless ``owned`` says the caller built it for this call
+    alone and placed it already (the machine's hot path): then it is sealed in place, saving a copy.
+    """
+    sealed, body = seal_body(event, seq=seq, prev_hash=prev_hash, run_id=run_id, at=at, owned=owned)
+    return sealed, sealed_line(sealed, body)
+
+
+def seal_body(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float,
+              owned: bool = False) -> tuple[Event, bytes]:
+    """:func:`seal`, returning the hashed body instead of the line: for a store that may write nothing.
+
+    An in-memory log keeps the event and drops the line, so building the line is left to
+    :func:`sealed_line`, called by the stores that write it.
+    """
+    fields = event.__dict__  # the same values as the attributes, read without pydantic's attribute hook
+    if (fields["hash"] == "" and fields["seq"] == seq and fields["prev_hash"] == prev_hash
+            and fields["run_id"] == run_id and fields["at"] == at):
+        staged = event if owned else event.model_copy()
+    else:
+        staged = event.model_copy(update={"seq": seq, "prev_hash": prev_hash, "run_id": run_id, "at": at,
+                                          "hash": ""})
+    # With the hash still empty, the JSON starts with exactly '{"hash":"",'; the body hashed and
+    # written is that JSON without it. Cutting the prefix is cheaper than a serialiser told to skip
+    # the field, and gives the same bytes (the hash is the first field: see the module docstring).
+    # The serialiser is looked up on the instance: through the class, pydantic's metaclass makes
+    # the lookup several times slower.
+    full = staged.__pydantic_serializer__.to_json(staged)
+    if not full.startswith(_EMPTY_HASH_FIELD_B):  # a subclass that moved the hash field
+        raise TypeError(f"{type(staged).__name__} must keep 'hash' as its first field")
+    body = full[_EMPTY_HASH_END:]
+    hasher = _HASHED_BRACE.copy()  # cheaper than a new hasher, and no '{' + body copy
+    hasher.update(body)
+    digest = hasher.hexdigest()
+    # ``staged`` is a private copy nobody else holds yet, so filling in its hash here is safe. A
+    # pydantic model keeps its fields in its ``__dict__``; writing there skips the frozen model's
+    # ``__setattr__`` guard (which would refuse) at a tenth of ``object.__setattr__``'s cost.
+    staged.__dict__["hash"] = digest
+    return staged, body
+
+
+def sealed_line(sealed: Event, body: bytes) -> str:
+    """The line a store writes for an event sealed by :func:`seal_body` with that body (no newline)."""
+    return f'{_HASH_PREFIX}{sealed.hash}",{body.decode()}'
+
+
+def parse_line(line: str | bytes, *, where: str) -> Event:
+    """Parse one written event line, checking its own hash. ``where`` names it in errors.
+
+    Bytes are accepted (and are faster: the hash is taken over them without a decode/encode).
+    """
+    raw = line.encode() if isinstance(line, str) else line
+    if not raw.startswith(_HASH_PREFIX_B) or raw[_HASH_END:_BODY_START] != b'",':
+        _explain_unparseable(raw, where)
+    try:
+        event = _union_adapter().validate_json(raw)
+    except ValidationError as exc:
+        raise _validation_error(exc, raw, where) from None
+    if event.schema_version != SCHEMA_VERSION:
+        raise EventLogError(
+            f"{where}: event seq {event.seq} has schema_version {event.schema_version}, "
+            f"this labkit reads version {SCHEMA_VERSION}",
+            "open it with the labkit version that wrote it, or re-record the run.",
+            seq=event.seq,
+        )
+    hasher = _HASHED_BRACE.copy()
+    hasher.update(raw[_BODY_START:])
+    if hasher.hexdigest() != event.hash:
+        raise EventLogError(
+            f"{where}: event seq {event.seq} does not match its own hash: it was edited after it was written",
+            "restore the original file (the hash chain cannot be repaired by hand), or re-record the run.",
+            seq=event.seq,
+        )
+    return event
+
+
+def _json_problem(line: bytes, where: str) -> EventLogError | None:
+    """If ``line`` is not JSON text at all, the error saying so; else None."""
+    try:
+        json.loads(line)
+    except json.JSONDecodeError as exc:
+        return EventLogError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})",
+                             "the file is damaged at this line; restore it from a copy.")
+    except UnicodeDecodeError:
+        return EventLogError(f"{where}: not UTF-8 text", "the file is damaged at this line; restore it from a copy.")
+    return None
+
+
+def _explain_unparseable(line: bytes, where: str) -> None:
+    problem = _json_problem(line, where)
+    if problem is not None:
+        raise problem
+    raise EventLogError(f"{where}: a JSON object, but not a sealed labkit event (no leading 'hash' field)",
+                        "event logs are written by labkit's stores; do not edit or reformat them by hand.")
+
+
+def _validation_error(exc: ValidationError, line: bytes, where: str) -> EventLogError:
+    problem = _json_problem(line, where)
+    if problem is not None:
+        return problem
+    raw = json.loads(line)
+    seq = raw.get("seq") if isinstance(raw, dict) else None
+    tag = raw.get("type") if isinstance(raw, dict) else None
+    if isinstance(raw, dict) and raw.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+        return EventLogError(
+            f"{where}: event seq {seq} has schema_version {raw.get('schema_version')}, "
+            f"this labkit reads version {SCHEMA_VERSION}",
+            "open it with the labkit version that wrote it, or re-record the run.", seq=seq)
+    if tag not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY))
+        return EventLogError(f"{where}: unknown event type {tag!r} (seq {seq}); known types: {known}",
+                             "add the module that declares this event type to EVENT_MODULES in "
+                             "labkit/core/registry.py, or load the log with the labkit that wrote it.",
+                             seq=seq)
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"][1:]) or "(event)"
+    return EventLogError(f"{where}: event seq {seq} of type '{tag}' is invalid: {field}: {first['msg']}",
+                         "the event does not match its schema; restore the file or re-record the run.",
+                         seq=seq)
+
+
+def verify_chain(events: list[Event], where: Callable[[int], str]) -> None:
+    """Check sequence numbers and hash links; name the first event that breaks them.
+
+    An edited event fails its own hash in ``parse_line``; this catches deleted, inserted and
+    reordered events, which keep valid hashes individually but break the links between them.
+    """
+    expected_prev = GENESIS_HASH
+    for index, event in enumerate(events):
+        if event.seq != index:
+            what = "missing or reordered" if event.seq > index else "duplicated or reordered"
+            raise EventLogError(
+                f"{where(index)}: expected event seq {index}, found seq {event.seq} ({what} events)",
+                "restore the original file; an event log must never be edited by hand.", seq=event.seq)
+        if event.prev_hash != expected_prev:
+            raise EventLogError(
+                f"{where(index)}: event seq {event.seq} does not link to the event before it "
+                "(an event was inserted, removed or replaced before it)",
+                "restore the original file; an event log must never be edited by hand.", seq=event.seq)
+        expected_prev = event.hash

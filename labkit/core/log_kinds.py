@@ -1,0 +1,71 @@
+"""Event logs that follow no table, and how ``labkit replay`` reads them.
+
+A machine's log begins with ``run_started``, which names its table; replay folds it with that table's
+reducer (:mod:`labkit.core.catalog`). Other parts of the kit write hash-chained logs with no table behind
+them — the comparison's prompt-only loop is one: the model's answers and the tools they ran, and how
+the loop stopped. Such a part declares a :class:`LogKind`: how to recognise its log from its events,
+and what the log says, read from the events alone. Kinds are declared as ``LOG_KINDS`` (a mapping of
+name to kind) in the modules named in ``labkit.core.registry.LOG_KIND_MODULES`` and read on first use.
+
+The hash chain is verified before any kind is asked (by :func:`labkit.core.store.load_events`), so what a
+kind prints is what was written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from labkit.core import registry
+from labkit.core.events import Event
+
+
+@dataclass(frozen=True)
+class LogKind:
+    """One kind of table-less log.
+
+    ``recognises(events)`` says whether a verified log is of this kind; ``summarize(events)`` says
+    what it records as named fields (strings, numbers, or lists of one-line strings), in print order.
+    """
+
+    name: str
+    recognises: Callable[[Sequence[Event]], bool]
+    summarize: Callable[[Sequence[Event]], dict[str, Any]]
+
+
+_KINDS: dict[str, LogKind] = {}
+_loaded = False
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    for name, kind in registry.declared(registry.LOG_KIND_MODULES, "LOG_KINDS", "LOG_KIND_MODULES").items():
+        _KINDS.setdefault(name, kind)
+    _loaded = True
+
+
+def names() -> list[str]:
+    """The declared kinds' names."""
+    _load()
+    return list(_KINDS)
+
+
+def recognise(events: Sequence[Event]) -> LogKind | None:
+    """The first declared kind that recognises ``events``, or None."""
+    _load()
+    return next((kind for kind in _KINDS.values() if kind.recognises(events)), None)
+
+
+def render(summary: dict[str, Any]) -> list[str]:
+    """The summary as indented lines: ``key: value``, a list as one line per item under its key."""
+    lines = []
+    for key, value in summary.items():
+        if isinstance(value, list):
+            lines.append(f"  {key}:" + ("" if value else " none"))
+            lines += [f"    {item}" for item in value]
+        else:
+            lines.append(f"  {key}: {value}")
+    return lines
