@@ -217,7 +217,7 @@ predict(f"Greedy decoding, {_prompts} recorded grammar-constrained prompts, lazy
 # (`two-batches-vs-one`): it says whether declaring the prefix changed an answer at all. The whole record:
 
 # %% tags=["reveal"]
-from labkit.inference import render_equality
+from labkit.experiment.v2.equality import render_equality
 
 print(render_equality(equality))
 
