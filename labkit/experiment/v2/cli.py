@@ -1,4 +1,5 @@
-"""``labkit experiment``: the comparison v2 (task families, dev/test split, the ladder of arms), live or replayed."""
+"""The reading comparison as ``labkit compare reading`` declares it, and its benches (``labkit bench experiment``,
+``labkit bench equality``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from labkit.compare.command import ComparisonKind
 from labkit.core.errors import LabkitError
 from labkit.experiment.v2.equality import DEFAULT_RECORDING
-from labkit.llm.server_options import add_server_options, add_slots_option, check_server_options
 
 
 def _grammar_notes() -> dict[str, list[str]]:
@@ -50,15 +51,6 @@ def with_segment(prov: dict[str, Any], out: Path, *, resume: bool) -> dict[str, 
     return segmented(prov, out, resume=resume, same=[("task_files", "task files")])
 
 
-def _live_backend(args: argparse.Namespace, prefixes: tuple[str, ...] = ()) -> Any:
-    """The in-process model (v2's context and declared prefixes), one server, or a pool of servers."""
-    from labkit.experiment.v2.runner import N_CTX
-    from labkit.llm.models import model_backend
-    from labkit.llm.server_options import live_backend
-
-    return live_backend(args, lambda: model_backend(args.model, n_ctx=N_CTX, threads=args.threads, prefixes=prefixes))
-
-
 RECORDED = "data/experiment-v2"  # one folder per model name: the committed recordings
 
 
@@ -72,24 +64,25 @@ def default_config() -> Any:
 
 
 def _config(args: argparse.Namespace) -> Any:
-    """The runs asked for: the headline ten by default, ``--full`` for every task, or a chosen subset."""
+    """The runs asked for: the test split's headline ten by default, ``--full`` for every task of the split(s),
+    ``--only`` some task ids or ``--per-family`` a few of each family."""
+    from labkit.compare.command import split_list
     from labkit.experiment.v2.choosers import Decoding
-    from labkit.experiment.v2.runner import ConfigV2
+    from labkit.experiment.v2.runner import TASKS_V2, ConfigV2
 
-    chosen = [name for name, given in (("--full", args.full), ("--task-ids", args.task_ids),
+    chosen = [name for name, given in (("--full", args.full), ("--only", args.only),
                                        ("--per-family", args.per_family)) if given]
     if len(chosen) > 1:
         raise LabkitError(f"{' and '.join(chosen)} choose tasks in different ways", "give one of them.")
-    config = ConfigV2(arms=args.arms.split(",") if args.arms else ConfigV2().arms,
-                      splits=(args.splits or "dev,test").split(","),
+    config = ConfigV2(arms=split_list(args.arms) or ConfigV2().arms,
+                      splits=["dev", "test"] if args.split == "all" else [args.split],
                       seeds=list(range(args.first_seed, args.first_seed + args.seeds)),
-                      decoding=Decoding(temperature=args.temperature),
-                      task_ids=args.task_ids.split(",") if args.task_ids else None, per_family=args.per_family)
+                      decoding=Decoding(temperature=args.temperature), task_ids=split_list(args.only),
+                      per_family=args.per_family, tasks_dir=args.tasks or TASKS_V2)
     if not chosen:  # the default: the test split's headline set, the seed's "x/10 -> y/10" form
-        if args.splits not in (None, "test"):
+        if args.split != "test":
             raise LabkitError("the default task set is the test split's headline ten",
-                              "use --full (every dev and test task), --task-ids or --per-family with --splits.")
-        config.splits = ["test"]
+                              "use --full (every task of the split), --only or --per-family with --split.")
         config.task_ids = list(default_config().task_ids)
     return config
 
@@ -121,81 +114,72 @@ def _say_estimate(jobs: list[tuple[str, str, Any, int]], model: str | None) -> N
               f"recorded on 2 cores; a busy or slower machine takes longer)", file=sys.stderr)
 
 
-def _cmd(args: argparse.Namespace) -> int:
-    from labkit.experiment.v2.report import markdown, write_report
-    from labkit.experiment.v2.runner import (
-        Backends,
-        finished_runs,
-        prepare_replay_v2,
-        remaining_jobs,
-        run_experiment_v2,
-    )
+def _plan(args: argparse.Namespace) -> Any:
+    """A live recording of the reading comparison: its provenance in segments, its rows, its report files."""
+    from labkit.compare.command import Plan
+    from labkit.experiment.v2.arms import ARMS, declared_prefixes
+    from labkit.experiment.v2.report import write_report
+    from labkit.experiment.v2.runner import N_CTX, finished_runs, remaining_jobs, run_experiment_v2
 
-    out = Path(args.out)
-    if args.replay:
-        if args.resume:
-            raise LabkitError("--resume continues a live recording; a replay always runs whole",
-                              "drop --resume (or --replay).")
-        folder = Path(args.replay)
-        if folder.resolve() == out.resolve():
-            raise LabkitError(f"--out {out} is the folder being replayed", "write the replay elsewhere (--out).")
-        config = prepare_replay_v2(folder)
-        backends = Backends(replay=folder)
-        recorded = folder / "provenance.json"
-        prov = {**(json.loads(recorded.read_text(encoding="utf-8")) if recorded.exists() else {}),
-                "mode": "replay", "replayed_from": str(folder)}
-    else:
-        check_server_options(args, several=True)
-        config = _config(args)
-        config.check()
-        from labkit.compare.runs import clean_commit
+    config = _config(args)
+    config.check()
+    if config.decoding.temperature <= 0 and len(config.seeds) > 1:
+        print("labkit: greedy decoding with several seeds: the seeds vary the order of examples, queues, "
+              "messages and menu options (see provenance 'arms')", file=sys.stderr)
+    needs_model = any(ARMS[a].uses_model for a in config.arms)
 
-        clean_commit(out)  # a recording into data/ names a commit, not a dirty tree
-        if config.decoding.temperature <= 0 and len(config.seeds) > 1:
-            print("labkit: greedy decoding with several seeds: the seeds vary the order of examples, queues, "
-                  "messages and menu options (see provenance 'arms')", file=sys.stderr)
-        from labkit.experiment.v2.arms import ARMS, declared_prefixes
-
-        needs_model = any(ARMS[a].uses_model for a in config.arms)
-        kept = finished_runs(config, out) if args.resume else []  # checked before a model loads
+    def record(answers: Any, out: Path, resume: bool, say: Any) -> None:
+        kept = finished_runs(config, out) if resume else []
         if needs_model and not args.server:
             _say_estimate(remaining_jobs(config, kept), args.model)
-        prefixes = declared_prefixes(config.arms, config.seeds, config.task_sets()["dev"].example_tasks())
-        backends = Backends(live=_live_backend(args, prefixes) if needs_model else None)
-        prov = with_segment(provenance_v2(backends.describe(), config, "live", out), out, resume=args.resume)
+        prov = with_segment(provenance_v2(answers.describe(), config, "live", out), out, resume=resume)
         out.mkdir(parents=True, exist_ok=True)  # this segment's provenance first: an interruption keeps it
         (out / "provenance.json").write_text(json.dumps(prov, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    started = time.perf_counter()
-    say = None if args.quiet else (lambda line: print(line, file=sys.stderr))
-    runs = run_experiment_v2(config, backends, out, resume=args.resume, progress=say)
-    if "segments" in prov:
+        started = time.perf_counter()
+        runs = run_experiment_v2(config, answers, out, resume=resume, progress=say)
         prov["segments"][-1]["wall_s"] = round(time.perf_counter() - started, 1)
         prov["wall_s"] = round(sum(seg["wall_s"] or 0 for seg in prov["segments"]), 1)
-    else:
-        prov["wall_s"] = round(time.perf_counter() - started, 1)
-    summary = write_report(out, runs, config.arms, config.splits, config.task_sets()["test"], prov)
-    print(markdown(summary["rows"], summary["paired"], summary["headline"]), end="")
-    print(f"\n{len(runs)} runs, {prov['mode']}, wall time {prov['wall_s']:.0f} s; results, logs/ and cassettes/ "
-          f"in {out}")
-    return 0
+        write_report(out, runs, config.arms, config.splits, config.task_sets()["test"], prov)
+
+    prefixes = declared_prefixes(config.arms, config.seeds, config.task_sets()["dev"].example_tasks())
+    return Plan(record, uses_model=needs_model, n_ctx=N_CTX, prefixes=prefixes)
 
 
-def _task_arguments(p: argparse.ArgumentParser) -> None:
-    """What to run and with which model: shared by ``labkit experiment`` and ``labkit bench experiment``."""
-    from labkit.experiment.v2.arms import ARMS
+def _replay(folder: Path, out: Path, say: Any) -> list[str]:
+    from labkit.compare.command import row_differences
+    from labkit.compare.runs import Answers, read_rows
+    from labkit.experiment.v2.runner import prepare_replay_v2, run_experiment_v2
 
-    p.add_argument("--arms", help=f"comma-separated arms (default all: {', '.join(ARMS)})")
-    p.add_argument("--full", action="store_true", help="every task of dev and test (default: the test split's "
+    run_experiment_v2(prepare_replay_v2(folder), Answers(replay=folder), out, progress=say)
+    return row_differences(read_rows(folder / "runs.jsonl"), read_rows(out / "runs.jsonl"),
+                           key=lambda r: (r["arm"], r["split"], r["task"], r["seed"]))
+
+
+def _report(folder: Path) -> str:
+    """The reading comparison's tables, computed from the recording's rows."""
+    from labkit.experiment.v2.report import headline, markdown, paired_rows, summary_rows
+    from labkit.experiment.v2.runner import load_runs_v2, prepare_replay_v2
+
+    config = prepare_replay_v2(folder)
+    runs = load_runs_v2(folder / "runs.jsonl")
+    head = headline(runs, config.task_sets()["test"]) if "test" in config.splits else None
+    return markdown(summary_rows(runs, config.arms, config.splits), paired_rows(runs, config.splits), head)
+
+
+def _reading_options(p: argparse.ArgumentParser) -> None:
+    """The reading comparison's own options (``labkit compare reading`` and ``labkit bench experiment``)."""
+    p.add_argument("--full", action="store_true", help="every task of the split (default: the test split's "
                                                         "headline ten; prints an estimate of the time first)")
-    p.add_argument("--splits", help="dev, test or dev,test, with --full, --task-ids or --per-family (default dev,test)")
-    p.add_argument("--task-ids", help="comma-separated task ids")
     p.add_argument("--per-family", type=int, help="at most N tasks per family and split (a smoke run)")
     p.add_argument("--seeds", type=int, default=1, help="seeds per task and arm (default 1)")
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0: greedy)")
-    p.add_argument("--model", help="a registered model name (labkit models list; a chat model is asked in its chat "
-                                   "template) or a .gguf file, instead of the embedded model")
-    p.add_argument("--threads", type=int, help="llama.cpp threads for an in-process model")
+
+
+def _arms_help() -> str:
+    from labkit.experiment.v2.arms import ARMS
+
+    return f"comma-separated arms (default all: {', '.join(ARMS)})"
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -227,11 +211,29 @@ def _cmd_bench_equality(args: argparse.Namespace) -> int:
     return 1 if result["default_problems"] else 0
 
 
-def register(commands: Any, bench: Any) -> None:
+def _bench_task_options(p: argparse.ArgumentParser) -> None:
+    """``labkit bench experiment`` chooses its runs with ``labkit compare reading``'s flags."""
+    p.add_argument("--model", help="a registered model name or a .gguf file (default: the embedded model)")
+    p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core)")
+    p.add_argument("--tasks", help="the task folder (dev.json, test.json; default data/tasks-v2)")
+    p.add_argument("--split", choices=("dev", "test", "all"), default="test")
+    p.add_argument("--arms", help=_arms_help())
+    p.add_argument("--only", help="comma-separated task ids")
+    _reading_options(p)
 
-    b = bench.add_parser("experiment", help="the comparison (as make experiment) with lazy grammar and prefix reuse "
-                                            "off, then on, back to back; checks the runs are identical")
-    _task_arguments(b)
+
+COMPARISONS = {"reading": ComparisonKind(
+    name="reading", about="the reading tasks: task families, dev/test split, the ladder of arms",
+    config_file="experiment.json",
+    tasks_help="a folder holding dev.json and test.json (default data/tasks-v2)", arms_help=_arms_help(),
+    options=_reading_options, plan=_plan, replay=_replay, report=_report)}
+
+
+def register(commands: Any, bench: Any) -> None:
+    del commands
+    b = bench.add_parser("experiment", help="the reading comparison (as make experiment) with lazy grammar and "
+                                            "prefix reuse off, then on, back to back; checks the runs are identical")
+    _bench_task_options(b)
     b.add_argument("--repeats", type=int, default=1, help="off/on pairs, alternating (default 1)")
     b.add_argument("--out", help="write the result as JSON here (e.g. data/bench/experiment-speed-v2.json)")
     b.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -239,7 +241,7 @@ def register(commands: Any, bench: Any) -> None:
 
     e = bench.add_parser("equality", help="lazy grammar and prefix reuse against today's path, token by token")
     e.add_argument("--recording", default=DEFAULT_RECORDING,
-                   help=f"a folder written by `labkit experiment` (default {DEFAULT_RECORDING})")
+                   help=f"a folder written by `labkit compare reading` (default {DEFAULT_RECORDING})")
     e.add_argument("--arms", help="comma-separated arms (default: every arm with recorded calls)")
     e.add_argument("--limit", type=int, help="at most this many prompts per arm (default: all)")
     e.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
@@ -249,17 +251,3 @@ def register(commands: Any, bench: Any) -> None:
     e.add_argument("--quiet", action="store_true", help="no progress lines")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
     e.set_defaults(func=_cmd_bench_equality)
-
-    p = commands.add_parser("experiment", help="the comparison v2: task families, dev/test split, seven arms")
-    _task_arguments(p)
-    add_server_options(p, server_help="an OpenAI-compatible server's base URL instead of an in-process model "
-                       "(plain completions, the prompts sent as they are, unless --server-kind says how to reach "
-                       "a chat model's template). Give it once per server to spread the runs over several servers "
-                       "of one model; the rows are one server's")
-    add_slots_option(p)
-    p.add_argument("--replay", metavar="DIR", help="replay a recorded v2 experiment from its cassettes")
-    p.add_argument("--out", default="results", help="output folder (default results/)")
-    p.add_argument("--resume", action="store_true", help="continue an interrupted recording in --out (same "
-                   "options and model): its finished runs are kept, the others run")
-    p.add_argument("--quiet", action="store_true", help="no per-run progress lines")
-    p.set_defaults(func=_cmd)
