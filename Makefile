@@ -1,5 +1,5 @@
 # labkit: two commands do all set-up. See README.md.
-#   make experiment   bootstrap .venv, check the machine (labkit doctor), run the comparison live, write results/
+#   make experiment   bootstrap .venv, check the machine (labkit doctor), run the reading comparison live, write results/
 #   make test         bootstrap .venv, run lint, unit tests, exercise checks and nbval on notebooks/
 #   make lab          start JupyterLab on notebooks/
 
@@ -35,9 +35,10 @@ test-bench: $(STAMP)
 
 # The doctor runs first (a few seconds): a machine that cannot run the model gets advice, not a segfault.
 # MODEL=qwen2.5-coder-1.5b runs the opt-in model (labkit models fetch it first); ARGS=--full runs every task.
+# --resume: a second run continues (or just reports) the recording in results/reading-MODEL instead of refusing it.
 experiment: $(STAMP)
 	@$(BIN)/labkit doctor --for experiment || { echo "make experiment: stopped before the run; fix what labkit doctor says above, then run make experiment again."; exit 1; }
-	$(BIN)/labkit experiment $(if $(MODEL),--model $(MODEL)) $(ARGS)
+	$(BIN)/labkit compare reading $(if $(MODEL),--model $(MODEL)) --out results/reading-$(or $(MODEL),gemma3-270m) --resume $(ARGS)
 
 # JupyterLab refuses to start as root (the usual user in a container) unless told --allow-root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)

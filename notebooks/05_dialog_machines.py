@@ -19,7 +19,7 @@
 # ([event log](../docs/glossary.md), [replay](../docs/glossary.md)). **Time:** about 100 minutes, the quiz included.
 # The **Predict** boxes hide their answer until you choose and press *check*.
 #
-# Nothing here runs a model. Every answer shown was recorded live (`labkit dialog-measure`, greedy decoding:
+# Nothing here runs a model. Every answer shown was recorded live (`labkit compare dialog`, greedy decoding:
 # [temperature](../docs/glossary.md) 0) into the [cassettes](../docs/glossary.md) under
 # `data/dialog/runs/<model>/` (the first recording) and `data/dialog/runs_test/<model>/` (the machine with its
 # features, on the test users), and is replayed or re-scored from them; outputs differ slightly across CPUs, so
@@ -319,7 +319,7 @@ Markdown("\n".join(["| feature | what it does |", "|---|---|"]
 # %% [markdown]
 # **What each feature buys.** Every feature, and each of the two rules inside features, has an ablation: the same
 # arm without it, on the dev users (design data, never the report). The features and rules of `machine_plus` were
-# ablated on the first dev users of each scenario, recorded a few users at a time (`labkit dialog-measure --only
+# ablated on the first dev users of each scenario, recorded a few users at a time (`labkit compare dialog --only
 # a05,s05 --resume`); the two candidates of the later design rounds (§9) on all the dev users, each against the
 # arm it was added to. One row per pair, paired by user (the users column); "parts that moved" counts users per
 # part of the measure, so a feature that buys no adherence can still show what it changes:

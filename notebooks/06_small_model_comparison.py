@@ -15,7 +15,7 @@
 # **Time:** about 55 minutes, the quiz included. The **Predict** boxes hide their answer until you choose and press
 # *check*.
 #
-# Nothing here runs a model. Each model's runs were recorded live with `labkit experiment` (greedy decoding:
+# Nothing here runs a model. Each model's runs were recorded live with `labkit compare reading` (greedy decoding:
 # [temperature](../docs/glossary.md) 0) into `data/experiment-v2/<model>/` — results, every run's
 # [event log](../docs/glossary.md) and every model call in [cassettes](../docs/glossary.md) — and this notebook
 # replays them: a call missing from a cassette would be an error, never a live call. Numbers come from one live run

@@ -312,8 +312,8 @@ print(f"\n{summary['done']}/{len(summary['runs'])} DONE, recorded at commit {sum
 # - **machine + oracle** and **machine + noop**: the known fix, and a planner that changes nothing, through the
 #   same machine: the ceiling, and what the machine achieves on its own.
 #
-# Both models were recorded live (`labkit repoedit compare`, greedy, one thread); the tables below are computed
-# from those recordings in `data/repoedit/compare/`, which `labkit repoedit compare --replay` re-runs row for row
+# Both models were recorded live (`labkit compare code`, greedy, one thread); the tables below are computed
+# from those recordings in `data/repoedit/compare/`, which `labkit compare code --replay` re-runs row for row
 # without a model.
 
 # %%
@@ -473,7 +473,7 @@ print(pass_at_1_text(DATA / "repoedit" / "humaneval-implement" / "qwen2.5-coder-
 # a fresh copy with the whole call budget. The first tree that passes the visible tests is kept, else the greedy
 # one; the hidden grader still judges only the kept tree. Both arms get the same three tries, so what letting tests
 # pick buys is measured for the one prompt too, not handed to the machine alone. Each greedy try is the greedy
-# arm's own recorded run (`labkit repoedit compare --reuse` answers a request already in the greedy recording's
+# arm's own recorded run (`labkit compare code --reuse` answers a request already in the greedy recording's
 # cassettes from there), so the two recordings are paired task by task:
 
 # %% jupyter={"source_hidden": true}
@@ -527,7 +527,7 @@ for _label, _arms, _bench, _kit in (("greedy", ("machine_plus", "prompt_whole"),
 #
 # Section 8's ablation ran on ten projects, too few to show anything but a large effect. The same ablation arms
 # were recorded on the fix tasks of the test split, after the machine with every feature, with
-# `labkit repoedit compare --reuse`: a call whose very request the machine's recording holds is answered from
+# `labkit compare code --reuse`: a call whose very request the machine's recording holds is answered from
 # its cassette (greedy decoding gives one answer per request), so only the calls a switched-off feature changes
 # went to the model. A HumanEval project has one source file, so `code_plan` plans it and no plan prompt is ever
 # built. Before the table: what should switching off `closed_plan`, `plan_references` or `plan_example` change?

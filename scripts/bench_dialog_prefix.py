@@ -5,7 +5,7 @@ Issue 24 asks for the seed's cache reads: the machine's fixed head per step is a
 from the cache per user message. With ``--prefix-cache`` a prompt that starts with a head is evaluated
 as two batches, [head][rest]; the head's KV state is kept between calls, which by construction
 changes only the time (:mod:`labkit.llm.prefix_cache`). This script measures it on the real model,
-with the runner that records the comparison (``labkit dialog-measure``), on dev users:
+with the runner that records the comparison (``labkit compare dialog``), on dev users:
 
 - **F**: two batches, the head evaluated afresh on every call (the reference for K);
 - **K**: two batches, the head's state kept (what ``--prefix-cache`` does),

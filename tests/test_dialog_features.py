@@ -498,7 +498,7 @@ def test_the_cli_offers_the_declared_arms_and_a_split(capsys: pytest.CaptureFixt
     from labkit.cli import main
 
     with pytest.raises(SystemExit):
-        main(["dialog-measure", "--help"])
+        main(["compare", "dialog", "--help"])
     out = capsys.readouterr().out
     assert "machine_plus_no_vars_memory" in out and "--split" in out
     script = DATA / "users" / "s03_cancel.yaml"
@@ -537,9 +537,9 @@ def test_the_report_pairs_the_new_arms(tmp_path: Path) -> None:
 def test_dialog_measure_replay_checks_and_prints_the_new_measure(capsys: pytest.CaptureFixture) -> None:
     from labkit.cli import main
 
-    assert main(["dialog-measure", "--replay", str(DATA / "runs" / "gemma3-270m"), "--quiet"]) == 0
+    assert main(["compare", "dialog", "--replay", str(DATA / "runs" / "gemma3-270m"), "--quiet"]) == 0
     printed = capsys.readouterr().out
-    assert "every conversation reproduced" in printed and "machine: adhered 0/22" in printed
+    assert "every row reproduced" in printed and "machine: adhered 0/22" in printed
     assert "false completions 3" in printed  # the 270M machine's three cancels on the first message
 
 

@@ -107,7 +107,7 @@ def test_the_prefix_cache_is_refused_for_a_server_before_anything_runs(tmp_path:
                                                                        capsys: pytest.CaptureFixture) -> None:
     from labkit.cli import main
 
-    code = main(["dialog-measure", "--server", "http://127.0.0.1:9", "--prefix-cache", "--split", "dev",
+    code = main(["compare", "dialog", "--server", "http://127.0.0.1:9", "--prefix-cache", "--split", "dev",
                  "--only", "a01", "--out", str(tmp_path / "rec")])
     assert code != 0 and "--prefix-cache is for the in-process model" in capsys.readouterr().err
     assert not (tmp_path / "rec").exists()
@@ -121,7 +121,7 @@ def test_reuse_is_refused_where_its_answers_would_not_be_this_recordings(tmp_pat
                                                                         capsys: pytest.CaptureFixture) -> None:
     from labkit.cli import main
 
-    code = main(["dialog-measure", "--reuse", str(DATA / "runs_dev" / "qwen2.5-coder-1.5b-next8"), *extra,
+    code = main(["compare", "dialog", "--reuse", str(DATA / "runs_dev" / "qwen2.5-coder-1.5b-next8"), *extra,
                  "--out", str(tmp_path / "rec")])
     assert code != 0 and said in capsys.readouterr().err
     assert not (tmp_path / "rec").exists()

@@ -112,8 +112,8 @@ def test_a_meter_counts_each_calls_retries_from_its_completion(flaky: FlakyServe
 def test_a_v2_run_records_its_retries_in_record_log_summary_and_report(
         flaky: FlakyServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
-    code = main(["experiment", *_server_args(flaky.url), "--arms", "machine-model", "--task-ids", TASKS,
-                 "--splits", "dev", "--quiet", "--out", str(out)])
+    code = main(["compare", "reading", *_server_args(flaky.url), "--arms", "machine-model", "--only", TASKS,
+                 "--split", "dev", "--quiet", "--out", str(out)])
     assert code == 0
     printed = capsys.readouterr().out
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -134,7 +134,7 @@ def test_a_v2_run_records_its_retries_in_record_log_summary_and_report(
     assert calls and {c["server"] for c in calls} == {flaky.url} and calls[0]["completion"]["retries"] == 2
     # the cassettes keep each call's retries, so a replay reports the same numbers without the server
     again = tmp_path / "again"
-    assert main(["experiment", "--replay", str(out), "--out", str(again), "--quiet"]) == 0
+    assert main(["compare", "reading", "--replay", str(out), "--out", str(again), "--quiet"]) == 0
     replayed = [json.loads(line) for line in (again / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [r["http_retries"] for r in replayed] == [2, 0]
 
@@ -143,8 +143,8 @@ def test_a_server_that_stays_down_fails_each_run_with_its_retries_counted(tmp_pa
     down = FlakyServer(always_fail=True)
     try:
         out = tmp_path / "run"
-        code = main(["experiment", *_server_args(down.url), "--retries", "1", "--arms",
-                     "machine-model,machine-oracle", "--task-ids", TASKS, "--splits", "dev", "--quiet",
+        code = main(["compare", "reading", *_server_args(down.url), "--retries", "1", "--arms",
+                     "machine-model,machine-oracle", "--only", TASKS, "--split", "dev", "--quiet",
                      "--out", str(out)])
     finally:
         down.stop()
@@ -157,38 +157,39 @@ def test_a_server_that_stays_down_fails_each_run_with_its_retries_counted(tmp_pa
 
 
 def test_the_server_options_need_a_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["experiment", "--server-model", "m", "--arms", "machine-oracle", "--task-ids", "dev-triage-01",
+    assert main(["compare", "reading", "--server-model", "m", "--arms", "machine-oracle", "--only", "dev-triage-01",
                  "--out", str(tmp_path / "experiment")]) != 0
     assert "--server-model describe(s) a server, but no --server is given" in capsys.readouterr().err
-    assert main(["experiment", "--slots", "2", "--arms", "machine-model", "--task-ids", "dev-triage-01",
-                 "--splits", "dev", "--out", str(tmp_path / "slots")]) != 0
+    assert main(["compare", "reading", "--slots", "2", "--arms", "machine-model", "--only", "dev-triage-01",
+                 "--split", "dev", "--out", str(tmp_path / "slots")]) != 0
     assert "--slots is for servers" in capsys.readouterr().err
 
 
 def test_the_server_options_are_declared_once_for_the_comparison_and_complete() -> None:
     parser = build_parser()
     options = {}
-    for command in (["experiment"], ["complete", "a prompt"]):
+    for command in (["compare", "reading"], ["complete", "a prompt"]):
         args = parser.parse_args([*command, "--server", "http://x:1", "--server-model", "n", "--model-sha256", SHA,
                                   "--schema-mode", "none", "--timeout", "5", "--retries", "0"])
         options[command[0]] = {k: getattr(args, k) for k in ("server", "server_model", "model_sha256",
                                                              "schema_mode", "timeout", "retries")}
-    assert options["experiment"] == options["complete"] == {
+    assert options["compare"] == options["complete"] == {
         "server": ["http://x:1"], "server_model": "n", "model_sha256": SHA, "schema_mode": "none", "timeout": 5.0,
         "retries": 0}
     with pytest.raises(LabkitError, match="--retries must be 0 or more"):
         from labkit.llm.server_options import connect_servers
 
-        connect_servers(parser.parse_args(["experiment", "--server", "http://x:1", "--retries", "-1"]), several=False)
+        connect_servers(parser.parse_args(["compare", "reading", "--server", "http://x:1", "--retries", "-1"]),
+                        several=False)
 
 
 def test_v2_spreads_its_runs_over_two_servers_and_gets_one_servers_rows(tmp_path: Path) -> None:
     first, second, only = FlakyServer(), FlakyServer(), FlakyServer()
     try:
         common = ["--server-model", "stub-model", "--model-sha256", SHA, "--schema-mode", "json_schema", "--arms",
-                  "machine-model,machine-rule", "--task-ids", TASKS, "--splits", "dev", "--seeds", "2", "--quiet"]
-        assert main(["experiment", "--server", only.url, *common, "--out", str(tmp_path / "one")]) == 0
-        assert main(["experiment", "--server", first.url, "--server", second.url, "--slots", "2", *common,
+                  "machine-model,machine-rule", "--only", TASKS, "--split", "dev", "--seeds", "2", "--quiet"]
+        assert main(["compare", "reading", "--server", only.url, *common, "--out", str(tmp_path / "one")]) == 0
+        assert main(["compare", "reading", "--server", first.url, "--server", second.url, "--slots", "2", *common,
                      "--out", str(tmp_path / "two")]) == 0
     finally:
         for server in (first, second, only):

@@ -1,4 +1,4 @@
-"""``labkit experiment`` / ``labkit bench experiment``: which runs the options choose."""
+"""``labkit compare reading`` / ``labkit bench experiment``: which runs the options choose."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from labkit.experiment.v2.cli import _config, default_config
 
 
 def _parsed(*argv: str):
-    return _config(build_parser().parse_args(["experiment", *argv]))
+    return _config(build_parser().parse_args(["compare", "reading", *argv]))
 
 
 def test_no_options_choose_the_headline_ten_on_the_test_split() -> None:
@@ -20,7 +20,7 @@ def test_no_options_choose_the_headline_ten_on_the_test_split() -> None:
 
 
 @pytest.mark.parametrize("argv", [["--full"], ["--seeds", "2"], ["--arms", "prompt-only"], ["--temperature", "0.5"],
-                                  ["--task-ids", "t-tri-01"], ["--first-seed", "1"]])
+                                  ["--only", "t-tri-01"], ["--first-seed", "1"]])
 def test_any_choice_of_runs_is_not_the_default_configuration(argv: list[str]) -> None:
     """The bench marks its record as `make experiment`'s only when the configuration is the default one."""
     assert _parsed(*argv).to_dict() != default_config().to_dict()
@@ -57,7 +57,7 @@ def test_a_resumed_recording_keeps_one_segment_per_stretch_and_refuses_another_m
 def test_resume_and_replay_together_are_refused(tmp_path, capsys) -> None:
     from labkit.cli import main
 
-    assert main(["experiment", "--replay", "data/experiment-v2/gemma3-270m", "--resume",
+    assert main(["compare", "reading", "--replay", "data/experiment-v2/gemma3-270m", "--resume",
                  "--out", str(tmp_path / "out")]) != 0
-    assert "--resume continues a live recording" in capsys.readouterr().err
+    assert "--resume is for a live recording" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # refused before anything was written

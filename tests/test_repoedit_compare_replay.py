@@ -9,12 +9,12 @@ task of the recorded split must be unchanged since then (the task file may grow 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from labkit.cli import main
+from labkit.compare.provenance import read_provenance
 from labkit.llm.models import get_model
 from labkit.repoedit.arms import ARMS
 from labkit.repoedit.compare import (
@@ -40,7 +40,7 @@ MODELS = ("gemma3-270m", "qwen2.5-coder-1.5b")
 FOLDERS = [COMPARE / m for m in MODELS]
 # Replaying every row of both models takes over two minutes of pytest runs: every row of the model that
 # matters is replayed, and of the embedded model the two arms whose runs are short (its free loop and the
-# no-model arms replay the same way; `labkit repoedit compare --replay` checks them all).
+# no-model arms replay the same way; `labkit compare code --replay` checks them all).
 REPLAYED_ARMS = {"qwen2.5-coder-1.5b": None, "gemma3-270m": ("prompt_only", "machine_model")}
 
 
@@ -50,10 +50,10 @@ def test_a_recording_is_complete_where_it_says_so_and_names_its_sources(folder):
     rows = load_rows(folder / "runs.jsonl")
     assert config.model == folder.name and config.threads == 1 and rows
     assert {r.arm for r in rows} <= set(config.arms) and len({r.key() for r in rows}) == len(rows)
-    sessions = [json.loads(line) for line in (folder / "provenance.jsonl").read_text().splitlines()]
-    assert sessions and all(s["mode"] == "live" for s in sessions)
-    assert all("dirty" not in s["git_commit"] for s in sessions)
-    assert {s["model_sha256"] for s in sessions} == {get_model(folder.name).sha256}
+    sessions = read_provenance(folder)
+    assert sessions and all(s.mode == "live" for s in sessions)
+    assert all("dirty" not in s.commit for s in sessions)
+    assert {s.model_sha256 for s in sessions} == {get_model(folder.name).sha256}
     if _shallow():
         pytest.skip("this clone is shallow, so the recording's commit (and its task file) is not in the history; "
                     "git fetch --unshallow makes the check run")

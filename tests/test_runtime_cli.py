@@ -77,7 +77,7 @@ def test_bad_input_gets_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_faults_and_compare_print_tables(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["faults", "--runs", "6"]) == 0
     assert "fault \\ state" in capsys.readouterr().out
-    assert main(["compare", "--runs", "4"]) == 0
+    assert main(["free-loop", "--runs", "4"]) == 0
     assert "free loop (retry)" in capsys.readouterr().out
 
 

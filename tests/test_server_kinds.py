@@ -274,12 +274,12 @@ def test_the_shared_server_options_pass_the_kind_to_every_command(stub_factory):
     from labkit.llm.server_options import connect_servers
 
     stub = stub_factory("llama-server", chat_template=True)
-    args = build_parser().parse_args(["experiment", "--server", stub.url, "--server-kind", "auto",
+    args = build_parser().parse_args(["compare", "reading", "--server", stub.url, "--server-kind", "auto",
                                       "--model-sha256", SHA])
     (server,) = connect_servers(args, several=False)
     assert server.server_kind.name == "llama-server" and server.model_kind == "chat"
     with pytest.raises(LabkitError, match="--server-kind"):
-        connect_servers(build_parser().parse_args(["experiment", "--server-kind", "vllm"]), several=False)
+        connect_servers(build_parser().parse_args(["compare", "reading", "--server-kind", "vllm"]), several=False)
 
 
 # --- labkit doctor --server -----------------------------------------------------------------------

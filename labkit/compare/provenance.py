@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +42,47 @@ def machine() -> dict[str, Any]:
     return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
             "cpu_count": os.cpu_count(), "python": platform.python_version(),
             "load_average_at_start": [round(x, 2) for x in load] if load else None}
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """One stretch of a recording (a recording resumed twice has three): its code, start, machine and backend."""
+
+    commit: str
+    started_utc: str | None  # None: the first dialog recordings kept no start time
+    mode: str
+    backend: dict[str, Any]
+    machine: dict[str, Any]
+    facts: dict[str, Any] = field(default_factory=dict)  # the comparison's own: arms, tasks, model, ...
+
+    @property
+    def model_sha256(self) -> str | None:
+        return self.backend.get("model_sha256")
+
+
+def read_provenance(folder: Path) -> list[Stretch]:
+    """The stretches of any recording the kit wrote: ``provenance.json`` (one, or its ``segments``) or
+    ``provenance.jsonl`` (a line per stretch). Older lines name the commit ``git_commit`` and the start ``at``."""
+    import json
+
+    from labkit.core.errors import LabkitError
+
+    single, lines = folder / "provenance.json", folder / "provenance.jsonl"
+    if single.exists():
+        top = json.loads(single.read_text(encoding="utf-8"))
+        records = [{**top, **segment} for segment in top.get("segments") or [{}]]
+    elif lines.exists():
+        records = [json.loads(line) for line in lines.read_text(encoding="utf-8").splitlines() if line.strip()]
+    else:
+        raise LabkitError(f"{folder} holds no provenance.json or provenance.jsonl",
+                          "point at a recording's folder (one with runs.jsonl).")
+    known = ("labkit_commit", "git_commit", "started_utc", "at", "mode", "backend", "machine", "segments")
+    return [Stretch(commit=r.get("labkit_commit") or r.get("git_commit") or "unknown",
+                    started_utc=r.get("started_utc") or r.get("at"), mode=r.get("mode", "live"),
+                    backend=dict(r.get("backend") or {}), machine=_machine(r.get("machine")),
+                    facts={k: v for k, v in r.items() if k not in known}) for r in records]
+
+
+def _machine(recorded: Any) -> dict[str, Any]:
+    """The machine as a mapping; the first dialog recordings named only its processor."""
+    return dict(recorded) if isinstance(recorded, dict) else {"processor": recorded} if recorded else {}

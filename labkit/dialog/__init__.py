@@ -7,9 +7,9 @@
 - :mod:`labkit.dialog.features` — the machine's switchable features (worked example, per-signal results
   grammar, vars_memory, cancel confirmation, corrections, grounded values, the step's question, carried
   messages, differing re-asks), one declaration each;
-- :mod:`labkit.dialog.arms` — the declared arms ``labkit dialog-measure --arms`` runs: ``machine`` and
+- :mod:`labkit.dialog.arms` — the declared arms ``labkit compare dialog --arms`` runs: ``machine`` and
   ``prompt_only`` as first recorded, ``prompt_only_checked``, ``machine_plus`` and its ablations;
-- :mod:`labkit.dialog.comparison` — ``labkit dialog-measure``: arms × scripted users on the one runner
+- :mod:`labkit.dialog.comparison` — ``labkit compare dialog``: arms × scripted users on the one runner
   (:mod:`labkit.compare.runs`), recorded, resumed, replayed;
 - :func:`run_user` / :func:`summarize` — one scripted conversation, and the first recording's legacy check;
 - :func:`score` / :func:`summarize_scores` / :func:`compare_arms` — the five-part measure a do-nothing bot cannot

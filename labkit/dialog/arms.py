@@ -1,4 +1,4 @@
-"""The arms of the dialog comparison, each one declaration that ``labkit dialog-measure --arms`` reads.
+"""The arms of the dialog comparison, each one declaration that ``labkit compare dialog --arms`` reads.
 
 An arm is a bot (the machine or the prompt-only bot) plus its contract: for the machine, a set
 of features from :mod:`labkit.dialog.features`; for the prompt-only bot, whether its claimed moves
@@ -16,12 +16,12 @@ are checked like the machine's (``needs`` and the script's moves).
 Recording them (a live model; one folder per split and model, :mod:`labkit.dialog.comparison`)::
 
     # design and the ablation: dev users only
-    labkit dialog-measure --model qwen2.5-coder-1.5b --threads 2 --split dev \
-        --out data/dialog/runs_dev/qwen2.5-coder-1.5b --arms machine_plus prompt_only_checked machine \
-        machine_plus_no_step_example machine_plus_no_results_grammar ...
+    labkit compare dialog --model qwen2.5-coder-1.5b --threads 2 --split dev \
+        --out data/dialog/runs_dev/qwen2.5-coder-1.5b --arms machine_plus,prompt_only_checked,machine,\
+        machine_plus_no_step_example,machine_plus_no_results_grammar,...
     # the report: test users, the three arms of the comparison (in stretches: --only a01,a02, then --resume)
-    labkit dialog-measure --model qwen2.5-coder-1.5b --threads 2 --split test \
-        --out data/dialog/runs_test/qwen2.5-coder-1.5b --arms machine_plus prompt_only_checked machine
+    labkit compare dialog --model qwen2.5-coder-1.5b --threads 2 --split test \
+        --out data/dialog/runs_test/qwen2.5-coder-1.5b --arms machine_plus,prompt_only_checked,machine
 
 :func:`labkit.dialog.rescore.score_runs` then scores either folder from its logs.
 """

@@ -152,7 +152,7 @@ def read_config(folder: Path) -> DialogConfig:
     path = Path(folder) / CONFIG_FILE
     if not path.exists():
         raise LabkitError(f"{folder} is not a dialog recording ({path} is missing)",
-                          "pass a folder written by `labkit dialog-measure --out`.")
+                          "pass a folder written by `labkit compare dialog --out`.")
     try:
         return DialogConfig.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, KeyError, TypeError) as exc:

@@ -47,7 +47,7 @@ def score_recording(run_dir: str | Path, scenarios: dict[str, Scenario], users: 
 
 def score_folder(folder: str | Path, scenarios: dict[str, Scenario], users: list[UserScript],
                  split: str | None = None) -> dict[str, list[Score]]:
-    """A recording of ``labkit dialog-measure`` (:mod:`labkit.dialog.comparison`) scored per arm, from its logs.
+    """A recording of ``labkit compare dialog`` (:mod:`labkit.dialog.comparison`) scored per arm, from its logs.
 
     Arms in the configuration's order, users in the order of ``runs.jsonl``; an arm recorded for some
     users only is scored on those (a paired test pairs users both arms hold).

@@ -218,7 +218,7 @@ def reuse_counts(path: str | Path) -> tuple[int, int]:
 
 def reusing(live: Backend, folder: Path, *, server: bool) -> ReusingBackend:
     """``live`` answering every request already recorded in ``folder``'s cassettes from there (``--reuse`` of
-    ``labkit repoedit compare`` and ``labkit dialog-measure``): a recording's cassettes lie in ``cassettes/``."""
+    ``labkit compare code`` and ``labkit compare dialog``): a recording's cassettes lie in ``cassettes/``."""
     if server:
         raise LabkitError("--reuse serves answers of the in-process model file", "drop --server, or drop --reuse.")
     cassettes = sorted((Path(folder) / "cassettes").glob("*.jsonl"))

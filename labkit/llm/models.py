@@ -217,7 +217,10 @@ def resolve_model(name_or_path: str | None) -> tuple[Path | None, ModelKind]:
                                  f"run `labkit models fetch {name_or_path}` first.")
         return path, spec.kind
     path = Path(name_or_path)
-    spec = spec_for_path(path) if path.exists() else None
+    if not path.is_file():
+        raise ModelFileError(f"unknown model {name_or_path!r}: no registered model has that name and no file is "
+                             "there", f"use one of: {', '.join(model_names())}, or a GGUF file's path.")
+    spec = spec_for_path(path)
     return path, spec.kind if spec else "base"
 
 

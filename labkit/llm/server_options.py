@@ -1,6 +1,6 @@
 """The command-line options that put a model behind OpenAI-compatible servers, declared once for every command.
 
-Why one place: the comparison (``labkit experiment``) and ``labkit complete`` talk to servers through
+Why one place: the comparison (``labkit compare reading``) and ``labkit complete`` talk to servers through
 :class:`~labkit.llm.http.OpenAICompatBackend`, and the options that configure it — which model the server
 is asked for, how a schema reaches it, which weights it serves (for provenance and cassette keys), timeouts
 and retries — must mean the same in each. A command states only what differs: whether ``--server`` may be

@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from labkit.compare.provenance import read_provenance
 from labkit.compare.runs import Answers, Comparison, Job, Outcome, remaining, run_jobs
 from labkit.core.errors import LabkitError
 from labkit.llm.backend import Backend
@@ -256,8 +257,8 @@ def tasks_unchanged_since(commit: str, split: str, *, repo: Path = REPO,
 def recording_tasks_differences(folder: Path, *, repo: Path = REPO) -> list[str]:
     """Why the task file a recording in ``folder`` names no longer holds the tasks it ran; [] if it does.
 
-    Every session of ``provenance.jsonl`` must name the sha256 of the task file as it was at its own
-    ``git_commit``, and every task of the recorded split must be unchanged since then
+    Every stretch of its provenance must name the sha256 of the task file as it was at its own commit, and
+    every task of the recorded split must be unchanged since then
     (:func:`tasks_unchanged_since`). A task file outside the repository (a benchmark built into the cache)
     has no history: its sha256 must then equal today's file."""
     config = read_config(folder)
@@ -268,40 +269,35 @@ def recording_tasks_differences(folder: Path, *, repo: Path = REPO) -> list[str]
         relative = None
     problems: list[str] = []
     seen: set[str] = set()
-    for line in (folder / "provenance.jsonl").read_text(encoding="utf-8").splitlines():
-        session = json.loads(line)
-        commit, recorded = str(session.get("git_commit", "")), session.get("tasks_sha256")
+    for stretch in read_provenance(folder):
+        commit, recorded, at = stretch.commit, stretch.facts.get("tasks_sha256"), stretch.started_utc
         if relative is None:
             if recorded != sha256_file(path):
-                problems.append(f"session at {session.get('at')}: tasks_sha256 is not today's {path}")
+                problems.append(f"session at {at}: tasks_sha256 is not today's {path}")
             continue
         if commit in seen:
             continue
         seen.add(commit)
         shown = _git(repo, "show", f"{commit}:{relative}")
         if shown.returncode != 0:
-            problems.append(f"session at {session.get('at')}: {relative} cannot be read at commit {commit!r}")
+            problems.append(f"session at {at}: {relative} cannot be read at commit {commit!r}")
             continue
         if recorded != hashlib.sha256(shown.stdout).hexdigest():
-            problems.append(f"session at {session.get('at')}: tasks_sha256 is not that of {relative} at {commit[:12]}")
+            problems.append(f"session at {at}: tasks_sha256 is not that of {relative} at {commit[:12]}")
         problems += tasks_unchanged_since(commit, config.split, repo=repo, tasks_file=relative)
     return problems
 
 
 def provenance(config: CompareConfig, out: Path, describe: dict[str, Any] | None, mode: str) -> dict[str, Any]:
-    """Where this session's rows come from: code, model, versions, machine, tasks file, threads."""
+    """Where this stretch's rows come from (:func:`labkit.compare.runs.provenance`) with the model, the task
+    file's hash, the threads and the pytest that judged them."""
     import pytest
 
-    from labkit.compare.provenance import git_commit, machine
+    from labkit.compare.runs import provenance as common
 
-    info = describe or {}
-    return {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "mode": mode,
-            "git_commit": git_commit(own_output=out), "model": config.model,
-            "model_sha256": info.get("model_sha256"),
-            "llama_cpp_version": info.get("llama_cpp_python") or info.get("llama_cpp_version"),
-            "backend": {k: v for k, v in info.items() if k not in ("recording_to",)},
-            "python": platform.python_version(), "pytest": pytest.__version__,
-            "tasks_sha256": sha256_file(config.tasks_path()), "threads": config.threads, "machine": machine()}
+    info = {k: v for k, v in (describe or {}).items() if k != "recording_to"}
+    return common(info, mode, out, model=config.model, tasks_sha256=sha256_file(config.tasks_path()),
+                  threads=config.threads, python=platform.python_version(), pytest=pytest.__version__)
 
 
 def log_path(out: Path, arm: str, task: str) -> Path:
@@ -431,7 +427,7 @@ def read_config(folder: Path) -> CompareConfig:
     path = folder / "compare.json"
     if not path.exists():
         raise LabkitError(f"{folder} is not a recorded code comparison ({path} is missing)",
-                          "pass a folder written by `labkit repoedit compare`.")
+                          "pass a folder written by `labkit compare code`.")
     try:
         return CompareConfig.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, TypeError) as exc:

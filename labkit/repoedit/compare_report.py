@@ -10,7 +10,6 @@ do and do not show, whichever way they came out.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -257,12 +256,6 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
     return " ".join(said)
 
 
-def _sessions(folder: Path) -> list[dict[str, Any]]:
-    path = folder / "provenance.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip()] if path.exists() else []
-
-
 def summarize(folder: Path | Sequence[Path]) -> dict[str, Any]:
     """Everything the report shows for one recorded folder (one model), or for several folders that recorded
     other arms of the same comparison (an arm added later into a folder of its own, e.g. best of k beside the
@@ -283,13 +276,12 @@ def summarize(folder: Path | Sequence[Path]) -> dict[str, Any]:
     rows = [row for rows in recorded for row in rows]
     arms = arm_rows(rows)
     paired = paired_rows(rows)
-    sessions = [s for f in folders for s in _sessions(f)]
     planned = sum(len(c.jobs()) for c in configs)
     return {"model": config.model, "tasks_file": config.tasks_file,
             "split": config.split, "call_budget": config.call_budget, "arms": arms,
             "paired": paired, "ablation": ablation_rows(rows), "failures": failure_rows(rows),
             "headline": headline(rows),
-            "meaning": meaning(arms, paired), "runs": len(rows), "planned": planned, "sessions": sessions}
+            "meaning": meaning(arms, paired), "runs": len(rows), "planned": planned}
 
 
 def ablation_markdown(ablation: Sequence[Mapping[str, Any]]) -> str:

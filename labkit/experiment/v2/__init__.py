@@ -1,6 +1,6 @@
 """The comparison, version 2: task families where reading matters, a held-out split, paired statistics.
 
-``labkit experiment`` and notebook 06 run this version, on the one runner (:mod:`labkit.compare.runs`);
+``labkit compare reading`` and notebook 06 run this version, on the one runner (:mod:`labkit.compare.runs`);
 ``labkit bench equality`` and ``labkit bench experiment`` replay and re-run its prompts. (Version 1, one
 compare family, is retired; see the parent package.)
 The parts:
@@ -26,7 +26,7 @@ The parts:
 - :mod:`~labkit.experiment.v2.report` — intervals, pass^k, paired tests, the headline, the ladder plot
 - :mod:`~labkit.experiment.v2.view` — a recorded run's prompts, answers and grade, for the lesson
 - :mod:`~labkit.experiment.v2.speed` — ``labkit bench experiment``: optimisations off, then on
-- :mod:`~labkit.experiment.v2.cli` — ``labkit experiment``
+- :mod:`~labkit.experiment.v2.cli` — ``labkit compare reading``
 
 Statistics (Wilson intervals, pass^k, the exact paired sign test) are in :mod:`labkit.compare.stats`.
 """

@@ -279,7 +279,7 @@ def bench_equality(recording: Path, *, arms: Sequence[str] | None = None, limit:
                    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
     """Load the embedded model, replay a recorded comparison's prompts on every path, return the result.
 
-    ``recording`` is a folder written by ``labkit experiment`` (its ``cassettes/`` and ``experiment.json``).
+    ``recording`` is a folder written by ``labkit compare reading`` (its ``cassettes/`` and ``experiment.json``).
     The prefix comparisons run for the arms that declared a prefix; a prompt with neither a grammar
     nor a declared prefix decodes on today's path unchanged. The result carries its provenance.
     """

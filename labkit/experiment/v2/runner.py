@@ -112,7 +112,7 @@ class ConfigV2:
             found = {t.id for _, t in picked}
             missing = [t for t in self.task_ids if t not in found]
             if missing:
-                raise LabkitError(f"no task(s) {missing} in the chosen split(s)", "check --task-ids and --splits.")
+                raise LabkitError(f"no task(s) {missing} in the chosen split(s)", "check --only and --split.")
         splits = list(dict.fromkeys(split for split, _ in picked))
         return [(arm, split, task, seed) for split in splits for seed in self.seeds for arm in self.arms
                 for task_split, task in picked if task_split == split]
@@ -243,7 +243,7 @@ def prepare_replay_v2(folder: Path) -> ConfigV2:
     path = folder / "experiment.json"
     if not path.exists():
         raise LabkitError(f"{folder} is not a recorded v2 experiment ({path} is missing)",
-                          "replay a folder written by `labkit experiment`.")
+                          "replay a folder written by `labkit compare reading`.")
     try:
         config = ConfigV2.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
