@@ -215,7 +215,7 @@ def _bench_task_options(p: argparse.ArgumentParser) -> None:
     """``labkit bench experiment`` chooses its runs with ``labkit compare reading``'s flags."""
     p.add_argument("--model", help="a registered model name or a .gguf file (default: the embedded model)")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core)")
-    p.add_argument("--tasks", help="the task folder (dev.json, test.json; default data/tasks-v2)")
+    p.add_argument("--tasks", help="the task folder (dev.json, test.json; default data/tasks/v2)")
     p.add_argument("--split", choices=("dev", "test", "all"), default="test")
     p.add_argument("--arms", help=_arms_help())
     p.add_argument("--only", help="comma-separated task ids")
@@ -225,7 +225,7 @@ def _bench_task_options(p: argparse.ArgumentParser) -> None:
 COMPARISONS = {"reading": ComparisonKind(
     name="reading", about="the reading tasks: task families, dev/test split, the ladder of arms",
     config_file="experiment.json",
-    tasks_help="a folder holding dev.json and test.json (default data/tasks-v2)", arms_help=_arms_help(),
+    tasks_help="a folder holding dev.json and test.json (default data/tasks/v2)", arms_help=_arms_help(),
     options=_reading_options, plan=_plan, replay=_replay, report=_report)}
 
 
