@@ -1,23 +1,94 @@
-"""Shared fixtures: a real llama.cpp server and a real JupyterLab server on loopback, for the tests that need one."""
+"""Shared fixtures: a real llama.cpp server, a real JupyterLab server and scripted JSON servers on loopback."""
 
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import os
 import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from labkit.llm.modelfile import embedded_model_path
 from labkit.llm.serve import free_port, serving
+
+Answer = Callable[[str, str, dict[str, Any], int], "tuple[int, dict[str, Any]] | None"]
+
+
+class JsonServer:
+    """A real HTTP server on loopback whose answers are scripted: ``answer(method, path, body, n)`` gives
+    (status, JSON body) for the ``n``-th request (from 1), or None for a 404. Every request is kept in
+    :attr:`requests`, as (method, path, body)."""
+
+    def __init__(self, answer: Answer) -> None:
+        self.requests: list[tuple[str, str, dict[str, Any]]] = []
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self, method: str) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length)) if length else {}
+                owner.requests.append((method, self.path, body))
+                got = answer(method, self.path, body, len(owner.requests))
+                code, data = got if got is not None else (404, {"error": "not found"})
+                raw = json.dumps(data).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def do_GET(self) -> None:
+                self._answer("GET")
+
+            def do_POST(self) -> None:
+                self._answer("POST")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def posts(self) -> list[dict[str, Any]]:
+        return [body for method, _, body in self.requests if method == "POST"]
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def json_server() -> Iterator[Callable[[Answer], JsonServer]]:
+    """Start scripted JSON servers (:class:`JsonServer`); each is stopped when the test ends."""
+    started: list[JsonServer] = []
+
+    def start(answer: Answer) -> JsonServer:
+        started.append(JsonServer(answer))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def embedded_llm(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The embedded model in process (2 threads, its own grammar cache), loaded once per test module."""
+    from labkit.llm.llamacpp import LlamaCppBackend
+
+    return LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"), n_threads=2)
 
 
 @pytest.fixture

@@ -1,17 +1,14 @@
 """The comparison against an OpenAI-compatible server: the shared server options, and HTTP retries counted.
 
-The server is a real HTTP server on loopback that fails its first requests (503) and then answers
-like a completion server that reads the request's ``json_schema``: the first option of an enum, an
+The server is a real HTTP server on loopback (the ``json_server`` fixture) that fails its first requests (503)
+and then answers like a completion server that reads the request's ``json_schema``: the first option of an enum, an
 invented form, ``done`` for a free-loop action. Its answers are not meant to be right; the tests
 check what the experiment records about the requests.
 """
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,65 +36,37 @@ def _answer(body: dict[str, Any]) -> str:
     return json.dumps({"action": "done", "args": {}})
 
 
-class FlakyServer:
-    """A loopback completion server whose first ``fail_first`` POSTs (or all, with ``always_fail``) get HTTP 503."""
+def flaky_answer(fail_first: int = 0, *, always_fail: bool = False) -> Any:
+    """A completion server's answers (for the ``json_server`` fixture): HTTP 503 to the first ``fail_first``
+    requests (or to all, with ``always_fail``), then :func:`_answer` with usage counts."""
 
-    def __init__(self, fail_first: int = 0, *, always_fail: bool = False) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.failed = 0
-        owner = self
+    def answer(method: str, path: str, body: dict[str, Any], n: int) -> tuple[int, dict[str, Any]]:
+        if always_fail or n <= fail_first:
+            return 503, {"error": "busy"}
+        return 200, {"choices": [{"text": _answer(body), "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": len(body["prompt"]) // 4, "completion_tokens": 5}}
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                owner.bodies.append(body)
-                if always_fail or owner.failed < fail_first:
-                    owner.failed += 1
-                    self._reply(503, {"error": "busy"})
-                    return
-                self._reply(200, {"choices": [{"text": _answer(body), "finish_reason": "stop"}],
-                                  "usage": {"prompt_tokens": len(body["prompt"]) // 4, "completion_tokens": 5}})
-
-            def _reply(self, code: int, data: dict[str, Any]) -> None:
-                raw = json.dumps(data).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    return answer
 
 
 @pytest.fixture
-def flaky() -> Iterator[FlakyServer]:
-    server = FlakyServer(fail_first=2)
-    yield server
-    server.stop()
+def flaky(json_server: Any) -> Any:
+    return json_server(flaky_answer(fail_first=2))
 
 
 def _server_args(url: str) -> list[str]:
     return ["--server", url, "--server-model", "stub-model", "--model-sha256", SHA, "--schema-mode", "json_schema"]
 
 
-def test_the_barrier_requests_retries_are_counted_in_the_call(flaky: FlakyServer) -> None:
+def test_the_barrier_requests_retries_are_counted_in_the_call(flaky: Any) -> None:
     backend = OpenAICompatBackend(flaky.url, model="stub-model", model_sha256=SHA, sleep=lambda s: None)
     out = backend.complete("hello")
-    assert [b["max_tokens"] for b in flaky.bodies] == [1, 1, 1, 64]  # the barrier failed twice, then the call
+    assert [b["max_tokens"] for b in flaky.posts()] == [1, 1, 1, 64]  # the barrier failed twice, then the call
     assert out.retries == 2 and backend.stats["retries"] == 2 and backend.stats["barrier_requests"] == 1
     assert backend.complete("again").retries == 0
 
 
-def test_a_meter_counts_each_calls_retries_from_its_completion(flaky: FlakyServer) -> None:
+def test_a_meter_counts_each_calls_retries_from_its_completion(flaky: Any) -> None:
     """MeteredBackend (the code comparison's call budget builds on it) sums what each Completion reports."""
     server = OpenAICompatBackend(flaky.url, model="stub-model", model_sha256=SHA, sleep=lambda s: None)
     metered = MeteredBackend(server)
@@ -110,7 +79,7 @@ def test_a_meter_counts_each_calls_retries_from_its_completion(flaky: FlakyServe
 
 
 def test_a_v2_run_records_its_retries_in_record_log_summary_and_report(
-        flaky: FlakyServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        flaky: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
     code = main(["compare", "reading", *_server_args(flaky.url), "--arms", "machine-model", "--only", TASKS,
                  "--split", "dev", "--quiet", "--out", str(out)])
@@ -128,7 +97,7 @@ def test_a_v2_run_records_its_retries_in_record_log_summary_and_report(
         in printed
     backend = json.loads((out / "provenance.json").read_text(encoding="utf-8"))["backend"]
     assert (backend["model"], backend["model_sha256"], backend["schema_mode"]) == ("stub-model", SHA, "json_schema")
-    assert {b["model"] for b in flaky.bodies} == {"stub-model"}  # --server-model is asked for in every request
+    assert {b["model"] for b in flaky.posts()} == {"stub-model"}  # --server-model is asked for in every request
     calls = [json.loads(line) for line in (out / "cassettes" / "machine-model" / "dev" / "dev-triage-01.jsonl")
              .read_text(encoding="utf-8").splitlines() if '"type": "call"' in line]
     assert calls and {c["server"] for c in calls} == {flaky.url} and calls[0]["completion"]["retries"] == 2
@@ -139,15 +108,11 @@ def test_a_v2_run_records_its_retries_in_record_log_summary_and_report(
     assert [r["http_retries"] for r in replayed] == [2, 0]
 
 
-def test_a_server_that_stays_down_fails_each_run_with_its_retries_counted(tmp_path: Path) -> None:
-    down = FlakyServer(always_fail=True)
-    try:
-        out = tmp_path / "run"
-        code = main(["compare", "reading", *_server_args(down.url), "--retries", "1", "--arms",
-                     "machine-model,machine-oracle", "--only", TASKS, "--split", "dev", "--quiet",
-                     "--out", str(out)])
-    finally:
-        down.stop()
+def test_a_server_that_stays_down_fails_each_run_with_its_retries_counted(tmp_path: Path, json_server: Any) -> None:
+    down = json_server(flaky_answer(always_fail=True))
+    out = tmp_path / "run"
+    code = main(["compare", "reading", *_server_args(down.url), "--retries", "1", "--arms",
+                 "machine-model,machine-oracle", "--only", TASKS, "--split", "dev", "--quiet", "--out", str(out)])
     assert code == 0
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
     model = [r for r in runs if r["arm"] == "machine-model"]
@@ -183,17 +148,13 @@ def test_the_server_options_are_declared_once_for_the_comparison_and_complete() 
                         several=False)
 
 
-def test_v2_spreads_its_runs_over_two_servers_and_gets_one_servers_rows(tmp_path: Path) -> None:
-    first, second, only = FlakyServer(), FlakyServer(), FlakyServer()
-    try:
-        common = ["--server-model", "stub-model", "--model-sha256", SHA, "--schema-mode", "json_schema", "--arms",
-                  "machine-model,machine-rule", "--only", TASKS, "--split", "dev", "--seeds", "2", "--quiet"]
-        assert main(["compare", "reading", "--server", only.url, *common, "--out", str(tmp_path / "one")]) == 0
-        assert main(["compare", "reading", "--server", first.url, "--server", second.url, "--slots", "2", *common,
-                     "--out", str(tmp_path / "two")]) == 0
-    finally:
-        for server in (first, second, only):
-            server.stop()
+def test_v2_spreads_its_runs_over_two_servers_and_gets_one_servers_rows(tmp_path: Path, json_server: Any) -> None:
+    first, second, only = (json_server(flaky_answer()) for _ in range(3))
+    common = ["--server-model", "stub-model", "--model-sha256", SHA, "--schema-mode", "json_schema", "--arms",
+              "machine-model,machine-rule", "--only", TASKS, "--split", "dev", "--seeds", "2", "--quiet"]
+    assert main(["compare", "reading", "--server", only.url, *common, "--out", str(tmp_path / "one")]) == 0
+    assert main(["compare", "reading", "--server", first.url, "--server", second.url, "--slots", "2", *common,
+                 "--out", str(tmp_path / "two")]) == 0
 
     def rows(name: str) -> list[dict[str, Any]]:
         return [{k: v for k, v in json.loads(line).items() if k != "wall_s"}
@@ -202,4 +163,4 @@ def test_v2_spreads_its_runs_over_two_servers_and_gets_one_servers_rows(tmp_path
     assert len(rows("two")) == 8 and rows("two") == rows("one")
     backend = json.loads((tmp_path / "two" / "provenance.json").read_text(encoding="utf-8"))["backend"]
     assert backend["backend"] == "server_pool" and backend["servers"] == [first.url, second.url]
-    assert first.bodies and second.bodies  # both servers answered
+    assert first.posts() and second.posts()  # both servers answered

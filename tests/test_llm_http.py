@@ -3,17 +3,13 @@ on loopback for the failure paths (down, slow, flaky, rejecting)."""
 
 from __future__ import annotations
 
-import http.server
-import json
-import threading
 import time
-from collections.abc import Callable
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel
 
-from labkit.llm import GrammarError, LlamaCppBackend, OpenAICompatBackend, ServerError, parse_json_output
+from labkit.llm import GrammarError, OpenAICompatBackend, ServerError, parse_json_output
 from labkit.llm.modelfile import embedded_model_path, embedded_model_sha256
 
 FEW_SHOT = "List three fruits:\n1. Apple\n2. Banana\n3. Cherry\n\nList three colours:\n1."
@@ -53,8 +49,8 @@ def test_isolated_calls_do_not_depend_on_the_request_before(client):
 
 
 @pytest.mark.slow
-def test_server_answers_equal_the_in_process_backend(client):
-    local = LlamaCppBackend(n_threads=2)
+def test_server_answers_equal_the_in_process_backend(client, embedded_llm):
+    local = embedded_llm
     client.complete("List three fruits:\n1.", max_tokens=2)  # a request sharing a prefix comes first
     assert client.complete(FEW_SHOT, max_tokens=12).text == local.complete(FEW_SHOT, max_tokens=12).text
 
@@ -88,38 +84,6 @@ def test_schema_mode_none_refuses_schemas(server_url):
 
 # --- failure paths on loopback stubs -------------------------------------------------------------
 
-def stub_server(handler: Callable[[http.server.BaseHTTPRequestHandler, int], None]) -> tuple[str, Callable]:
-    """A loopback HTTP server whose POST answers are ``handler(request, call_number)``."""
-    calls = {"n": 0}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            calls["n"] += 1
-            handler(self, calls["n"])
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-
-    def stop() -> None:
-        srv.shutdown()
-        srv.server_close()
-
-    return f"http://127.0.0.1:{srv.server_address[1]}", stop
-
-
-def reply(req: http.server.BaseHTTPRequestHandler, code: int, body: dict) -> None:
-    data = json.dumps(body).encode()
-    req.send_response(code)
-    req.send_header("Content-Type", "application/json")
-    req.send_header("Content-Length", str(len(data)))
-    req.end_headers()
-    req.wfile.write(data)
-
-
 GOOD = {"choices": [{"text": " ok", "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
 
 
@@ -134,48 +98,36 @@ def test_a_server_that_is_down_is_a_clear_error_after_counted_retries(unused_por
     assert backend.stats == {"requests": 3, "retries": 2, "failed_calls": 1, "barrier_requests": 0}
 
 
-def test_a_slow_server_times_out_with_a_clear_error():
-    url, stop = stub_server(lambda req, n: (time.sleep(1.0), reply(req, 200, GOOD)))
-    try:
-        backend = OpenAICompatBackend(url, model="m", model_sha256="s", timeout_s=0.2, retries=1,
-                                      sleep=lambda s: None, isolate_calls=False)
-        with pytest.raises(ServerError, match=r"no answer within 0.2 s") as info:
-            backend.complete("hi")
-        assert info.value.attempts == 2 and "raise timeout_s" in str(info.value)
-    finally:
-        stop()
+def test_a_slow_server_times_out_with_a_clear_error(json_server):
+    url = json_server(lambda method, path, body, n: (time.sleep(1.0), (200, GOOD))[1]).url
+    backend = OpenAICompatBackend(url, model="m", model_sha256="s", timeout_s=0.2, retries=1,
+                                  sleep=lambda s: None, isolate_calls=False)
+    with pytest.raises(ServerError, match=r"no answer within 0.2 s") as info:
+        backend.complete("hi")
+    assert info.value.attempts == 2 and "raise timeout_s" in str(info.value)
 
 
-def test_a_flaky_server_succeeds_after_a_counted_retry():
-    url, stop = stub_server(lambda req, n: reply(req, 503, {"error": "busy"}) if n == 1 else reply(req, 200, GOOD))
-    try:
-        backend = OpenAICompatBackend(url, model="m", model_sha256="s", sleep=lambda s: None, isolate_calls=False)
-        out = backend.complete("hi")
-        assert (out.text, out.retries, out.prompt_tokens, out.completion_tokens) == (" ok", 1, 3, 1)
-        assert backend.stats["retries"] == 1 and backend.stats["failed_calls"] == 0
-    finally:
-        stop()
+def test_a_flaky_server_succeeds_after_a_counted_retry(json_server):
+    url = json_server(lambda method, path, body, n: (503, {"error": "busy"}) if n == 1 else (200, GOOD)).url
+    backend = OpenAICompatBackend(url, model="m", model_sha256="s", sleep=lambda s: None, isolate_calls=False)
+    out = backend.complete("hi")
+    assert (out.text, out.retries, out.prompt_tokens, out.completion_tokens) == (" ok", 1, 3, 1)
+    assert backend.stats["retries"] == 1 and backend.stats["failed_calls"] == 0
 
 
-def test_a_rejected_request_is_not_retried_and_shows_the_servers_message():
-    url, stop = stub_server(lambda req, n: reply(req, 400, {"error": "unknown model m"}))
-    try:
-        backend = OpenAICompatBackend(url, model="m", model_sha256="s", sleep=lambda s: None, isolate_calls=False)
-        with pytest.raises(ServerError, match=r"HTTP 400.*unknown model m") as info:
-            backend.complete("hi")
-        assert info.value.attempts == 1 and backend.stats["retries"] == 0
-    finally:
-        stop()
+def test_a_rejected_request_is_not_retried_and_shows_the_servers_message(json_server):
+    url = json_server(lambda method, path, body, n: (400, {"error": "unknown model m"})).url
+    backend = OpenAICompatBackend(url, model="m", model_sha256="s", sleep=lambda s: None, isolate_calls=False)
+    with pytest.raises(ServerError, match=r"HTTP 400.*unknown model m") as info:
+        backend.complete("hi")
+    assert info.value.attempts == 1 and backend.stats["retries"] == 0
 
 
-def test_an_answer_without_usage_counts_is_an_error():
-    url, stop = stub_server(lambda req, n: reply(req, 200, {"choices": [{"text": "x"}]}))
-    try:
-        backend = OpenAICompatBackend(url, model="m", model_sha256="s", isolate_calls=False)
-        with pytest.raises(ServerError, match="usage"):
-            backend.complete("hi")
-    finally:
-        stop()
+def test_an_answer_without_usage_counts_is_an_error(json_server):
+    url = json_server(lambda method, path, body, n: (200, {"choices": [{"text": "x"}]})).url
+    backend = OpenAICompatBackend(url, model="m", model_sha256="s", isolate_calls=False)
+    with pytest.raises(ServerError, match="usage"):
+        backend.complete("hi")
 
 
 def test_bad_urls_and_modes_are_refused():
@@ -186,30 +138,16 @@ def test_bad_urls_and_modes_are_refused():
     assert OpenAICompatBackend("http://127.0.0.1:8000/v1/").base_url == "http://127.0.0.1:8000"
 
 
-def test_each_schema_mode_puts_the_schema_where_its_server_reads_it():
-    bodies: list[dict] = []
-
-    class Capture(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            bodies.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0)))))
-            reply(self, 200, GOOD)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Capture)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    url, schema = f"http://127.0.0.1:{srv.server_address[1]}", {"type": "integer"}
-    try:
-        for mode, field in (("grammar", "grammar"), ("json_schema", "json_schema"),
-                            ("structured_outputs", "structured_outputs")):
-            client = OpenAICompatBackend(url, model="m", model_sha256="0" * 64, schema_mode=mode,
-                                         isolate_calls=False)
-            assert client.complete("x", schema=schema).grammar_used
-            sent = bodies[-1]
-            assert field in sent and not {"grammar", "json_schema", "structured_outputs"} - {field} & set(sent)
-        assert bodies[-1]["structured_outputs"] == {"json": schema}  # vLLM's field
-        assert isinstance(bodies[0]["grammar"], str) and bodies[1]["json_schema"] == schema
-    finally:
-        srv.shutdown()
-        srv.server_close()
+def test_each_schema_mode_puts_the_schema_where_its_server_reads_it(json_server):
+    server = json_server(lambda method, path, body, n: (200, GOOD))
+    url, schema = server.url, {"type": "integer"}
+    bodies = server.requests
+    for mode, field in (("grammar", "grammar"), ("json_schema", "json_schema"),
+                        ("structured_outputs", "structured_outputs")):
+        client = OpenAICompatBackend(url, model="m", model_sha256="0" * 64, schema_mode=mode,
+                                     isolate_calls=False)
+        assert client.complete("x", schema=schema).grammar_used
+        sent = bodies[-1][2]
+        assert field in sent and not {"grammar", "json_schema", "structured_outputs"} - {field} & set(sent)
+    assert bodies[-1][2]["structured_outputs"] == {"json": schema}  # vLLM's field
+    assert isinstance(bodies[0][2]["grammar"], str) and bodies[1][2]["json_schema"] == schema

@@ -36,8 +36,8 @@ class Fruit(BaseModel):
 
 
 @pytest.fixture(scope="module")
-def llm(tmp_path_factory):
-    return LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"))
+def llm(embedded_llm):
+    return embedded_llm
 
 
 def test_describe_names_the_embedded_model_with_its_verified_sha256(llm):

@@ -69,14 +69,12 @@ def test_the_model_planner_sends_one_state_context_per_call():
 
 
 @pytest.mark.slow
-def test_smoke_the_embedded_model_drives_the_machine_end_to_end(tmp_path):
+def test_smoke_the_embedded_model_drives_the_machine_end_to_end(tmp_path, embedded_llm):
     """Live: the embedded model proposes; the run must end (DONE or FAILED) with every call recorded."""
-    from labkit.llm.llamacpp import LlamaCppBackend
-
     task = TASKS["retry-default-attempts"]
     cassette = tmp_path / "calls.jsonl"
     limits = Limits(plan_budget=1, edit_budget=1, fix_budget=0)
-    planner = ModelPlanner(RecordingBackend(LlamaCppBackend(), cassette), plan_tokens=48, edit_tokens=96)
+    planner = ModelPlanner(RecordingBackend(embedded_llm, cassette), plan_tokens=48, edit_tokens=96)
     live = RepoEditRun(project_dir(task), task.requirement, planner, limits=limits, clock=lambda: 0.0)
     live.run()
     assert live.state.status in ("DONE", "FAILED") and 1 <= live.state.calls <= 2

@@ -9,10 +9,7 @@ place is answered as a free answer would be: the probe and these tests see it.
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -34,41 +31,19 @@ CHAT_TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }
 class KindStub:
     """A loopback server that answers as kind ``kind`` does; every POST body is kept in :attr:`posts`."""
 
-    def __init__(self, kind: str, *, obeys_schema: bool = True, chat_template: bool = True,
+    def __init__(self, json_server: Any, kind: str, *, obeys_schema: bool = True, chat_template: bool = True,
                  model: str = "stub-model") -> None:
         self.kind, self.obeys_schema, self.chat_template, self.model = kind, obeys_schema, chat_template, model
-        self.posts: list[tuple[str, dict[str, Any]]] = []
-        owner = self
+        self._http = json_server(self._answer)
+        self.url = self._http.url
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                answer = owner.get(self.path)
-                self._reply(200 if answer is not None else 404, answer or {"error": "not found"})
+    @property
+    def posts(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(path, body) for method, path, body in self._http.requests if method == "POST"]
 
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                owner.posts.append((self.path, body))
-                answer = owner.post(self.path, body)
-                self._reply(200 if answer is not None else 404, answer or {"error": "not found"})
-
-            def _reply(self, code: int, data: dict[str, Any]) -> None:
-                raw = json.dumps(data).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def _answer(self, method: str, path: str, body: dict[str, Any], n: int) -> tuple[int, dict[str, Any]] | None:
+        answer = self.get(path) if method == "GET" else self.post(path, body)
+        return None if answer is None else (200, answer)
 
     # --- what this kind of server says --------------------------------------------------------
     def get(self, path: str) -> dict[str, Any] | None:
@@ -115,16 +90,8 @@ class KindStub:
 
 
 @pytest.fixture
-def stub_factory() -> Iterator[Any]:
-    started: list[KindStub] = []
-
-    def start(kind: str, **kw: Any) -> KindStub:
-        started.append(KindStub(kind, **kw))
-        return started[-1]
-
-    yield start
-    for stub in started:
-        stub.stop()
+def stub_factory(json_server: Any) -> Any:
+    return lambda kind, **kw: KindStub(json_server, kind, **kw)
 
 
 def client(stub: KindStub, kind: str = "auto", **kw: Any) -> OpenAICompatBackend:
