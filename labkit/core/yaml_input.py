@@ -112,6 +112,8 @@ def expect_text(value: Any, where: Where, source: str, what: str, error: type[La
     why = not_text(value, source, what, form)
     if why is None:
         return str(value)
+    if value is None and not source.strip():
+        raise error(f"{where}: {why}", "write the text there; YAML reads a value left empty as null.")
     raise error(f"{where}: {why}", "put quotes around a value that is text; YAML then reads it as written.")
 
 

@@ -559,7 +559,7 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
         final = raw.get("final", False)
         if not isinstance(final, bool):
             raise _fail(raw.value_where["final"], f"step '{step_name}': 'final' must be true or false, got "
-                        f"{raw.source['final']!r}", "write final: true on the last step, or leave it out.")
+                        f"{final!r}", "write final: true on the last step, or leave it out.")
         instructions, instructions_file = "", ""
         if "instructions" in raw:
             ref = _require(raw, "instructions", str, f"step '{step_name}'")

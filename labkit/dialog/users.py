@@ -155,8 +155,8 @@ def _turns(data: Located) -> tuple[str, ...]:
     where = data.key_where.get("turns", data.where)
     hint = "write turns: followed by one '- message' line per user message."
     if not isinstance(turns, LocatedList) or not turns:
-        refuse_scalar(turns, where, data.source.get("turns", ""), "'turns'", ScenarioError, "turns: {}")
-        raise _fail(where, "a user script needs 'turns', a non-empty list of messages", hint)
+        read = f" (YAML read {data.source['turns'].strip()!r} there)" if data.source.get("turns", "").strip() else ""
+        raise _fail(where, f"a user script needs 'turns', a non-empty list of messages{read}", hint)
     out = tuple(item_text(turns, i, f"turn {i + 1}", ScenarioError) for i in range(len(turns)))
     for i, turn in enumerate(out):
         if not turn.strip():

@@ -88,14 +88,17 @@ def load_tasks(path: str | Path = DEFAULT_TASK_FILE) -> dict[str, RepoTask]:
                           "pass the path of a tasks.yaml (the kit's own is data/repos/tasks.yaml).")
     raw = load_yaml(path, "task file", max_bytes=TASK_FILE_MAX_BYTES)
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-        found = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
-        raise LabkitError(f"{path}: expected a mapping with 'format: {FORMAT}', found {found!r}",
+        found = repr(raw.get("format")) if isinstance(raw, dict) else "a list" if isinstance(raw, list) else repr(raw)
+        raise LabkitError(f"{path}: expected a mapping with 'format: {FORMAT}', found {found}",
                           "start the file with 'format: 1' and a 'tasks:' list.")
     try:
         parsed = TaskFile.model_validate(raw)
     except ValidationError as exc:
-        problems = [_problem(raw, err, str(path)) for err in exc.errors()[:5]]
-        count = len(exc.errors())
+        errors = exc.errors()  # a list whose items failed is also reported as too short: that one says nothing
+        errors = [e for e in errors if not (e["type"] == "too_short" and any(
+            len(o["loc"]) > len(e["loc"]) and o["loc"][:len(e["loc"])] == e["loc"] for o in errors))]
+        problems = [_problem(raw, err, str(path)) for err in errors[:5]]
+        count = len(errors)
         raise LabkitError(problems[0] if count == 1 else f"{path}: {count} problems: " + "; ".join(problems),
                           "each task needs id, project, split (dev|test), kind, requirement, failing "
                           "(pytest node ids) and oracle (path, why, edits of search/replace).") from None
@@ -116,9 +119,18 @@ def _problem(raw: dict, err: Any, file: str) -> str:
         task_id = raw["tasks"][loc[1]].get("id", "?") if isinstance(raw["tasks"][loc[1]], dict) else "?"
         what = f"task {task_id!r}: " + ".".join(str(p) for p in loc[2:])
     where = where_of(raw, loc, Where(file, 1, 1))
-    why = not_text(err["input"], source_at(raw, loc), "it", f"{loc[-1]}: {{}}") if err["type"] == "string_type" \
-        else None
+    why = None
+    if err["type"] in ("string_type", "literal_error") and not isinstance(err["input"], str | list | dict):
+        why = not_text(err["input"], source_at(raw, loc), "the value", f"{loc[-1]}: {{}}")
+    elif err["type"] == "extra_forbidden":
+        known = _MODELS.get(tuple(p for p in loc[:-1] if not isinstance(p, int)))
+        why = "unknown key" + (f"; known keys: {', '.join(known.model_fields)}" if known else "")
     return f"{where}: {what}: {why or err['msg']}"
+
+
+_MODELS: dict[tuple[str, ...], type[BaseModel]] = {
+    (): TaskFile, ("tasks",): RepoTask, ("tasks", "oracle"): FileFix, ("tasks", "oracle", "edits"): SearchReplace}
+"""The model that validates each place of a task file (by its keys, list indexes left out)."""
 
 
 def resolve_task_file(spec: str | Path) -> Path:
