@@ -17,6 +17,7 @@ from labkit.core import registry
 from labkit.core.errors import LabkitError
 from labkit.core.reducer import TableEntry
 from labkit.core.table import TransitionTable, table_from_dict
+from labkit.core.yaml_input import read_input
 
 Entry = TableEntry  # the name this module has always exported
 
@@ -62,9 +63,9 @@ def resolve_table(spec: str) -> TransitionTable:
         if not path.exists():
             raise LabkitError(f"no table file at {path}", "check the path.")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_input(path, "table file"))
         except json.JSONDecodeError as exc:
-            raise LabkitError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})",
+            raise LabkitError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})",
                               "fix the file; see TransitionTable.to_dict() for the format.") from None
         return table_from_dict(data)
     if ":" in spec:

@@ -258,6 +258,46 @@ def run_probes(folder: Path, target: Path, cases: Any, *, timeout: float = PROBE
     return ProbeOutcome(results=data.get("results"))
 
 
+SUBMISSION_MAX_BYTES = 1 << 20  # an exercise's answer is a page of code; a bigger file is the wrong file
+
+
+class SubmissionError(LabkitError):
+    """A learner's file cannot be checked at all: not Python source text (binary, not UTF-8, empty, too
+    large) or not valid Python. ``labkit check`` and ``labkit grade`` show it as the file's one feedback
+    line; :func:`read_submission` raises it."""
+
+
+def read_submission(target: Path) -> tuple[str, ast.Module]:
+    """The source and syntax tree of a learner's file, read as Python reads it (UTF-8, or the file's
+    ``# -*- coding: ... -*-`` line); every reason it cannot be checked is a :class:`SubmissionError`."""
+    name = target.name
+    redo = "save your answer as a Python file (start from the exercise's student.py) and check again."
+    try:
+        with target.open("rb") as handle:
+            data = handle.read(SUBMISSION_MAX_BYTES + 1)
+    except OSError as exc:
+        raise SubmissionError(f"cannot read {target}: {exc.strerror or exc}", "give the path of your file.") from None
+    if len(data) > SUBMISSION_MAX_BYTES:
+        raise SubmissionError(f"{name} is larger than {SUBMISSION_MAX_BYTES:,} bytes, too large for an exercise's "
+                              "answer", f"check that you gave the right file; {redo}")
+    if b"\0" in data:
+        raise SubmissionError(f"{name} is a binary file (it holds NUL bytes), not Python source", redo)
+    try:
+        source = importlib.util.decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        why = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+        raise SubmissionError(f"{name} is not UTF-8 text ({why})",
+                              "save the file as UTF-8 (most editors offer it under 'encoding').") from None
+    if not source.strip():
+        raise SubmissionError(f"{name} is empty", f"write your answer in it; {redo}")
+    try:
+        tree = parse(source, filename=name)
+    except SyntaxError as exc:
+        raise SubmissionError(f"importing {name} failed at line {exc.lineno or '?'}: SyntaxError: {exc}",
+                              "fix the line named; `python -m py_compile FILE` shows the same error.") from None
+    return source, tree
+
+
 def _checker(folder: Path) -> ModuleType:
     return _import_file(folder / "check.py", f"labkit_check_{folder.name}")
 
@@ -271,11 +311,10 @@ def check_file(folder: Path, target: Path, *, timeout: float = PROBE_TIMEOUT, hi
     and optionally ``static(tree, name)`` and ``REFUSED_IMPORTS`` ({dotted name: why}).
     """
     checker = _checker(folder)
-    source = target.read_text(encoding="utf-8", errors="replace")
     try:
-        tree = parse(source, filename=target.name)
-    except SyntaxError as exc:
-        return [f"importing {target.name} failed at line {exc.lineno or '?'}: SyntaxError: {exc}"]
+        source, tree = read_submission(target)
+    except SubmissionError as exc:
+        return [f"{exc.message}; what to do: {exc.hint}"]
     static = getattr(checker, "static", None)
     if static is not None and (found := static(tree, target.name)):
         return list(found)

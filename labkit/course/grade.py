@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labkit.core.errors import LabkitError
-from labkit.course.exercises import check_file, find_exercise
+from labkit.course.exercises import SubmissionError, check_file, find_exercise, read_submission
 
 # Feedback that says the file never got as far as being checked (not a wrong answer: an error).
 _ERROR_STARTS = ("importing ", "running ", "the checks stopped", "the result of the checks")
@@ -40,6 +40,11 @@ def _case_name(item: str) -> str:
 
 def grade_one(folder: Path, target: Path, timeout: float) -> GradeRow:
     start = time.monotonic()
+    try:
+        read_submission(target)
+    except SubmissionError as exc:  # no file to check: the row's error, not a wrong answer
+        return GradeRow(target.stem, False, (), f"{exc.message}; what to do: {exc.hint}",
+                        round(time.monotonic() - start, 2))
     try:
         feedback = check_file(folder, target, timeout=timeout, hidden=(target.parent,))
     except Exception as exc:  # the checker itself failed on this file: one row, not the whole class

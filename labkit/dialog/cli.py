@@ -30,11 +30,11 @@ def _backend(args: argparse.Namespace) -> Backend:
 
 def _cmd_chat(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
+    script = load_user_script(args.script) if args.script else None  # a broken script fails before a model loads
     backend = _backend(args)
     log = JsonlLog(args.log) if args.log else None
     bot = declared_arm(args.arm).make(scenario, backend, log=log)
-    if args.script:
-        script = load_user_script(args.script)
+    if script is not None:
         for text in script.turns:
             if bot.finished:
                 break

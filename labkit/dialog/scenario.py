@@ -89,53 +89,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from labkit.core.errors import LabkitError, TableError
 from labkit.core.table import Row, TransitionTable
+from labkit.core.yaml_input import (
+    Located,
+    LocatedList,
+    Where,
+    check_keys,
+    parse_yaml,
+    read_input,
+    refuse_scalar,
+    value_text,
+)
+
+__all__ = ["Where"]  # re-exported: callers place their own errors with it
 
 
 class ScenarioError(LabkitError):
     """A scenario file is malformed; the message names the file, line and column."""
-
-
-@dataclass(frozen=True)
-class Where:
-    """A place in a YAML file (1-based line and column)."""
-
-    file: str
-    line: int
-    column: int
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"  # the form editors and terminals jump to
-
-
-class _Located(dict):  # type: ignore[type-arg]
-    """A mapping that remembers where it and each of its keys stand in the file."""
-
-    where: Where
-    key_where: dict[str, Where]
-
-
-def _loader(file: str) -> type[yaml.SafeLoader]:
-    class Loader(yaml.SafeLoader):
-        pass
-
-    def construct(loader: yaml.SafeLoader, node: yaml.MappingNode) -> _Located:
-        loader.flatten_mapping(node)
-        out = _Located()
-        out.where = Where(file, node.start_mark.line + 1, node.start_mark.column + 1)
-        out.key_where = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            out[key] = loader.construct_object(value_node, deep=True)
-            out.key_where[str(key)] = Where(file, key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-        return out
-
-    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct)
-    return Loader
 
 
 _TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "list": list[str]}
@@ -307,10 +280,14 @@ def _fail(where: Where, message: str, hint: str) -> ScenarioError:
     return ScenarioError(f"{where}: {message}", hint)
 
 
-def _require(data: _Located, key: str, kind: type | tuple[type, ...], what: str) -> Any:
+def _require(data: Located, key: str, kind: type | tuple[type, ...], what: str) -> Any:
     if key not in data:
         raise _fail(data.where, f"{what} lacks the key '{key}'", f"add '{key}:' to {what}.")
+    if kind is str:
+        return value_text(data, key, f"'{key}' of {what}", ScenarioError)
     value = data[key]
+    refuse_scalar(value, data.value_where[key], data.source[key], f"'{key}' of {what}", ScenarioError,
+                  f"{key}: {{}}")
     if not isinstance(value, kind):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise _fail(data.key_where[key], f"'{key}' must be a {names}, got {type(value).__name__}",
@@ -318,21 +295,31 @@ def _require(data: _Located, key: str, kind: type | tuple[type, ...], what: str)
     return value
 
 
-def _check_keys(data: _Located, allowed: set[str], what: str) -> None:
-    for key in data:
-        if key not in allowed:
-            raise _fail(data.key_where[str(key)], f"unknown key '{key}' in {what}",
-                        f"allowed keys: {', '.join(sorted(allowed))}.")
+def _check_keys(data: Located, allowed: set[str], what: str) -> None:
+    check_keys(data, allowed, what, ScenarioError)
+
+
+def _text(data: Located, key: str, what: str, default: str = "") -> str:
+    """The optional text ``data[key]`` (``default`` without it); a boolean, number or null there is refused."""
+    return value_text(data, key, f"'{key}' of {what}", ScenarioError) if key in data else default
+
+
+def _item_texts(value: Any, what: str) -> None:
+    """Refuse a boolean, number or null among the items of a list of words, at the item's place."""
+    if isinstance(value, LocatedList):
+        for i, item in enumerate(value):
+            refuse_scalar(item, value.item_where[i], value.source[i], f"item {i + 1} of {what}", ScenarioError)
 
 
 def _result(name: str, spec: Any, where: Where) -> ResultField:
     if isinstance(spec, str):
         spec_type, description, values = spec, "", ()
-    elif isinstance(spec, _Located):
+    elif isinstance(spec, Located):
         _check_keys(spec, {"type", "description", "values"}, f"result '{name}'")
         spec_type = _require(spec, "type", str, f"result '{name}'")
-        description = str(spec.get("description", ""))
+        description = _text(spec, "description", f"result '{name}'")
         raw_values = spec.get("values", [])
+        _item_texts(raw_values, f"the values of result '{name}'")
         if not isinstance(raw_values, list) or not all(isinstance(v, str) for v in raw_values):
             raise _fail(spec.where, f"result '{name}': 'values' must be a list of strings", "e.g. values: [low, high].")
         values = tuple(raw_values)
@@ -350,22 +337,25 @@ def _result(name: str, spec: Any, where: Where) -> ResultField:
 def _signal(name: str, spec: Any, where: Where, results: set[str]) -> Signal:
     if isinstance(spec, str):
         return Signal(name, spec)
-    if not isinstance(spec, _Located):
+    if spec is not None and not isinstance(spec, Located | list):
+        refuse_scalar(spec, where, str(spec), f"the target of signal '{name}'", ScenarioError, f"{name}: {{}}")
+    if not isinstance(spec, Located):
         raise _fail(where, f"signal '{name}' has no target step",
                     f"write '{name}: TARGET' or '{name}: {{to: TARGET}}'; a signal nobody handles cannot fire.")
     _check_keys(spec, {"to", "needs", "when"}, f"signal '{name}'")
     to = _require(spec, "to", str, f"signal '{name}'")
     needs = spec.get("needs", [])
+    _item_texts(needs, f"the needs of signal '{name}'")
     if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):
         raise _fail(spec.where, f"signal '{name}': 'needs' must be a list of result names", "e.g. needs: [goal].")
     for need in needs:
         if need not in results:
             raise _fail(spec.key_where.get("needs", spec.where), f"signal '{name}' needs '{need}', which no step "
                         "produces", f"declare '{need}' under some step's results, or fix the name.")
-    return Signal(name, to, tuple(needs), str(spec.get("when", "")))
+    return Signal(name, to, tuple(needs), _text(spec, "when", f"signal '{name}'"))
 
 
-def _ask_keywords(raw: _Located, step_name: str, final: bool) -> tuple[str, ...]:
+def _ask_keywords(raw: Located, step_name: str, final: bool) -> tuple[str, ...]:
     """A step's ``ask_keywords``: how the measure tells that a reply asks for what the step still needs."""
     if "ask_keywords" not in raw:
         return ()
@@ -374,20 +364,21 @@ def _ask_keywords(raw: _Located, step_name: str, final: bool) -> tuple[str, ...]
     if final:
         raise _fail(where, f"final step '{step_name}' has ask_keywords",
                     "a final step asks nothing; remove its ask_keywords.")
+    _item_texts(value, f"the ask_keywords of step '{step_name}'")
     if not isinstance(value, list) or not value or not all(isinstance(k, str) and k.strip() for k in value):
         raise _fail(where, f"step '{step_name}': 'ask_keywords' must be a non-empty list of words",
                     "e.g. ask_keywords: [deadline, when, date].")
     return tuple(k.strip() for k in value)
 
 
-def _by_step(data: _Located, key: str, steps: dict[str, Step], what: str,
+def _by_step(data: Located, key: str, steps: dict[str, Step], what: str,
              example: str) -> Iterator[tuple[Step, Any, Where]]:
     """Each (step, value, where) of the top-level mapping ``key``, which names steps: the one walk that
     ``examples``, ``more_examples`` and ``questions`` share, so each refuses a non-mapping or an unknown step alike."""
     if key not in data:
         return
     raw = data[key]
-    if not isinstance(raw, _Located):
+    if not isinstance(raw, Located):
         raise _fail(data.key_where[key], f"'{key}' must be a mapping of step names to {what}",
                     f"e.g. {key}: {example}.")
     for name, spec in raw.items():
@@ -398,7 +389,7 @@ def _by_step(data: _Located, key: str, steps: dict[str, Step], what: str,
         yield step, spec, where
 
 
-def _examples(data: _Located, steps: dict[str, Step]) -> dict[str, Step]:
+def _examples(data: Located, steps: dict[str, Step]) -> dict[str, Step]:
     """``steps`` with the top-level ``examples`` attached, each checked against its step."""
     out = dict(steps)
     for step, spec, where in _by_step(data, "examples", steps, "examples",
@@ -408,7 +399,7 @@ def _examples(data: _Located, steps: dict[str, Step]) -> dict[str, Step]:
     return out
 
 
-def _more_examples(data: _Located, steps: dict[str, Step], corrections: Corrections | None) -> dict[str, Step]:
+def _more_examples(data: Located, steps: dict[str, Step], corrections: Corrections | None) -> dict[str, Step]:
     """``steps`` with the top-level ``more_examples`` attached, each checked against its step widened as the
     features widen it (every scenario variable may be in results; the correction signal may be emitted)."""
     variables = tuple({f.name: f for st in steps.values() for f in st.results}.values())
@@ -419,19 +410,21 @@ def _more_examples(data: _Located, steps: dict[str, Step], corrections: Correcti
             raise _fail(where, f"'more_examples' of step '{step.name}' must be a non-empty list of examples",
                         f"e.g. {step.name}: [{{user: ..., message: ..., signal: next, results: {{...}}}}].")
         signals = step.signals + ((Signal(corrections.signal, step.name),) if corrections is not None else ())
-        examples = tuple(_example(spec, spec.where if isinstance(spec, _Located) else where, step.name, step.final,
+        examples = tuple(_example(spec, spec.where if isinstance(spec, Located) else where, step.name, step.final,
                                   variables, signals) for spec in specs)
         out[step.name] = dataclasses.replace(step, more_examples=examples)
     return out
 
 
-def _questions(data: _Located, steps: dict[str, Step]) -> dict[str, str]:
+def _questions(data: Located, steps: dict[str, Step]) -> dict[str, str]:
     """The top-level ``questions``: one non-empty question per named non-final step."""
     questions: dict[str, str] = {}
     for step, text, where in _by_step(data, "questions", steps, "questions",
                                       "{goal: What should the project achieve?}"):
         if step.final:
             raise _fail(where, f"final step '{step.name}' has a question", "a final step asks nothing; remove it.")
+        refuse_scalar(text, data["questions"].value_where[step.name], data["questions"].source[step.name],
+                      f"the question of step '{step.name}'", ScenarioError, f"{step.name}: {{}}")
         if not isinstance(text, str) or not text.strip():
             raise _fail(where, f"the question of step '{step.name}' must be a non-empty string",
                         "e.g. goal: What should the project achieve?")
@@ -439,14 +432,14 @@ def _questions(data: _Located, steps: dict[str, Step]) -> dict[str, str]:
     return questions
 
 
-def _cues(data: _Located, variables: set[str], key: str = "cues", what: str = "variable",
+def _cues(data: Located, variables: set[str], key: str = "cues", what: str = "variable",
           example: str = "deadline: [Friday, next week]") -> dict[str, tuple[str, ...]]:
     """The top-level ``cues`` (or ``move_cues``): for each named variable (signal), a non-empty list of
     non-empty words or phrases."""
     if key not in data:
         return {}
     raw = data[key]
-    if not isinstance(raw, _Located):
+    if not isinstance(raw, Located):
         raise _fail(data.key_where[key], f"'{key}' must be a mapping of {what} names to lists of words",
                     f"e.g. {key}: {{{example}}}.")
     cues: dict[str, tuple[str, ...]] = {}
@@ -461,6 +454,7 @@ def _cues(data: _Located, variables: set[str], key: str = "cues", what: str = "v
 
 def _words(words: Any, where: Where, what: str) -> tuple[str, ...]:
     """A declared non-empty list of non-empty words or phrases, stripped."""
+    _item_texts(words, what)
     if not isinstance(words, list) or not words or not all(isinstance(w, str) and w.strip() for w in words):
         raise _fail(where, f"{what} must be a non-empty list of words or phrases", "e.g. [for me, will use it].")
     return tuple(w.strip() for w in words)
@@ -471,7 +465,7 @@ def _example(spec: Any, where: Where, step_name: str, final: bool, results: tupl
     """One step's example: checked against the step's signals, results schema and needs."""
     if final:
         raise _fail(where, f"final step '{step_name}' has an example", "a final step answers nothing; remove it.")
-    if not isinstance(spec, _Located):
+    if not isinstance(spec, Located):
         raise _fail(where, f"the example of step '{step_name}' must be a mapping",
                     "e.g. example: {user: ..., message: ..., signal: next, results: {...}}.")
     what = f"the example of step '{step_name}'"
@@ -479,9 +473,7 @@ def _example(spec: Any, where: Where, step_name: str, final: bool, results: tupl
     user = _require(spec, "user", str, what)
     message = _require(spec, "message", str, what)
     signal_name = _require(spec, "signal", str, what)
-    summary = spec.get("summary", "")
-    if not isinstance(summary, str):
-        raise _fail(spec.key_where["summary"], f"{what}: 'summary' must be a string", "write one line.")
+    summary = _text(spec, "summary", what)
     signal = next((s for s in signals if s.name == signal_name), None)
     if signal is None:
         raise _fail(spec.key_where["signal"], f"{what} emits '{signal_name}', not a signal of the step",
@@ -510,19 +502,20 @@ def _example(spec: Any, where: Where, step_name: str, final: bool, results: tupl
     return Example(user, message, signal_name, kept, summary)
 
 
-def _corrections(data: _Located, variables: set[str]) -> Corrections | None:
+def _corrections(data: Located, variables: set[str]) -> Corrections | None:
     if "corrections" not in data:
         return None
     spec = data["corrections"]
     where = data.key_where["corrections"]
-    if not isinstance(spec, _Located):
+    if not isinstance(spec, Located):
         raise _fail(where, "'corrections' must be a mapping", "e.g. corrections: {signal: correct, when: ...}.")
     _check_keys(spec, {"signal", "when", "fields", "cues"}, "'corrections'")
-    signal = spec.get("signal", "correct")
-    when = spec.get("when", Corrections.when)
+    signal = _text(spec, "signal", "'corrections'", "correct")
+    when = _text(spec, "when", "'corrections'", Corrections.when)
     if not isinstance(signal, str) or not signal.strip() or not isinstance(when, str):
         raise _fail(spec.where, "'corrections': 'signal' and 'when' must be strings", "e.g. signal: correct.")
     fields = spec.get("fields", [])
+    _item_texts(fields, "'corrections': 'fields'")
     if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
         raise _fail(spec.key_where.get("fields", spec.where), "'corrections': 'fields' must be a list of variables",
                     "e.g. fields: [goal, users].")
@@ -537,42 +530,36 @@ def _corrections(data: _Located, variables: set[str]) -> Corrections | None:
 def load_scenario(path: str | Path) -> Scenario:
     """Read, check and compile a scenario file; every problem is a :class:`ScenarioError`."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"cannot read scenario {p}: {exc.strerror or exc}", "check the path.") from exc
+    text = read_input(p, "scenario", ScenarioError)
     return parse_scenario(text, str(p), base=p.parent)
 
 
 def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None) -> Scenario:
     """Parse scenario text (``base`` resolves instruction files; None requires inline instructions)."""
-    try:
-        data = yaml.load(text, Loader=_loader(file))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = Where(file, mark.line + 1, mark.column + 1) if mark else Where(file, 1, 1)
-        raise ScenarioError(f"{where}: not valid YAML: {exc.problem or exc.context}",
-                            "fix the indentation or quoting there (YAML is indentation-sensitive).") from None
-    if not isinstance(data, _Located):
+    data = parse_yaml(text, file, "scenario", ScenarioError)
+    if not isinstance(data, Located):
         raise ScenarioError(f"{Where(file, 1, 1)}: a scenario is a YAML mapping with name, initial and steps",
                             "see the format in labkit/dialog/scenario.py.")
     _check_keys(data, {"name", "title", "initial", "steps", "description", "corrections", "cancel_question",
                        "examples", "more_examples", "questions", "cues", "move_cues"}, "the scenario")
     name = _require(data, "name", str, "the scenario")
     initial = _require(data, "initial", str, "the scenario")
-    raw_steps = _require(data, "steps", _Located, "the scenario")
+    raw_steps = _require(data, "steps", Located, "the scenario")
     all_results: set[str] = set()
     for raw in raw_steps.values():
-        if isinstance(raw, _Located) and isinstance(raw.get("results"), _Located):
+        if isinstance(raw, Located) and isinstance(raw.get("results"), Located):
             all_results |= set(raw["results"])
     steps: dict[str, Step] = {}
     for step_name, raw in raw_steps.items():
         where = raw_steps.key_where[str(step_name)]
-        if not isinstance(raw, _Located):
+        if not isinstance(raw, Located):
             raise _fail(where, f"step '{step_name}' must be a mapping", "give it instructions/signals, or final: true.")
         _check_keys(raw, {"instructions", "results", "signals", "final", "message", "ask_keywords"},
                     f"step '{step_name}'")
-        final = bool(raw.get("final", False))
+        final = raw.get("final", False)
+        if not isinstance(final, bool):
+            raise _fail(raw.value_where["final"], f"step '{step_name}': 'final' must be true or false, got "
+                        f"{final!r}", "write final: true on the last step, or leave it out.")
         instructions, instructions_file = "", ""
         if "instructions" in raw:
             ref = _require(raw, "instructions", str, f"step '{step_name}'")
@@ -581,17 +568,17 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
                 if not md.is_file():
                     raise _fail(raw.key_where["instructions"], f"step '{step_name}': no instructions file {md}",
                                 "create the Markdown file, or fix the path (relative to the scenario file).")
-                instructions, instructions_file = md.read_text(encoding="utf-8"), ref
+                instructions, instructions_file = read_input(md, "instructions file", ScenarioError), ref
             else:
                 instructions = ref
         elif not final:
             raise _fail(raw.where, f"step '{step_name}' has no instructions", "add instructions: steps/NAME.md.")
-        raw_results = raw.get("results", _Located())
+        raw_results = raw.get("results", Located.empty(raw.where))
         if not isinstance(raw_results, dict):
             raise _fail(raw.key_where.get("results", raw.where), f"step '{step_name}': results must be a mapping",
                         "e.g. results: {goal: {type: string}}.")
         results = tuple(_result(str(k), v, raw_results.key_where[str(k)]) for k, v in raw_results.items())
-        raw_signals = raw.get("signals", _Located())
+        raw_signals = raw.get("signals", Located.empty(raw.where))
         if not isinstance(raw_signals, dict):
             raise _fail(raw.key_where.get("signals", raw.where), f"step '{step_name}': signals must be a mapping",
                         "e.g. signals: {next: {to: users}}.")
@@ -606,7 +593,7 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
                             f"unknown step '{sig.to}'", f"use one of: {', '.join(map(str, raw_steps))}.")
         keywords = _ask_keywords(raw, str(step_name), final)
         steps[str(step_name)] = Step(str(step_name), instructions, instructions_file, results, signals, final,
-                                     str(raw.get("message", "")), keywords)
+                                     _text(raw, "message", f"step '{step_name}'"), keywords)
     if initial not in steps:
         raise _fail(data.key_where["initial"], f"initial step '{initial}' is not a step",
                     f"use one of: {', '.join(steps)}.")
@@ -620,6 +607,9 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
                         "name the correction signal differently, e.g. signal: correct.")
     steps = _more_examples(data, steps, corrections)
     cancel_question = data.get("cancel_question", "")
+    if "cancel_question" in data:
+        refuse_scalar(cancel_question, data.value_where["cancel_question"], data.source["cancel_question"],
+                      "'cancel_question'", ScenarioError, "cancel_question: {}")
     if not isinstance(cancel_question, str):
         raise _fail(data.key_where["cancel_question"], "'cancel_question' must be a string",
                     "e.g. cancel_question: Do you want me to close the request?")
@@ -628,7 +618,8 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
     move_cues = _cues(data, {sig.name for st in steps.values() for sig in st.signals}, "move_cues", "signal",
                       "back: [go back, change]")
     try:
-        return Scenario(name, str(data.get("title", name)), initial, steps, file, str(data.get("description", "")),
+        return Scenario(name, _text(data, "title", "the scenario", name), initial, steps, file,
+                        _text(data, "description", "the scenario"),
                         corrections, cancel_question, questions, cues, move_cues)
     except TableError as exc:
         raise ScenarioError(f"{data.key_where['steps']}: the scenario's steps do not form a valid machine:\n"

@@ -33,9 +33,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from labkit.dialog.scenario import ScenarioError, Where, _loader, _Located
+from labkit.core.yaml_input import (
+    Located,
+    LocatedList,
+    Where,
+    check_keys,
+    item_text,
+    parse_yaml,
+    read_input,
+    refuse_scalar,
+    value_text,
+)
+from labkit.dialog.scenario import ScenarioError
 
 SPLITS = ("dev", "test")
 
@@ -70,15 +79,17 @@ def _fail(where: Where, message: str, hint: str) -> ScenarioError:
     return ScenarioError(f"{where}: {message}", hint)
 
 
-def _check_keys(data: _Located, allowed: set[str], what: str) -> None:
-    for key in data:
-        if key not in allowed:
-            raise _fail(data.key_where[str(key)], f"unknown key '{key}' in {what}",
-                        f"allowed keys: {', '.join(sorted(allowed))}.")
+def _check_keys(data: Located, allowed: set[str], what: str) -> None:
+    check_keys(data, allowed, what, ScenarioError)
 
 
 def _string_list(value: Any, where: Where, what: str, example: str) -> tuple[str, ...]:
     items = value if isinstance(value, list) else [value]
+    if isinstance(value, LocatedList):
+        for i, item in enumerate(value):
+            if isinstance(item, bool) or item is None:  # a number is a phrasing as written (3 reads as "3")
+                refuse_scalar(item, value.item_where[i], value.source[i], f"phrasing {i + 1} of {what}",
+                              ScenarioError)
     if not items or not all(isinstance(v, str | int | float) and not isinstance(v, bool) and str(v).strip()
                             for v in items):
         raise _fail(where, f"{what} must be a non-empty list of words or phrases", f"e.g. {example}.")
@@ -100,40 +111,29 @@ def _expected_value(name: str, value: Any, where: Where) -> ExpectedValue:
 
 def parse_user_script(text: str, file: str = "<user>", name: str | None = None) -> UserScript:
     """Parse a user script's text; every problem is a :class:`ScenarioError` at ``file:line:column``."""
-    try:
-        data = yaml.load(text, Loader=_loader(file))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = Where(file, mark.line + 1, mark.column + 1) if mark else Where(file, 1, 1)
-        raise _fail(where, f"not valid YAML: {exc.problem or exc.context}",
-                    "fix the indentation or quoting there (YAML is indentation-sensitive).") from None
-    if not isinstance(data, _Located):
+    data = parse_yaml(text, file, "user script", ScenarioError)
+    if not isinstance(data, Located):
         raise _fail(Where(file, 1, 1), "a user script is a YAML mapping with 'turns' (and scenario, split, expect)",
                     "see the format in labkit/dialog/users.py.")
     _check_keys(data, {"scenario", "persona", "split", "turns", "expect"}, "the user script")
-    turns = data.get("turns")
-    turns_where = data.key_where.get("turns", data.where)
-    if not isinstance(turns, list) or not turns or not all(isinstance(t, str) and t.strip() for t in turns):
-        raise _fail(turns_where, "a user script needs 'turns', a non-empty list of messages",
-                    "write turns: followed by one '- message' line per user message.")
+    turns = _turns(data)
     for key in ("scenario", "persona"):
-        if key in data and not isinstance(data[key], str):
-            raise _fail(data.key_where[key], f"'{key}' must be a string, got {type(data[key]).__name__}",
-                        f"write {key}: followed by one line of text.")
+        if key in data:
+            value_text(data, key, f"'{key}'", ScenarioError)
     split = data.get("split")
     if split is not None and split not in SPLITS:
         raise _fail(data.key_where["split"], f"'split' must be dev or test, got {split!r}",
                     "dev users are for designing the machine, test users for reporting it; pick one.")
-    expect = data.get("expect", _Located())
+    expect = data.get("expect")
     if expect is None:
-        expect = _Located()
-    if not isinstance(expect, _Located):
+        expect = Located.empty(data.where)
+    if not isinstance(expect, Located):
         raise _fail(data.key_where["expect"], "'expect' must be a mapping", "e.g. expect: {step: brief, values: {}}.")
-    if not hasattr(expect, "where"):
-        expect.where, expect.key_where = data.where, {}
     _check_keys(expect, {"step", "variables", "values"}, "'expect'")
     step = expect.get("step")
     if step is not None and not isinstance(step, str):
+        refuse_scalar(step, expect.value_where["step"], expect.source["step"], "'expect.step'", ScenarioError,
+                      "step: {}")
         raise _fail(expect.key_where["step"], "'expect.step' must be a step name", "e.g. step: brief.")
     words = _mapping(expect, "variables")
     variables = {str(k): _string_list(v, words.key_where[str(k)], f"variable '{k}'", f"{k}: [word]")
@@ -142,20 +142,33 @@ def parse_user_script(text: str, file: str = "<user>", name: str | None = None) 
     if "values" in expect:
         raw_values = _mapping(expect, "values")
         values = {str(k): _expected_value(str(k), v, raw_values.key_where[str(k)]) for k, v in raw_values.items()}
-    return UserScript(name=name or Path(file).stem, scenario=str(data.get("scenario", "")), turns=tuple(turns),
+    return UserScript(name=name or Path(file).stem, scenario=str(data.get("scenario", "")), turns=turns,
                       expect_step=step, expect_variables=variables, persona=str(data.get("persona", "")),
                       split=split, expect_values=values, path=file,
                       scenario_where=str(data.key_where.get("scenario", data.where)),
                       step_where=str(expect.key_where.get("step", expect.where)))
 
 
-def _mapping(parent: _Located, key: str) -> _Located:
+def _turns(data: Located) -> tuple[str, ...]:
+    """The user's messages: a non-empty list of text; a turn YAML read as a boolean, number or null is named."""
+    turns = data.get("turns")
+    where = data.key_where.get("turns", data.where)
+    hint = "write turns: followed by one '- message' line per user message."
+    if not isinstance(turns, LocatedList) or not turns:
+        read = f" (YAML read {data.source['turns'].strip()!r} there)" if data.source.get("turns", "").strip() else ""
+        raise _fail(where, f"a user script needs 'turns', a non-empty list of messages{read}", hint)
+    out = tuple(item_text(turns, i, f"turn {i + 1}", ScenarioError) for i in range(len(turns)))
+    for i, turn in enumerate(out):
+        if not turn.strip():
+            raise _fail(turns.item_where[i], f"turn {i + 1} is empty", f"{hint} (a turn has some text)")
+    return out
+
+
+def _mapping(parent: Located, key: str) -> Located:
     value = parent.get(key)
     if value is None:
-        empty = _Located()
-        empty.where, empty.key_where = parent.where, {}
-        return empty
-    if not isinstance(value, _Located):
+        return Located.empty(parent.where)
+    if not isinstance(value, Located):
         raise _fail(parent.key_where[key], f"'{key}' must be a mapping of variable names",
                     f"e.g. {key}: {{goal: [...]}}.")
     return value
@@ -164,10 +177,7 @@ def _mapping(parent: _Located, key: str) -> _Located:
 def load_user_script(path: str | Path) -> UserScript:
     """Read a user script; ``turns`` is required, the rest optional (``chat --script`` needs only turns)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"cannot read user script {p}: {exc.strerror or exc}", "check the path.") from exc
+    text = read_input(p, "user script", ScenarioError)
     return parse_user_script(text, str(p), p.stem)
 
 

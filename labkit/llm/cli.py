@@ -54,7 +54,13 @@ def build_backend(args: argparse.Namespace) -> Backend:
     else:
         from labkit.llm.llamacpp import LlamaCppBackend
 
-        backend = LlamaCppBackend(args.model, n_ctx=args.n_ctx)
+        model, chat = args.model, False
+        if model is not None and not Path(model).exists():  # a registered name, or a mistake named with the names
+            from labkit.llm.models import resolve_model
+
+            model, kind = resolve_model(model)
+            chat = kind == "chat"
+        backend = LlamaCppBackend(model, n_ctx=args.n_ctx, chat=chat)
     if args.record:
         from labkit.llm.cassette import RecordingBackend
 
@@ -122,7 +128,8 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("prompt", help="the prompt (plain completion, no chat template, unless --server-kind finds "
                    "a chat model on --server: then one user turn in the server's template)")
     where = p.add_argument_group("backend (default: the embedded model in this process)")
-    where.add_argument("--model", metavar="PATH", help="a GGUF model file to load in this process")
+    where.add_argument("--model", metavar="PATH", help="a GGUF model file to load in this process (or a "
+                       "registered model's name, once fetched)")
     where.add_argument("--n-ctx", type=int, default=2048, help="context size for --model (default 2048)")
     add_server_options(where, server_help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000")
     where.add_argument("--record", metavar="CASSETTE", help="append the call to this JSONL cassette")

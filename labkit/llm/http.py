@@ -42,6 +42,7 @@ import http.client
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -63,6 +64,42 @@ from labkit.llm.server_kinds import (
 SCHEMA_MODES = ("grammar", "json_schema", "structured_outputs", "none")
 _START_HINT = ("start one, e.g. `python -m labkit.llm.serve --model FILE.gguf --host 127.0.0.1 --port 8000`, "
                "or check the URL (--server).")
+
+
+_ENDPOINTS = ("/completions", "/chat/completions", "/models", "/health", "/props")
+
+
+def check_server_url(url: str) -> str:
+    """``url`` if it can name an OpenAI-compatible server's base (``http://host:port``, optionally ``/v1`` or a
+    proxy's path); otherwise a :class:`BackendError` saying what is wrong with it and the URL to give."""
+    example = "give the server's base URL, e.g. http://127.0.0.1:8000"
+    if not isinstance(url, str) or not url.strip():
+        raise BackendError("the server URL is empty", f"{example}.")
+    if url != url.strip() or any(c.isspace() for c in url):
+        raise BackendError(f"server URL {url!r} holds spaces", f"remove them; {example}.")
+    if not url.lower().startswith(("http://", "https://")):
+        guess = f"http://{url.split('://', 1)[-1]}"
+        raise BackendError(f"server URL {url!r} does not start with http:// or https://",
+                           f"write the scheme too: {guess}" if "://" not in url else f"{example}.")
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        given = parts.netloc.rsplit(":", 1)[-1]
+        raise BackendError(f"server URL {url!r} has the port {given!r}, not a number from 1 to 65535",
+                           f"{example} (the port the server prints when it starts).") from None
+    if not parts.hostname:
+        raise BackendError(f"server URL {url!r} names no host", f"{example}.")
+    if port == 0:
+        raise BackendError(f"server URL {url!r} has port 0, which no server listens on",
+                           f"{example} (the port the server prints when it starts).")
+    if parts.query or parts.fragment:
+        raise BackendError(f"server URL {url!r} has a query or fragment ('?' or '#')",
+                           f"give the base URL only: {parts.scheme}://{parts.netloc}")
+    if parts.path.rstrip("/").endswith(_ENDPOINTS):
+        raise BackendError(f"server URL {url!r} names an endpoint ({parts.path}), not the server",
+                           f"give the base URL only, the client adds the endpoint: {parts.scheme}://{parts.netloc}")
+    return url
 
 
 class OpenAICompatBackend(Backend):
@@ -102,10 +139,7 @@ class OpenAICompatBackend(Backend):
             raise BackendError("model_kind is given without server_kind",
                                "add --server-kind (auto, or the kind): only a kind knows how to reach a "
                                "chat template.")
-        if not base_url.startswith(("http://", "https://")):
-            raise BackendError(f"server URL {base_url!r} does not start with http:// or https://",
-                               "give the server's base URL, e.g. http://127.0.0.1:8000")
-        url = base_url.rstrip("/")
+        url = check_server_url(base_url).rstrip("/")
         self.base_url = url[: -len("/v1")] if url.endswith("/v1") else url
         self.model = model
         self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s

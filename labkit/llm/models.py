@@ -217,10 +217,12 @@ def resolve_model(name_or_path: str | None) -> tuple[Path | None, ModelKind]:
                                  f"run `labkit models fetch {name_or_path}` first.")
         return path, spec.kind
     path = Path(name_or_path)
-    if not path.is_file():
-        raise ModelFileError(f"unknown model {name_or_path!r}: no registered model has that name and no file is "
-                             "there", f"use one of: {', '.join(model_names())}, or a GGUF file's path.")
-    spec = spec_for_path(path)
+    if not path.exists() and "/" not in name_or_path and os.sep not in name_or_path \
+            and not name_or_path.lower().endswith(".gguf"):
+        raise ModelFileError(f"unknown model '{name_or_path}': no registered model has that name, and no file "
+                             "has that path", f"use one of: {', '.join(_REGISTRY)} (labkit models list), or the "
+                             "path of a .gguf file.")
+    spec = spec_for_path(path) if path.exists() else None
     return path, spec.kind if spec else "base"
 
 

@@ -10,14 +10,15 @@ with the task id and the field, never as a Python error from deep inside a run.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from labkit.core.errors import LabkitError
+from labkit.core.yaml_input import Where, load_yaml, not_text, source_at, where_of
 
 FORMAT = 1
+TASK_FILE_MAX_BYTES = 16 << 20  # a generated benchmark's file (164 HumanEval tasks) is about 150 KB
 DEFAULT_TASK_FILE = Path(__file__).resolve().parents[2] / "data" / "repos" / "tasks.yaml"
 KIT_KINDS = ("bug", "feature", "rename", "off-by-one", "wrong-default", "edge-case")  # the hand-made projects
 GENERATED_KINDS = ("mutation", "implement")  # tasks built from a public benchmark (labkit.repoedit.humaneval)
@@ -85,26 +86,20 @@ def load_tasks(path: str | Path = DEFAULT_TASK_FILE) -> dict[str, RepoTask]:
     if not path.is_file():
         raise LabkitError(f"task file {path} does not exist",
                           "pass the path of a tasks.yaml (the kit's own is data/repos/tasks.yaml).")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise LabkitError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax at the line named.") from None
+    raw = load_yaml(path, "task file", max_bytes=TASK_FILE_MAX_BYTES)
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-        found = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
-        raise LabkitError(f"{path}: expected a mapping with 'format: {FORMAT}', found {found!r}",
+        found = repr(raw.get("format")) if isinstance(raw, dict) else "a list" if isinstance(raw, list) else repr(raw)
+        raise LabkitError(f"{path}: expected a mapping with 'format: {FORMAT}', found {found}",
                           "start the file with 'format: 1' and a 'tasks:' list.")
     try:
         parsed = TaskFile.model_validate(raw)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors()[:5]:
-            loc = list(err["loc"])
-            where = ".".join(str(p) for p in loc)
-            if len(loc) >= 2 and loc[0] == "tasks" and isinstance(loc[1], int):
-                task_id = raw["tasks"][loc[1]].get("id", "?") if isinstance(raw["tasks"][loc[1]], dict) else "?"
-                where = f"task {task_id!r}: " + ".".join(str(p) for p in loc[2:])
-            problems.append(f"{where}: {err['msg']}")
-        raise LabkitError(f"{path}: {len(exc.errors())} problem(s): " + "; ".join(problems),
+        errors = exc.errors()  # a list whose items failed is also reported as too short: that one says nothing
+        errors = [e for e in errors if not (e["type"] == "too_short" and any(
+            len(o["loc"]) > len(e["loc"]) and o["loc"][:len(e["loc"])] == e["loc"] for o in errors))]
+        problems = [_problem(raw, err, str(path)) for err in errors[:5]]
+        count = len(errors)
+        raise LabkitError(problems[0] if count == 1 else f"{path}: {count} problems: " + "; ".join(problems),
                           "each task needs id, project, split (dev|test), kind, requirement, failing "
                           "(pytest node ids) and oracle (path, why, edits of search/replace).") from None
     tasks: dict[str, RepoTask] = {}
@@ -114,6 +109,28 @@ def load_tasks(path: str | Path = DEFAULT_TASK_FILE) -> dict[str, RepoTask]:
         check_task(task, path.parent)
         tasks[task.id] = task
     return tasks
+
+
+def _problem(raw: dict, err: Any, file: str) -> str:
+    """One schema problem as ``file:line:column: task 'id': field: what is wrong``."""
+    loc = list(err["loc"])
+    what = ".".join(str(p) for p in loc)
+    if len(loc) >= 2 and loc[0] == "tasks" and isinstance(loc[1], int):
+        task_id = raw["tasks"][loc[1]].get("id", "?") if isinstance(raw["tasks"][loc[1]], dict) else "?"
+        what = f"task {task_id!r}: " + ".".join(str(p) for p in loc[2:])
+    where = where_of(raw, loc, Where(file, 1, 1))
+    why = None
+    if err["type"] in ("string_type", "literal_error") and not isinstance(err["input"], str | list | dict):
+        why = not_text(err["input"], source_at(raw, loc), "the value", f"{loc[-1]}: {{}}")
+    elif err["type"] == "extra_forbidden":
+        known = _MODELS.get(tuple(p for p in loc[:-1] if not isinstance(p, int)))
+        why = "unknown key" + (f"; known keys: {', '.join(known.model_fields)}" if known else "")
+    return f"{where}: {what}: {why or err['msg']}"
+
+
+_MODELS: dict[tuple[str, ...], type[BaseModel]] = {
+    (): TaskFile, ("tasks",): RepoTask, ("tasks", "oracle"): FileFix, ("tasks", "oracle", "edits"): SearchReplace}
+"""The model that validates each place of a task file (by its keys, list indexes left out)."""
 
 
 def resolve_task_file(spec: str | Path) -> Path:

@@ -38,6 +38,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from labkit.core.errors import LabkitError
+from labkit.core.yaml_input import read_input
 from labkit.runtime.policy import Budget
 from labkit.runtime.records import DIFF_FIELDS, record_ids_in
 from labkit.runtime.tools import RECORD_ID_PATTERN, check_key
@@ -45,6 +46,7 @@ from labkit.runtime.tools import RECORD_ID_PATTERN, check_key
 MESSAGE_ID_PATTERN = r"^M\d{2,4}$"
 TASK_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 FORMAT = "labkit-tasks-v2"
+TASK_FILE_MAX_BYTES = 16 << 20  # the generated splits are about 50 KB each
 FAMILY_NAMES = ("triage", "extraction", "selection", "compare")
 
 
@@ -344,15 +346,31 @@ def parse_task_set(data: Any, source: str = "<data>") -> TaskSet:
 def load_task_set(path: str | Path) -> TaskSet:
     """Read and validate a v2 task file (see the module docstring for the format)."""
     path = Path(path)
+    text = read_input(path, "task file", TaskFileError, max_bytes=TASK_FILE_MAX_BYTES,
+                      hint="check the path; the generated files are data/tasks/v2/dev.json and test.json "
+                           "(scripts/make_tasks_v2.py writes them).")
+    shape = "a v2 task file is one JSON object with 'format', 'split' and 'tasks'."
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TaskFileError(f"cannot read task file {path}: {exc.strerror or exc}",
-                            "check the path; the generated files are data/tasks/v2/dev.json and test.json "
-                            "(scripts/make_tasks_v2.py writes them).") from None
-    try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_refuse_repeated_keys)
     except json.JSONDecodeError as exc:
-        raise TaskFileError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
-                            "a v2 task file is one JSON object with 'format', 'split' and 'tasks'.") from None
+        raise TaskFileError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})", shape) from None
+    except _RepeatedKey as exc:
+        raise TaskFileError(f"{path}: the key {exc.args[0]!r} is given twice in one object",
+                            "keep one of them; JSON readers silently keep only the last.") from None
+    if not isinstance(data, dict):
+        kind = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(data), "null")
+        raise TaskFileError(f"{path}:1:1: the task file holds a JSON {kind}, not an object", shape)
     return parse_task_set(data, str(path))
+
+
+class _RepeatedKey(ValueError):
+    """A JSON object names one key twice (raised inside ``json.loads``)."""
+
+
+def _refuse_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
