@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import stat
 import subprocess
@@ -47,7 +48,7 @@ from labkit.repoedit.workspace import Workspace
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- labkit-test-secret-4711"
 BWRAP = sandbox_mode() == "bwrap"
-NO_NAMESPACES = (f"user namespaces do not work here, so the sandbox is limits-only ({sandbox_reason()}); "
+NO_NAMESPACES = (f"the sandbox has no namespaces here, it is limits-only ({sandbox_reason()}); "
                  f"labkit doctor's fix: {sandbox_fix()}")
 NO_PROCESS_CAP = "root without a pids cgroup: RLIMIT_NPROC does not bind root, so nothing bounds a fork bomb"
 
@@ -273,7 +274,8 @@ def why_not_here(case: Hostile, mode: str) -> str | None:
     if case.needs == "namespaces" and mode != "bwrap":
         return NO_NAMESPACES
     if case.needs == "namespaces or cgroup" and mode != "bwrap" and process_cap() != "cgroup":
-        return f"a child that calls setsid outlives a limits-only run without a pids cgroup; {NO_NAMESPACES}"
+        return ("a child that calls setsid outlives a limits-only run where no pids cgroup can be made"
+                + (f"; {NO_NAMESPACES}" if not BWRAP else " (with namespaces, as here, its pid namespace ends it)"))
     if case.needs == "process cap" and process_cap() is None:
         return NO_PROCESS_CAP
     return None
@@ -433,7 +435,8 @@ def test_the_record_says_the_limits_and_which_one_stopped_a_run(mode: str, tmp_p
     if mode == "bwrap" and not BWRAP:
         pytest.skip(NO_NAMESPACES)
     limits = SandboxLimits(cpu_seconds=7, memory_bytes=512 * MIB, file_size_bytes=1 * MIB, processes=16)
-    result = run_sandboxed(["sh", "-c", f"exec head -c {4 * MIB} /dev/zero > big"], cwd=tmp_path,
+    sh, head = (Path(shutil.which(name) or name).resolve() for name in ("sh", "head"))  # by a path the sandbox sees
+    result = run_sandboxed([str(sh), "-c", f"exec {head} -c {4 * MIB} /dev/zero > big"], cwd=tmp_path,
                            writable=[tmp_path], limits=limits, mode=mode)  # type: ignore[arg-type]
     record = result.record()
     assert record["mode"] == mode and record["limits"] == {"cpu_seconds": 7, "memory_bytes": 512 * MIB,
