@@ -446,6 +446,14 @@ def test_the_record_says_the_limits_and_which_one_stopped_a_run(mode: str, tmp_p
     assert (record["bwrap"] is not None) == (mode == "bwrap") and record["bwrap_source"] in (None, "system", "bundled")
 
 
+def test_the_record_names_the_process_limit_when_the_cgroup_refused_a_fork(scene: Scene) -> None:
+    """As root only the pids cgroup can refuse a fork (RLIMIT_NPROC does not bind root), and it counts refusals."""
+    if os.geteuid() != 0 or process_cap() != "cgroup":
+        pytest.skip("needs root with a pids cgroup: elsewhere RLIMIT_NPROC may refuse first, and it counts nothing")
+    ok, result = contained(BY_NAME["fork bomb"], scene)
+    assert ok and "processes" in result.limits_hit, result.record()
+
+
 # ------------------------------------------------------------------------------------------- the parts
 def test_capped_output_keeps_head_and_tail_and_says_it_cut() -> None:
     out = _Capped(10)
