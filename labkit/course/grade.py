@@ -22,7 +22,7 @@ from labkit.course.exercises import SubmissionError, check_file, find_exercise, 
 
 # Feedback that says the file never got as far as being checked (not a wrong answer: an error).
 _ERROR_STARTS = ("importing ", "running ", "the checks stopped", "the result of the checks")
-_ERROR_PARTS = ("did not finish within",)
+_ERROR_PARTS = ("did not finish within", "s of CPU time (an endless loop?)")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.core.sandbox import INSTALL_FIX, MODE_ENV
+from labkit.core.sandbox import INSTALL_FIX, MODE_ENV, UNPROTECTED
 from labkit.doctor.report import PURPOSES, Finding, Report
 from labkit.llm.native import CRASH_ISSUE, OVERRIDE_ENV
 
@@ -204,7 +204,7 @@ def judge_sandbox(r: ProbeResult, _: Mapping[str, ProbeResult]) -> Finding:
     """bwrap or limits-only: both run the kit, but only bwrap keeps model-written code off the machine.
 
     So limits-only is not a failure (``make experiment`` still runs, on macOS too); the finding
-    says what is missing, why, and the fix.
+    says plainly what runs unprotected, why, and the fix.
     """
     needed = ("experiment", "test")
     if r.facts is None:
@@ -214,11 +214,28 @@ def judge_sandbox(r: ProbeResult, _: Mapping[str, ProbeResult]) -> Finding:
     processes = (f"processes capped by {caps[f['process_cap']]}" if f.get("process_cap") in caps else
                  "processes not capped (root without a pids cgroup: a fork bomb ends only at the timeout)")
     if f["mode"] == "bwrap":
-        return Finding("sandbox", True, f"bwrap: model-written tests run with no network, a read-only system and "
-                       f"the home hidden; {processes}", "", needed)
-    fix = f"unset {MODE_ENV}" if f["reason"].startswith(MODE_ENV) else INSTALL_FIX
-    return Finding("sandbox", True, f"limits-only ({f['reason']}): model-written tests run with resource limits "
-                   f"only, the files, network and home are yours; {processes}", fix, needed)
+        return Finding("sandbox", True, f"bwrap ({f.get('bwrap_source')}, {f.get('bwrap')}): model-written tests run "
+                       f"with no network, a read-only system and the home hidden; {processes}", "", needed)
+    fix = f.get("fix") or (f"unset {MODE_ENV}" if f["reason"].startswith(MODE_ENV) else INSTALL_FIX)
+    return Finding("sandbox", True, f"limits-only ({f['reason']}): {UNPROTECTED}; {processes}", fix, needed)
+
+
+def judge_user_namespaces(r: ProbeResult, _: Mapping[str, ProbeResult]) -> Finding:
+    """Can bwrap make its namespaces here? Where not, the cause (the sysctl that turns them off) and its fix.
+
+    Not a failure either, for the reason :func:`judge_sandbox` gives; the fix is the point.
+    """
+    needed = ("experiment", "test")
+    if r.facts is None:
+        return _failed("user namespaces", r, INSTALL_FIX, needed, "running bwrap once")
+    f = r.facts
+    if not f["linux"]:
+        return Finding("user namespaces", True, f"not Linux ({f['platform']}): no user namespaces, so the sandbox is "
+                       "limits-only", "run labkit on Linux (a VM or WSL 2) for the full sandbox", needed)
+    if f["works"]:
+        return Finding("user namespaces", True, f"the {f['source']} bwrap ({f['bwrap']}) made its namespaces "
+                       "without root", "", needed)
+    return Finding("user namespaces", True, f"{f['reason']}; so {UNPROTECTED}", f["fix"], needed)
 
 
 # ----------------------------------------------------------------------------------- the probes
@@ -292,8 +309,20 @@ _PROBE_MEMORY = textwrap.dedent("""
 
 _PROBE_SANDBOX = textwrap.dedent("""
     import json
-    from labkit.core.sandbox import process_cap, sandbox_mode, sandbox_reason
-    print(json.dumps({"mode": sandbox_mode(), "reason": sandbox_reason(), "process_cap": process_cap()}))
+    from labkit.core.sandbox import process_cap, sandbox_probe
+    p = sandbox_probe()
+    print(json.dumps({"mode": p.mode, "reason": p.reason, "fix": p.fix, "process_cap": process_cap(),
+                      "bwrap": p.bwrap.path if p.bwrap else None, "bwrap_source": p.bwrap.source if p.bwrap else None}))
+""")
+_PROBE_USERNS = textwrap.dedent("""
+    import json, sys
+    from labkit.core.sandbox import find_bwrap, probe_sandbox
+    linux = sys.platform.startswith("linux")
+    bwrap = find_bwrap() if linux else None
+    p = probe_sandbox(bwrap) if linux else None
+    print(json.dumps({"linux": linux, "platform": sys.platform, "works": bool(p and p.mode == "bwrap"),
+                      "bwrap": bwrap.path if bwrap else None, "source": bwrap.source if bwrap else None,
+                      "reason": p.reason if p else "", "fix": p.fix if p else ""}))
 """)
 
 CHECKS: tuple[Check, ...] = (
@@ -304,6 +333,7 @@ CHECKS: tuple[Check, ...] = (
     Check("model file", ("experiment", "test"), _PROBE_MODEL, judge_model_file, 180),
     Check("completion", ("experiment", "test"), _PROBE_COMPLETION, judge_completion, 180),
     Check("jupyterlab", ("lab", "test"), _PROBE_JUPYTER, judge_jupyter, 60),
+    Check("user namespaces", ("experiment", "test"), _PROBE_USERNS, judge_user_namespaces, 60),
     Check("sandbox", ("experiment", "test"), _PROBE_SANDBOX, judge_sandbox, 60),
 )
 """Every check the doctor knows, in the order it runs them (the build before the completion it explains)."""

@@ -21,7 +21,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from labkit.core.errors import LabkitError
 from labkit.core.sandbox import SandboxLimits, run_sandboxed
@@ -71,6 +71,9 @@ class TestRun:
     output: str = ""
     exit_code: int | None = None
     details: dict[str, str] = field(default_factory=dict)  # failing node id -> its failure text (short)
+    # The sandbox's record of the run (SandboxResult.record: mode, bwrap, limits, limits hit). It says where the
+    # run was confined, not what the tests did, so it is kept out of equality and out of the recorded events.
+    sandbox: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def green(self) -> bool:
@@ -206,13 +209,18 @@ class Workspace:
         out = result.output
         if result.timed_out:
             tail = portable(out, self.root)[-OUTPUT_TAIL:]
-            return TestRun("timeout", output=f"{tail}\n[killed after {timeout:g} s]", exit_code=None)
+            return TestRun("timeout", output=f"{tail}\n[killed after {timeout:g} s]", exit_code=None,
+                           sandbox=result.record())
+        if "cpu_seconds" in result.limits_hit or "file_size_bytes" in result.limits_hit:
+            stopped = "CPU-time" if "cpu_seconds" in result.limits_hit else "file-size"
+            out += f"\n[stopped by the sandbox's {stopped} limit]"
         assert result.returncode is not None
         if result.returncode == 1 and "No module named pytest" in out:
             raise LabkitError(f"{self.python} has no pytest, so the project's tests cannot run",
                               "install it into that interpreter (pip install pytest), or pass python= one that has it.")
         run = _read_run(result.returncode, portable(out, self.root), report)
-        return dataclasses.replace(run, details={k: portable(v, self.root) for k, v in run.details.items()})
+        return dataclasses.replace(run, details={k: portable(v, self.root) for k, v in run.details.items()},
+                                   sandbox=result.record())
 
 
 def limits_for_tests(timeout: float) -> SandboxLimits:
