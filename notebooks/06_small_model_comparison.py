@@ -262,8 +262,8 @@ for m in MODELS:
 # with their Wilson 95% interval, and the paired tests as "only A to only B (tied), p".
 
 # %%
-from labkit.compare.stats import verdict_words
-from labkit.experiment.v2.report import CONTENT_FAMILIES, paired_of, row_of, solved_cell, split_text
+from labkit.compare.stats import solved_cell, verdict_words
+from labkit.experiment.v2.report import CONTENT_FAMILIES, paired_of, row_of, split_text
 
 rule, rule_dev = row_of(no_model, "test", "machine-rule"), row_of(no_model, "dev", "machine-rule")
 rand = row_of(no_model, "test", "machine-random")

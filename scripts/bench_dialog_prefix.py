@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from labkit.compare.provenance import git_commit, machine
 from labkit.compare.runs import Answers, read_rows
+from labkit.core.provenance import git_commit, machine
 from labkit.dialog import comparison
 from labkit.dialog.arms import declared_prefixes
 from labkit.dialog.simulate import load_scenarios

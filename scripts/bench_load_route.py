@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from labkit.compare.provenance import git_commit
+from labkit.core.provenance import git_commit
 
 ROUTES = ("on", "auto", "off")
 MEASURES = ("prompt_tokens_per_s", "gen_tokens_per_s", "gen_grammar_tokens_per_s", "load_s")

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from labkit.compare.provenance import git_commit, machine
 from labkit.compare.runs import Answers, read_rows
+from labkit.core.provenance import git_commit, machine
 from labkit.experiment.v2.runner import ConfigV2, run_experiment_v2
 from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.modelfile import embedded_model_path

@@ -33,8 +33,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from labkit.compare.provenance import git_commit, machine
 from labkit.compare.runs import Answers, read_rows
+from labkit.core.provenance import git_commit, machine
 from labkit.dialog import comparison as dialog
 from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.models import get_model

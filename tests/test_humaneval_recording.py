@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.compare.provenance import read_provenance
+from labkit.core.provenance import read_provenance
 from labkit.llm.models import get_model
 from labkit.repoedit.compare import load_rows, read_config, replay_compare, sha256_file
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from labkit.compare.provenance import git_commit
+from labkit.core.provenance import git_commit
 
 
 def _git(repo: Path, *args: str) -> None:

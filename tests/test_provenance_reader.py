@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from labkit.compare.provenance import read_provenance
 from labkit.core.errors import LabkitError
+from labkit.core.provenance import read_provenance
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RECORDINGS = sorted(path.parent for path in DATA.rglob("runs.jsonl"))

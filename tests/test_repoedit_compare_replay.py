@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from labkit.cli import main
-from labkit.compare.provenance import read_provenance
+from labkit.core.provenance import read_provenance
 from labkit.llm.models import get_model
 from labkit.repoedit.arms import ARMS
 from labkit.repoedit.compare import (

@@ -55,8 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labkit.compare.provenance import REPO, git_commit, machine
 from labkit.core.errors import LabkitError
+from labkit.core.provenance import REPO, git_commit, machine
 from labkit.core.store import write_jsonl
 from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
 from labkit.llm.cassette import RecordingBackend, ReplayBackend

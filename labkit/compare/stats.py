@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from labkit.core.errors import LabkitError
 
@@ -48,6 +49,13 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     return (round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4))
+
+
+
+def solved_cell(row: Mapping[str, Any]) -> str:
+    """"k/n (low–high)": tasks solved and the Wilson 95% interval of one report row (``tasks_solved``, ``tasks``,
+    ``ci95``), the cell every comparison's report uses."""
+    return f"{row['tasks_solved']}/{row['tasks']} ({row['ci95'][0]:.2f}–{row['ci95'][1]:.2f})"
 
 
 def pass_hat_k(per_task: Mapping[str, tuple[int, int]], k: int) -> float:

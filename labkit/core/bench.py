@@ -240,7 +240,7 @@ def bench_core(events: int = 100_000, transitions: int = 20_000, rounds: int = 1
     import pydantic
     import transitions as transitions_pkg
 
-    from labkit.compare.provenance import git_commit, machine
+    from labkit.core.provenance import git_commit, machine
 
     return {
         "machine": {"python": platform.python_version(), "processor": platform.machine(),

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from labkit.compare.provenance import git_commit, machine
+from labkit.core.provenance import git_commit, machine
 from labkit.course.exercises import exercise_number, find_exercise
 from labkit.course.grade import GradeRow, grade
 

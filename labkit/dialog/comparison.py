@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from labkit.compare.provenance import REPO
 from labkit.compare.runs import Answers, Comparison, Job, Outcome, Row, provenance, read_rows, run_jobs
 from labkit.core.errors import LabkitError
+from labkit.core.provenance import REPO
 from labkit.core.store import JsonlLog, read_jsonl
 from labkit.dialog.arms import arm as declared_arm
 from labkit.dialog.arms import checked_arms

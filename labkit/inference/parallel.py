@@ -30,8 +30,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from labkit.compare.provenance import git_commit, machine
 from labkit.core.errors import LabkitError
+from labkit.core.provenance import git_commit, machine
 from labkit.inference.bench import model_fields
 from labkit.inference.gguf_meta import read_gguf
 from labkit.inference.loadlog import capture_llama_log

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from labkit.compare.provenance import git_commit, machine
+from labkit.core.provenance import git_commit, machine
 from labkit.core.store import EventLog, JsonlLog, SqliteLog
 from labkit.layers.machine import LayeredMachine
 from labkit.layers.writing import job_params, scripted_writer, writing_spec

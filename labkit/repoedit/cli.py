@@ -29,7 +29,7 @@ def _versions(extra: dict[str, str]) -> dict[str, str]:
 
     import pytest
 
-    from labkit.compare.provenance import git_commit
+    from labkit.core.provenance import git_commit
 
     return {"git_commit": git_commit(), "python": platform.python_version(), "pytest": pytest.__version__, **extra}
 

@@ -36,9 +36,9 @@ from typing import Any
 
 import yaml
 
-from labkit.compare.provenance import read_provenance
 from labkit.compare.runs import Answers, Comparison, Job, Outcome, remaining, run_jobs
 from labkit.core.errors import LabkitError
+from labkit.core.provenance import read_provenance
 from labkit.llm.backend import Backend
 from labkit.repoedit.arm_io import ArmInputs
 from labkit.repoedit.arms import ARMS, DEFAULT_ARMS

@@ -1,6 +1,6 @@
 """The report of the code comparison: per model, fixed with Wilson intervals, broken trees, cost; paired tests.
 
-It reads like the comparison v2's report (:func:`labkit.experiment.v2.report.solved_cell`: "k/n (low–high)")
+It reads like the comparison v2's report (:func:`labkit.compare.stats.solved_cell`: "k/n (low–high)")
 and uses the same statistics (:mod:`labkit.compare.stats`): the unit is the task, each arm runs each task once
 (greedy), a task counts as fixed when the verifier says so, and two arms are compared by the exact sign
 test over the tasks both ran (the discordant ones carry the information). The seed's form
@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from labkit.compare.features import ablation_sentence
-from labkit.compare.stats import paired_test, stored_p, wilson_interval
+from labkit.compare.stats import paired_test, solved_cell, stored_p, wilson_interval
 from labkit.core.errors import LabkitError
-from labkit.experiment.v2.report import solved_cell
 from labkit.repoedit.arms import ARMS, BEST_OF
 from labkit.repoedit.compare import RunRow, load_rows, read_config
 from labkit.repoedit.features import FEATURES

@@ -283,7 +283,7 @@ def bench_equality(recording: Path, *, arms: Sequence[str] | None = None, limit:
     The prefix comparisons run for the arms that declared a prefix; a prompt with neither a grammar
     nor a declared prefix decodes on today's path unchanged. The result carries its provenance.
     """
-    from labkit.compare.provenance import git_commit, machine
+    from labkit.core.provenance import git_commit, machine
     from labkit.experiment.v2.runner import N_CTX
     from labkit.llm.llamacpp import LlamaCppBackend
 

@@ -62,7 +62,7 @@ def bench_experiment_v2(config: Any, *, model: str | None = None, threads: int |
                         say: Callable[[str], None] | None = None, clock: Callable[[], float] = time.perf_counter,
                         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
     """Run ``config`` off/on ``repeats`` times, alternating, on one loaded model; timings and the identity check."""
-    from labkit.compare.provenance import git_commit, machine
+    from labkit.core.provenance import git_commit, machine
     from labkit.experiment.v2.arms import declared_prefixes
     from labkit.experiment.v2.runner import N_CTX, Backends, run_experiment_v2
     from labkit.llm.models import model_backend

@@ -1,8 +1,5 @@
-"""Where a recorded number comes from: the labkit commit and the machine.
-
-Every recording the kit writes (the comparison, the dialog measurement, the layered demo, the
-benchmark scripts) names the code and the machine that produced it; this is the one place that
-reads them, so a dirty working tree is flagged the same way everywhere.
+"""Where a recorded number comes from: the labkit commit and the machine, written by every recording and
+benchmark the kit makes, and read back from any recording's folder by one reader (:func:`read_provenance`).
 """
 
 from __future__ import annotations
