@@ -225,7 +225,7 @@ def test_reuse_is_refused_with_a_server_with_a_replay_and_without_cassettes(tmp_
     import sys
 
     def compare(*extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "labkit", "repoedit", "compare", *extra],
+        return subprocess.run([sys.executable, "-m", "labkit", "compare", "code", *extra],
                               capture_output=True, text=True, timeout=120)
 
     proc = compare("--replay", str(tmp_path), "--reuse", str(tmp_path))
