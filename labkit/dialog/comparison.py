@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from labkit.compare.command import row_differences
 from labkit.compare.runs import Answers, Comparison, Job, Outcome, Row, provenance, read_rows, run_jobs
 from labkit.core.errors import LabkitError
 from labkit.core.provenance import REPO
@@ -203,17 +204,11 @@ def replay(folder: Path, out: Path, *, progress: Callable[[str], None] | None = 
     started = time.perf_counter()
     rows = record(settings, Answers(replay=folder), out, mode="replay", progress=progress,
                   pairs=[(r["arm"], r["task"]) for r in recorded])
-    again = {(r["arm"], r["task"]): r for r in rows}
-    problems = []
+    problems = row_differences([{k: r.get(k) for k in ROW_FIELDS} for r in recorded],
+                               [{k: r.get(k) for k in ROW_FIELDS} for r in rows], key=lambda r: (r["arm"], r["task"]))
     for row in recorded:
-        other = again.get((row["arm"], row["task"]))
-        if other is None:
-            problems.append(f"{row['arm']} {row['task']}: not replayed")
-            continue
-        problems += [f"{row['arm']} {row['task']}: {k} recorded {row.get(k)!r}, replayed {other.get(k)!r}"
-                     for k in ROW_FIELDS if row.get(k) != other.get(k)]
         mine, theirs = log_path(folder, row["arm"], row["task"]), log_path(out, row["arm"], row["task"])
-        if mine.exists() and read_jsonl(mine).events != read_jsonl(theirs).events:
+        if mine.exists() and theirs.exists() and read_jsonl(mine).events != read_jsonl(theirs).events:
             problems.append(f"{row['arm']} {row['task']}: the event log differs from {mine}")
     if progress is not None:
         progress(f"replayed {len(rows)} conversation(s) in {time.perf_counter() - started:.1f} s")

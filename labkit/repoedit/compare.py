@@ -438,17 +438,10 @@ def read_config(folder: Path) -> CompareConfig:
 
 def replay_differences(recorded: list[RunRow], replayed: list[RunRow]) -> list[str]:
     """Every field (but the times) where a replayed row differs from its recording, one line each."""
-    again = {r.key(): r.to_dict() for r in replayed}
-    problems = []
-    for row in recorded:
-        other = again.get(row.key())
-        if other is None:
-            problems.append(f"{row.arm} {row.task}: not replayed")
-            continue
-        for name, value in row.to_dict().items():
-            if name not in REPLAY_IGNORED and other[name] != value:
-                problems.append(f"{row.arm} {row.task}: {name} recorded {value!r}, replayed {other[name]!r}")
-    return problems
+    from labkit.compare.command import row_differences
+
+    return row_differences([r.to_dict() for r in recorded], [r.to_dict() for r in replayed],
+                           key=lambda r: (r["arm"], r["task"]), ignored=REPLAY_IGNORED)
 
 
 def replay_compare(folder: Path, out: Path, *, arms: Iterable[str] | None = None,
