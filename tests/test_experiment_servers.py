@@ -108,17 +108,23 @@ def test_a_v2_run_records_its_retries_in_record_log_summary_and_report(
     assert [r["http_retries"] for r in replayed] == [2, 0]
 
 
-def test_a_server_that_stays_down_fails_each_run_with_its_retries_counted(tmp_path: Path, json_server: Any) -> None:
-    down = json_server(flaky_answer(always_fail=True))
+def test_a_server_that_stays_down_stops_the_recording_and_a_resume_finishes_it(
+        tmp_path: Path, json_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    down, up = json_server(flaky_answer(always_fail=True)), json_server(flaky_answer())
     out = tmp_path / "run"
-    code = main(["compare", "reading", *_server_args(down.url), "--retries", "1", "--arms",
-                 "machine-model,machine-oracle", "--only", TASKS, "--split", "dev", "--quiet", "--out", str(out)])
-    assert code == 0
+    args = ["--retries", "1", "--arms", "machine-oracle,machine-model", "--only", TASKS, "--split", "dev", "--quiet",
+            "--out", str(out)]
+    assert main(["compare", "reading", *_server_args(down.url), *args]) == 2
+    said = capsys.readouterr().err
+    assert f"run machine-model dev/dev-triage-01 s0 stopped: {down.url}/v1/completions failed 2 time(s)" in said
+    assert "resume the recording" in said
+    kept = [json.loads(line) for line in (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["arm"] for r in kept] == ["machine-oracle", "machine-oracle"]  # no row of the down server's runs
+    assert main(["compare", "reading", *_server_args(up.url), *args, "--resume"]) == 0
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
-    model = [r for r in runs if r["arm"] == "machine-model"]
-    assert len(model) == 2 and all(r["termination"].startswith("backend error") for r in model)
-    assert [r["http_retries"] for r in model] == [1, 1]  # each run's barrier: sent twice, re-sent once
-    assert all(r["passed"] for r in runs if r["arm"] == "machine-oracle")
+    assert sorted((r["arm"], r["task"]) for r in runs) == sorted(
+        (arm, task) for arm in ("machine-oracle", "machine-model") for task in TASKS.split(","))
+    assert not any(r["termination"].startswith("backend error") for r in runs)
 
 
 def test_the_server_options_need_a_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

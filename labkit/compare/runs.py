@@ -60,7 +60,7 @@ from labkit.core.provenance import REPO, git_commit, machine
 from labkit.core.store import write_jsonl
 from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
 from labkit.llm.cassette import RecordingBackend, ReplayBackend
-from labkit.llm.errors import BackendError, CassetteError, CassetteMiss
+from labkit.llm.errors import BackendError, CassetteError, CassetteMiss, ServerDown
 from labkit.llm.pool import ServerPool
 
 Row = dict[str, Any]
@@ -329,6 +329,10 @@ def run_jobs(comparison: Comparison, answers: Answers, out: Path, *, resume: boo
                 outcome = comparison.run(job, calls, out)
             except (CassetteMiss, CassetteError):
                 raise
+            except ServerDown as exc:  # no result of the model's: stop; a resume runs this job again
+                raise LabkitError(f"run {job.name()} stopped: {exc.message}",
+                                  f"{exc.hint} Then resume the recording (--resume): its finished rows are "
+                                  "kept.") from None
             except BackendError as exc:  # the model's backend failed: this run failed, the others go on
                 outcome = comparison.failed(job, exc, calls.http_retries if calls is not None else 0)
         log = comparison.log(out, job)

@@ -30,6 +30,10 @@ class ServerError(BackendError):
         super().__init__(message, hint)
 
 
+class ServerDown(ServerError):
+    """A server gave no answer after every retry (down, or too slow): the recording stops, it is no run's result."""
+
+
 class CassetteMiss(BackendError):
     """A replayed prompt is not in the cassette; replay never falls back to a live model."""
 

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.llm.backend import Backend, Completion, Request
-from labkit.llm.errors import BackendError, GrammarError, ModelFileError, ServerError
+from labkit.llm.errors import BackendError, GrammarError, ModelFileError, ServerDown, ServerError
 from labkit.llm.modelfile import check_gguf, file_sha256
 from labkit.llm.server_kinds import (
     KIND_CHOICES,
@@ -191,7 +191,7 @@ class OpenAICompatBackend(Backend):
                 last = f"{type(exc).__name__}: {exc}"
         self.stats["failed_calls"] += 1
         slow = last.startswith("no answer within")
-        raise ServerError(
+        raise ServerDown(
             f"{url} failed {self.retries + 1} time(s); last: {last}",
             ("the server is up but slow: raise timeout_s (--timeout), lower max_tokens, or check its load."
              if slow else f"is the server running? {_START_HINT}"),
