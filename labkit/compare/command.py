@@ -26,6 +26,7 @@ from labkit.core.errors import LabkitError
 from labkit.core.registry import COMPARISON_MODULES, declared
 
 Say = Callable[[str], None] | None
+SCRATCH = "workspaces"  # a recording's scratch folder (working copies): emptied by each stretch, never a result
 
 
 @dataclass
@@ -143,7 +144,7 @@ def _cmd(args: argparse.Namespace) -> int:
     if held and not args.resume:
         raise LabkitError(f"{out} already holds a {kind.name} recording",
                           "add --resume to continue it (its options must be the same), or give a new --out.")
-    if not held and out.exists() and any(out.iterdir()):
+    if not held and out.exists() and any(path.name != SCRATCH for path in out.iterdir()):
         raise LabkitError(f"{out} is not empty and holds no {kind.config_file}", "choose a new or empty --out.")
     check_server_options(args, several=True)
     plan = kind.plan(args)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from labkit.compare.command import ComparisonKind
+from labkit.compare.command import SCRATCH, ComparisonKind
 from labkit.core.errors import LabkitError
 from labkit.repoedit.features import FEATURES
 from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir, resolve_task_file
@@ -186,12 +188,30 @@ def _plan(args: argparse.Namespace) -> Any:
 
     def record(answers: Any, out: Path, resume: bool, say: Any) -> None:
         del resume  # run_compare continues the rows a held folder has (the command allowed it)
-        run_compare(config, answers, out, only=only, describe=answers.describe() if answers.live else None,
-                    progress=say)
+        with scratch_under(out / SCRATCH):
+            run_compare(config, answers, out, only=only, describe=answers.describe() if answers.live else None,
+                        progress=say)
 
     # each arm's fixed head (instructions and worked example) is evaluated once and kept
     prefixes = tuple(head(config.call_budget) for a in arms if (head := ARMS[a].head) is not None)
     return Plan(record, uses_model=any(ARMS[a].uses_model for a in arms), prefixes=prefixes)
+
+
+@contextmanager
+def scratch_under(folder: Path) -> Iterator[None]:
+    """Working copies go under the recording's ``folder`` while it records, emptied before and after, so a copy
+    that a killed run left behind is removed by the resume and never read as a result."""
+    import shutil
+    import tempfile
+
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    before, tempfile.tempdir = tempfile.tempdir, str(folder)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = before
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _replay(folder: Path, out: Path, say: Any) -> list[str]:
