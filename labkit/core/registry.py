@@ -57,6 +57,7 @@ COMMAND_MODULES: list[str] = [
     "labkit.dialog.cli",
     "labkit.repoedit.cli",
     "labkit.compare.command",
+    "labkit.compare.crash",
 ]
 
 COMPARISON_MODULES: list[str] = [
