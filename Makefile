@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/labkit bench inference
 	$(BIN)/labkit bench fuzz --schedules 10000
 	$(BIN)/labkit bench crash --trials 120
+	$(BIN)/labkit bench crash-recorders --out data/bench/crash-recorders.json
 
 # Rebuild every executed notebook from its py:percent source (run after changing a lesson's .py outside Jupyter).
 notebooks: $(STAMP)
