@@ -14,7 +14,7 @@ RECORDED = Path(__file__).resolve().parents[1] / "data" / "bench" / "crash-recor
 
 @pytest.mark.slow
 def test_a_few_kills_of_each_recorder_lose_and_double_nothing() -> None:
-    result = bench_crash_recorders(trials=1, kills_per_trial=2, seed=7)
+    result = bench_crash_recorders(kills=2, kills_per_trial=2, seed=7)
     assert set(result["recorders"]) == {r.name for r in RECORDERS} == {"reading", "code", "dialog"}
     assert not failures(result), failures(result)
     assert all(figures["rows"] > 0 for figures in result["recorders"].values())

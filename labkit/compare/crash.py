@@ -132,21 +132,24 @@ def _key(row: dict[str, Any]) -> tuple[Any, ...]:
     return row.get("split"), row["arm"], row["task"], row.get("seed", 0)
 
 
-def crash_one(recorder: Recorder, *, trials: int, kills_per_trial: int, rng: random.Random, work: Path,
+def crash_one(recorder: Recorder, *, kills: int, kills_per_trial: int, rng: random.Random, work: Path,
               url: str | None = None, say: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Figures of one recorder: kills that landed, and rows lost, doubled, torn or different after the resumes."""
+    """Figures of one recorder: trials until ``kills`` kills have landed (a kill drawn after the recording ended
+    does not count), and the rows lost, doubled, torn or different after each trial's last resume."""
     started = time.perf_counter()
     reference = work / f"{recorder.name}-reference"
     _run(_command(recorder, reference, url), None, work / f"{recorder.name}.log")
     wall = time.perf_counter() - started
     expected, _ = _rows(reference)
-    figures = {"rows": len(expected), "reference_wall_s": round(wall, 1), "trials": trials, "kills": 0,
+    figures = {"rows": len(expected), "reference_wall_s": round(wall, 1), "trials": 0, "kills": 0,
                "rows_lost": 0, "rows_doubled": 0, "torn_lines": 0, "rows_different": 0, "leftovers": 0}
-    for trial in range(trials):
+    while figures["kills"] < kills:
+        trial = figures["trials"] = figures["trials"] + 1
         out = work / f"{recorder.name}-{trial}"
         for _ in range(kills_per_trial):
-            figures["kills"] += _run(_command(recorder, out, url), rng.uniform(0.2, wall * 1.1),
-                                     work / f"{recorder.name}.log")
+            if not _run(_command(recorder, out, url), rng.uniform(0.2, wall * 1.1), work / f"{recorder.name}.log"):
+                break  # it finished before its kill
+            figures["kills"] += 1
         _run(_command(recorder, out, url), None, work / f"{recorder.name}.log")
         rows, torn = _rows(out)
         keys = [_key(r) for r in rows]
@@ -156,27 +159,27 @@ def crash_one(recorder: Recorder, *, trials: int, kills_per_trial: int, rng: ran
         figures["rows_different"] += len(row_differences(expected, rows, _key, TIMES))
         figures["leftovers"] += sum(1 for _ in (out / SCRATCH).iterdir()) if (out / SCRATCH).exists() else 0
         if say is not None:
-            say(f"{recorder.name}: trial {trial + 1}/{trials}, {figures['kills']} kills so far")
+            say(f"{recorder.name}: trial {trial}, {figures['kills']}/{kills} kills")
     return figures
 
 
-def bench_crash_recorders(*, trials: int = 10, kills_per_trial: int = 5, seed: int = 2026,
+def bench_crash_recorders(*, kills: int = 50, kills_per_trial: int = 5, seed: int = 2026,
                           recorders: Sequence[Recorder] = RECORDERS,
                           say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Every declared recorder's figures, with the seed, commit and machine that produced them."""
     from labkit.core.provenance import git_commit, machine
 
     rng = random.Random(seed)
-    result: dict[str, Any] = {"seed": seed, "trials": trials, "kills_per_trial": kills_per_trial,
+    result: dict[str, Any] = {"seed": seed, "kills_asked": kills, "kills_per_trial": kills_per_trial,
                               "labkit_commit": git_commit(), "machine": machine(), "recorders": {}}
     with tempfile.TemporaryDirectory(prefix="labkit-crash-recorders-") as scratch:
         for recorder in recorders:
             if recorder.server:
                 with scripted_server() as url:
-                    figures = crash_one(recorder, trials=trials, kills_per_trial=kills_per_trial, rng=rng,
+                    figures = crash_one(recorder, kills=kills, kills_per_trial=kills_per_trial, rng=rng,
                                         work=Path(scratch), url=url, say=say)
             else:
-                figures = crash_one(recorder, trials=trials, kills_per_trial=kills_per_trial, rng=rng,
+                figures = crash_one(recorder, kills=kills, kills_per_trial=kills_per_trial, rng=rng,
                                     work=Path(scratch), say=say)
             result["recorders"][recorder.name] = figures
     return result
@@ -198,7 +201,8 @@ def render(result: dict[str, Any]) -> str:
 
 def _cmd(args: Any) -> int:
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr))
-    result = bench_crash_recorders(trials=args.trials, kills_per_trial=args.kills, seed=args.seed, say=say)
+    result = bench_crash_recorders(kills=args.kills, kills_per_trial=args.kills_per_trial, seed=args.seed,
+                                   say=say)
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(render(result))
@@ -210,8 +214,9 @@ def register(commands: Any, bench: Any) -> None:
     del commands
     b = bench.add_parser("crash-recorders", help="each comparison's recorder killed with SIGKILL at random "
                          "points, then resumed: rows lost, doubled, torn")
-    b.add_argument("--trials", type=int, default=10, help="fresh recordings per comparison (default 10)")
-    b.add_argument("--kills", type=int, default=5, help="kills per trial before the last resume (default 5)")
+    b.add_argument("--kills", type=int, default=50, help="kills per comparison, at the least (default 50)")
+    b.add_argument("--kills-per-trial", type=int, default=5, help="kills of one recording before its last resume "
+                   "(default 5)")
     b.add_argument("--seed", type=int, default=2026)
     b.add_argument("--out", help="write the figures as JSON here (e.g. data/bench/crash-recorders.json)")
     b.add_argument("--quiet", action="store_true")
