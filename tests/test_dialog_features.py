@@ -816,3 +816,27 @@ def test_results_first_puts_the_results_before_the_move_in_the_grammar_the_promp
     assert [a["properties"] for a in reordered] == [a["properties"] for a in plain["oneOf"]]
     assert all(tuple(a["properties"]) == RESULTS_FIRST for a in reordered)
     assert not any(tuple(a["properties"]) == RESULTS_FIRST for a in plain["oneOf"])
+
+
+def test_a_misspelt_feature_name_is_an_error_not_off() -> None:
+    bot = DialogBot(SUPPORT, ScriptedBackend([]), features=ALL, arm="x", clock=lambda: 0.0)
+    assert bot.has("step_example") and bot.has_part("stay_keeps_needs")
+    with pytest.raises(LabkitError, match=r"unknown dialog machine feature\(s\) \['step_exampel'\]") as err:
+        bot.has("step_exampel")
+    assert "step_example" in err.value.hint and "results_grammar" in err.value.hint
+    with pytest.raises(LabkitError, match=r"unknown dialog machine part\(s\) \['stay_keeps_need'\]") as err:
+        bot.has_part("stay_keeps_need")
+    assert "stay_keeps_needs" in err.value.hint
+
+
+def test_an_arm_with_a_misspelt_feature_is_refused_when_built() -> None:
+    from labkit.dialog.arms import Arm
+
+    with pytest.raises(LabkitError, match=r"\['carry_ovre'\]") as err:
+        Arm("mine", "machine", frozenset({"step_example", "carry_ovre"}))
+    assert "carry_over" in err.value.hint
+    with pytest.raises(LabkitError, match=r"part\(s\) \['no_such_rule'\]"):
+        Arm("mine", "machine", ALL, without=frozenset({"no_such_rule"}))
+    with pytest.raises(LabkitError, match="prompt-only arm with machine features"):
+        Arm("mine", "prompt_only", frozenset({"step_example"}))
+    assert Arm("mine", "machine", frozenset({"step_example"})).features == {"step_example"}

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from labkit.core.errors import LabkitError
 from labkit.core.store import EventLog
 from labkit.dialog.engine import DialogBot, PromptOnlyBot
-from labkit.dialog.features import CANDIDATES, FEATURES, PARTS, RECORDED
+from labkit.dialog.features import CANDIDATES, FEATURES, PARTS, RECORDED, checked_parts
+from labkit.dialog.features import checked as checked_features
 from labkit.dialog.scenario import Scenario
 from labkit.llm.backend import Backend
 
@@ -49,6 +50,17 @@ class Arm:
     checked: bool = False
     about: str = ""
     without: frozenset[str] = frozenset()  # parts of its features switched off (labkit.dialog.features.PARTS)
+
+    def __post_init__(self) -> None:
+        """An arm is checked when it is declared: a misspelt feature or part is an error, never "off"."""
+        if self.bot not in ("machine", "prompt_only"):
+            raise LabkitError(f"dialog arm {self.name!r} names the bot {self.bot!r}",
+                              "declare it with bot 'machine' or 'prompt_only'.")
+        checked_features(self.features)
+        checked_parts(self.without)
+        if self.bot == "prompt_only" and (self.features or self.without):
+            raise LabkitError(f"dialog arm {self.name!r} is a prompt-only arm with machine features",
+                              "give features only to an arm of the bot 'machine'.")
 
     def make(self, scenario: Scenario, backend: Backend, *, log: EventLog | None = None,
              clock: Callable[[], float] | None = None) -> DialogBot | PromptOnlyBot:
