@@ -840,3 +840,34 @@ def test_an_arm_with_a_misspelt_feature_is_refused_when_built() -> None:
     with pytest.raises(LabkitError, match="prompt-only arm with machine features"):
         Arm("mine", "prompt_only", frozenset({"step_example"}))
     assert Arm("mine", "machine", frozenset({"step_example"})).features == {"step_example"}
+
+
+# the DialogBot methods each hook of labkit.dialog.features.HOOKS names
+HOOK_METHODS = {"contract": ("contract_step", "_correctable", "__init__"), "schema": ("_schema", "_signal_schema"),
+                "prompt": ("prompt", "_feature_prompt"), "check": ("_check", "_grounded", "_split", "_merge_split"),
+                "reask": ("_reask",), "results": ("_apply_results", "_who"),
+                "after_answer": ("_after_answer", "_late", "_asking", "_asks", "_skip_known")}
+
+
+def test_each_feature_declares_the_hooks_the_engine_checks_it_in() -> None:
+    import ast
+    import inspect
+    import re
+
+    from labkit.dialog import engine
+    from labkit.dialog.features import HOOKS
+
+    assert set(HOOK_METHODS) == set(HOOKS)
+    source = inspect.getsource(engine.DialogBot)
+    tree = ast.parse(source)
+    methods = {f.name: ast.get_source_segment(source, f) or "" for f in ast.walk(tree)
+               if isinstance(f, ast.FunctionDef)}
+    found: dict[str, set[str]] = {}
+    for hook, names in HOOK_METHODS.items():
+        for name in names:
+            for feature in re.findall(r'self\.has\("([a-z_]+)"\)', methods[name]):
+                found.setdefault(feature, set()).add(hook)
+    assert set(found) == ALL  # every declared feature is checked somewhere, and nothing else is
+    for f in FEATURES:
+        assert f.about and "\n" not in f.about and set(f.hooks) <= set(HOOKS), f.name
+        assert found[f.name] == set(f.hooks), f.name
