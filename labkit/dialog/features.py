@@ -72,19 +72,6 @@ PARTS: tuple[Part, ...] = (
 )
 TABLE = FeatureTable("dialog machine", FEATURES, PARTS)
 ALL: frozenset[str] = TABLE.all
-CANDIDATES: frozenset[str] = frozenset({"results_first", "more_examples", "split_values", "split_required",
-                                        "split_cut", "move_cues", "correction_cues", "correction_question",
-                                        "request_question", "correction_unseen"})
-"""Features designed on the dev users *after* the test users were recorded with ``machine_plus``:
-``results_first`` is in the arm ``machine_plus_next``, it and ``more_examples`` are in ``machine_plus_next2``,
-``split_values`` joins in ``machine_plus_next3``, ``split_required`` in ``machine_plus_next4``, ``split_cut`` in
-``machine_plus_next5``, ``move_cues`` in ``machine_plus_next6``, ``correction_cues`` in ``machine_plus_next7``,
-``correction_question`` in ``machine_plus_next8``, ``request_question`` in ``machine_plus_next9`` and
-``correction_unseen`` in ``machine_plus_next10`` (:data:`labkit.dialog.arms.ROUNDS`); they join
-``machine_plus`` when its test users are recorded again (a recording names the features its arm ran with, so
-adding one to a recorded arm would make its recordings unreplayable)."""
-RECORDED: frozenset[str] = ALL - CANDIDATES
-"""``machine_plus``: every feature but the candidates (what its recordings ran with)."""
 checked = TABLE.checked
 about = TABLE.about
 checked_parts = TABLE.checked_parts
