@@ -51,10 +51,10 @@ from labkit.dialog import (
     render_text,
 )
 from labkit.dialog.ablation import ablation_summary, ablation_table, dev_ablation
-from labkit.dialog.arms import ROUNDS
 from labkit.dialog.comparison import replay
 from labkit.dialog.features import FEATURES
 from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_runs
+from labkit.dialog.history import ROUNDS
 from labkit.dialog.measure import PARTS, compare_arms
 from labkit.dialog.rescore import counts, report, score_folder, score_runs
 from labkit.dialog.simulate import load_scenarios
@@ -572,17 +572,17 @@ print("dev users  machine_plus_next3 vs machine_plus_next2, paired by user: "
 def show_rounds(rounds) -> None:
     """Each design round's dev recording against the round before, paired by user."""
     for r in rounds:
-        sc = dev_rounds[r.arm]
+        sc = dev_rounds[r.name]
         folder = DATA / "runs_dev" / f"{_q}{r.suffix}"
-        print(f"{r.arm} ({r.feature}): adhered {sum(s.adhered for s in sc)}/{len(sc)}, values right "
-              f"{sum(s.parts['values'] for s in sc)}, calls per user message {counts(folder)[r.arm]['calls_per_message']}")
+        print(f"{r.name} ({r.feature}): adhered {sum(s.adhered for s in sc)}/{len(sc)}, values right "
+              f"{sum(s.parts['values'] for s in sc)}, calls per user message {counts(folder)[r.name]['calls_per_message']}")
         print(f"    {compare_arms(sc, dev_rounds[r.before])['adhered'].describe()}")
 
 
 dev_rounds = dev_next3 | {arm: rows for r in ROUNDS[3:] if (DATA / "runs_dev" / f"{_q}{r.suffix}").exists()
                           for arm, rows in score_folder(DATA / "runs_dev" / f"{_q}{r.suffix}", scenarios,
                                                         all_users).items()}
-show_rounds(r for r in ROUNDS if r.arm in ("machine_plus_next3", "machine_plus_next4", "machine_plus_next5"))
+show_rounds(r for r in ROUNDS if r.name in ("machine_plus_next3", "machine_plus_next4", "machine_plus_next5"))
 
 # %% [markdown]
 # Requiring the fields made the re-ask write them — and then stay in the step without its own value, so nothing
@@ -655,8 +655,8 @@ show_rounds(ROUNDS[5:])
 # %%
 show_rounds(ROUNDS[8:])
 for r in ROUNDS[8:]:
-    _reused, _asked = reuse_counts(DATA / "runs_dev" / f"{_q}{r.suffix}" / "cassettes" / f"{r.arm}.jsonl")
-    print(f"{r.arm}: {_reused} calls answered from the round before's cassette, {_asked} asked of the model")
+    _reused, _asked = reuse_counts(DATA / "runs_dev" / f"{_q}{r.suffix}" / "cassettes" / f"{r.name}.jsonl")
+    print(f"{r.name}: {_reused} calls answered from the round before's cassette, {_asked} asked of the model")
 
 # %% [markdown]
 # The first rule changed only what the bot said, so every call came from the cassette. The second changed one

@@ -42,7 +42,7 @@ from labkit.llm.models import model_backend
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "data" / "bench" / "dialog-prefix.json"
 RECORDED = REPO / "data" / "dialog" / "runs_dev"
-ARMS = ("machine_plus", "prompt_only_checked")
+ARMS = ("machine", "prompt_only_checked")
 WAYS = {"F": "two batches, the head evaluated afresh each call", "K": "two batches, the head's KV state kept"}
 ORDER = ("F", "K", "K", "F")
 

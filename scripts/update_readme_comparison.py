@@ -27,6 +27,7 @@ DIALOG_BEGIN, DIALOG_END = "<!-- dialog-table: begin -->", "<!-- dialog-table: e
 HEADLINE_BEGIN, HEADLINE_END = "<!-- dialog-headline: begin -->", "<!-- dialog-headline: end -->"
 ABLATION_BEGIN, ABLATION_END = "<!-- dialog-ablation: begin -->", "<!-- dialog-ablation: end -->"
 CODE_HEADLINE_BEGIN, CODE_HEADLINE_END = "<!-- code-headline: begin -->", "<!-- code-headline: end -->"
+ROUNDS_BEGIN, ROUNDS_END = "<!-- dialog-rounds: begin -->", "<!-- dialog-rounds: end -->"
 
 
 def recorded_summaries(root: Path = ROOT) -> dict[str, dict]:
@@ -104,8 +105,8 @@ def dialog_folders(root: Path = ROOT) -> dict[str, Path]:
     """The dialog recordings, labelled: the first one (22 users, both splits), the test users' and the dev users'
     (the ablation, recorded in stretches: its n column says how many dev users each arm holds so far), and the
     dev users' recording of each design round (``<model>-next…``, labelled as its
-    :data:`labkit.dialog.arms.ROUNDS` entry says)."""
-    from labkit.dialog.arms import ROUNDS
+    :data:`labkit.dialog.history.ROUNDS` entry says)."""
+    from labkit.dialog.history import ROUNDS
 
     data = root / "data" / "dialog"
     found = {}
@@ -139,11 +140,20 @@ def dialog_ablation_block(root: Path = ROOT) -> str:
     return ablation_table(rows) + "\n\n" + ablation_summary(rows)
 
 
+def dialog_rounds_block(root: Path = ROOT) -> str:
+    """The arms the dialog recordings were made under, by their recorded names (:mod:`labkit.dialog.history`)."""
+    del root
+    from labkit.dialog.history import rounds_table
+
+    return rounds_table()
+
+
 def dialog_headline_block(root: Path = ROOT) -> str:
-    """The front page's dialog lines: each model's test recording, machine_plus against prompt_only_checked; then
-    the last design round (:data:`labkit.dialog.arms.ROUNDS`) recorded on the test users, against the same arm."""
-    from labkit.dialog.arms import ROUNDS
+    """The front page's dialog lines: each model's test recording, its headline pair
+    (:func:`labkit.dialog.rescore.headline`); then the last design round (:data:`labkit.dialog.history.ROUNDS`)
+    recorded on the test users, against prompt_only_checked."""
     from labkit.dialog.comparison import read_config
+    from labkit.dialog.history import ROUNDS
     from labkit.dialog.rescore import headline
     from labkit.dialog.simulate import load_scenarios
     from labkit.dialog.users import load_user_scripts
@@ -154,7 +164,7 @@ def dialog_headline_block(root: Path = ROOT) -> str:
     lines = [headline(folder, scenarios, users) for folder in tested]
     rounds = []
     for folder in tested:
-        recorded = [r.arm for r in ROUNDS if r.arm in read_config(folder).arms]
+        recorded = [r.name for r in ROUNDS if r.name in read_config(folder).arms]
         if recorded:
             rounds.append(headline(folder, scenarios, users, (recorded[-1], "prompt_only_checked")))
     text = "; ".join(lines) + "."
@@ -195,6 +205,7 @@ TABLES = (
     (PLUS_BEGIN, PLUS_END, "docs/results.md", plus_table_block),
     (DIALOG_BEGIN, DIALOG_END, "docs/results.md", dialog_table_block),
     (ABLATION_BEGIN, ABLATION_END, "docs/results.md", dialog_ablation_block),
+    (ROUNDS_BEGIN, ROUNDS_END, "docs/results.md", dialog_rounds_block),
     (BENCH_BEGIN, BENCH_END, "docs/results.md", bench_table_block),
     (HEADLINE_BEGIN, HEADLINE_END, "README.md", dialog_headline_block),
     (CODE_HEADLINE_BEGIN, CODE_HEADLINE_END, "README.md", code_headline_block),

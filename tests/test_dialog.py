@@ -334,7 +334,7 @@ def test_chat_script_replays_a_recorded_conversation(capsys: pytest.CaptureFixtu
     cassette = run / "cassettes" / "machine.jsonl"
     expected = next(r for r in read_rows(run / "runs.jsonl") if r["arm"] == "machine" and r["task"] == "s01_happy")
     assert main(["chat", str(SUPPORT), "--script", str(ROOT / "data" / "dialog" / "users" / "s01_happy.yaml"),
-                 "--replay", str(cassette)]) == 0
+                 "--arm", "bare_machine", "--replay", str(cassette)]) == 0
     out = capsys.readouterr().out
     assert "[1] user: The app crashes every time I open my profile page." in out
     assert f"-- ended in step {expected['end_step']}; {expected['calls']} model call(s)" in out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from labkit.dialog import history
 from labkit.dialog.ablation import ablation_rows, ablation_summary, ablation_table, dev_ablation
 from labkit.dialog.arms import ABLATIONS, BY_NAME
 from labkit.dialog.features import ALL, PARTS
@@ -21,6 +22,10 @@ def test_every_feature_and_part_has_one_pair_that_differs_in_it_alone() -> None:
         with_arm, without_arm = BY_NAME[a.with_arm], BY_NAME[a.without_arm]
         differs = (with_arm.features ^ without_arm.features) | (with_arm.without ^ without_arm.without)
         assert differs == {a.feature}, a
+    for feature, with_name, without_name in history.ABLATIONS:  # the recorded pairs too
+        with_arm, without_arm = history.recorded_arm(with_name), history.recorded_arm(without_name)
+        differs = (with_arm.features ^ without_arm.features) | (with_arm.without ^ without_arm.without)
+        assert differs == {feature}, feature
 
 
 def _score(user: str, arm: str, adhered: bool) -> Score:
@@ -55,5 +60,6 @@ def test_a_pair_is_read_from_the_first_recording_that_holds_both_arms() -> None:
 
 def test_the_committed_dev_recordings_hold_every_pair() -> None:
     rows = dev_ablation(DATA, "qwen2.5-coder-1.5b", load_scenarios(DATA), load_user_scripts(DATA / "users"))
-    assert [r["feature"] for r in rows] == [a.feature for a in ABLATIONS]
+    # the recordings were made under the design rounds' names: every recorded pair is read
+    assert [r["feature"] for r in rows] == [feature for feature, _, _ in history.ABLATIONS]
     assert all(r["users"] >= 6 for r in rows)

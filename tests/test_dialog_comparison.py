@@ -66,60 +66,60 @@ def logs(folder: Path) -> dict[str, bytes]:
 
 def test_a_recording_resumed_after_a_kill_mid_conversation_equals_one_made_at_once(tmp_path: Path) -> None:
     once = tmp_path / "once"
-    rows = record(settings("machine_plus", "machine"), Answers(live=ScriptedBackend(echo)), once, only=USERS)
-    assert [(r["arm"], r["task"]) for r in rows] == [(arm, u) for arm in ("machine_plus", "machine")
+    rows = record(settings("machine", "bare_machine"), Answers(live=ScriptedBackend(echo)), once, only=USERS)
+    assert [(r["arm"], r["task"]) for r in rows] == [(arm, u) for arm in ("machine", "bare_machine")
                                                      for u in ("a01_happy", "a02_offtopic", "s01_happy")]
     assert all(set(r["parts"]) == {"end_step", "values", "no_invented", "moves", "asks"} for r in rows)
     assert all(r["passed"] == all(r["parts"].values()) for r in rows)
     killed = tmp_path / "killed"
-    with pytest.raises(Killed):  # the 9th call is in a01's third message, machine_plus arm
-        record(settings("machine_plus", "machine"), Answers(live=ScriptedBackend(killing_at(9))), killed, only=USERS)
+    with pytest.raises(Killed):  # the 9th call is in a01's third message, machine arm
+        record(settings("machine", "bare_machine"), Answers(live=ScriptedBackend(killing_at(9))), killed, only=USERS)
     assert read_rows(killed / "runs.jsonl") == rows[:1]  # a01 finished; a02 was cut off mid-conversation
-    record(settings("machine_plus", "machine"), Answers(live=ScriptedBackend(echo)), killed, only=USERS, resume=True)
+    record(settings("machine", "bare_machine"), Answers(live=ScriptedBackend(echo)), killed, only=USERS, resume=True)
     assert read_rows(killed / "runs.jsonl") == rows and logs(killed) == logs(once)
 
 
 def test_a_stretch_adds_users_then_an_arm_and_the_recording_replays(tmp_path: Path) -> None:
     out = tmp_path / "rec"
-    record(settings("machine_plus"), Answers(live=ScriptedBackend(echo)), out, only=["a01"])
-    record(settings("machine_plus"), Answers(live=ScriptedBackend(echo)), out, only=USERS, resume=True)
-    record(settings("machine_plus", "prompt_only_checked"), Answers(live=ScriptedBackend(echo)), out,
+    record(settings("machine"), Answers(live=ScriptedBackend(echo)), out, only=["a01"])
+    record(settings("machine"), Answers(live=ScriptedBackend(echo)), out, only=USERS, resume=True)
+    record(settings("machine", "prompt_only_checked"), Answers(live=ScriptedBackend(echo)), out,
            only=USERS[:2], resume=True)
     rows = read_rows(out / "runs.jsonl")
-    assert [(r["arm"], r["task"][:3]) for r in rows] == [("machine_plus", "a01"), ("machine_plus", "a02"),
-                                                         ("machine_plus", "s01"), ("prompt_only_checked", "a01"),
+    assert [(r["arm"], r["task"][:3]) for r in rows] == [("machine", "a01"), ("machine", "a02"),
+                                                         ("machine", "s01"), ("prompt_only_checked", "a01"),
                                                          ("prompt_only_checked", "a02")]
     assert len((out / "provenance.jsonl").read_text().splitlines()) == 3  # one line per stretch
-    assert read_config(out).arms == ("machine_plus", "prompt_only_checked")
+    assert read_config(out).arms == ("machine", "prompt_only_checked")
     assert replay(out, tmp_path / "again") == []
     scores = score_folder(out, load_scenarios(DATA), load_user_scripts(DATA / "users"))
     assert [len(s) for s in scores.values()] == [3, 2]
-    assert [s.adhered for s in scores["machine_plus"]] == [r["passed"] for r in rows[:3]]
+    assert [s.adhered for s in scores["machine"]] == [r["passed"] for r in rows[:3]]
 
 
 def test_a_recording_reuses_the_answers_another_one_holds_and_still_replays(tmp_path: Path) -> None:
     # --reuse: a design round's conversations whose prompts its new rule leaves unchanged come from the round
     # before; here every prompt is the same, so the model (a backend that fails) is never asked
     first, second = tmp_path / "first", tmp_path / "second"
-    record(settings("machine_plus"), Answers(live=ScriptedBackend(echo)), first, only=USERS)
+    record(settings("machine"), Answers(live=ScriptedBackend(echo)), first, only=USERS)
     never = ScriptedBackend(lambda request: (_ for _ in ()).throw(AssertionError("the model was asked")))
     live = reusing(never, first, server=False)
-    record(settings("machine_plus"), Answers(live=live), second, only=USERS)
+    record(settings("machine"), Answers(live=live), second, only=USERS)
     assert live.misses == 0 and live.hits == sum(r["calls"] for r in read_rows(first / "runs.jsonl"))
     assert [{**r, "seconds": 0} for r in read_rows(second / "runs.jsonl")] == \
         [{**r, "seconds": 0} for r in read_rows(first / "runs.jsonl")]
     assert "reusing" in (second / "provenance.jsonl").read_text()  # the provenance names the reused folder
-    assert reuse_counts(second / "cassettes" / "machine_plus.jsonl") == (live.hits, 0)
-    assert reuse_counts(first / "cassettes" / "machine_plus.jsonl") == (0, live.hits)
+    assert reuse_counts(second / "cassettes" / "machine.jsonl") == (live.hits, 0)
+    assert reuse_counts(first / "cassettes" / "machine.jsonl") == (0, live.hits)
     assert replay(second, tmp_path / "again") == []
 
 
 def test_a_replay_finds_a_changed_row_or_log(tmp_path: Path) -> None:
     out = tmp_path / "rec"
-    record(settings("machine_plus"), Answers(live=ScriptedBackend(echo)), out, only=["a01"])
+    record(settings("machine"), Answers(live=ScriptedBackend(echo)), out, only=["a01"])
     rows = read_rows(out / "runs.jsonl")
     (out / "runs.jsonl").write_text(json.dumps({**rows[0], "calls": 99}) + "\n")
-    path = log_path(out, "machine_plus", "a01_happy")
+    path = log_path(out, "machine", "a01_happy")
     path.write_text(path.read_text().splitlines()[0] + "\n")
     problems = replay(out, tmp_path / "again")
     assert any("calls recorded 99" in p for p in problems) and any("event log differs" in p for p in problems)
@@ -128,18 +128,18 @@ def test_a_replay_finds_a_changed_row_or_log(tmp_path: Path) -> None:
 def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     out = tmp_path / "rec"
     with pytest.raises(LabkitError, match="names no user"):
-        DialogComparison(settings("machine_plus"), only=["zz9"])
+        DialogComparison(settings("machine"), only=["zz9"])
     with pytest.raises(LabkitError, match="unknown dialog arm"):
         DialogComparison(settings("machine_pluss"))
-    record(settings("machine_plus"), Answers(live=ScriptedBackend(echo)), out, only=["a01"])
+    record(settings("machine"), Answers(live=ScriptedBackend(echo)), out, only=["a01"])
     with pytest.raises(LabkitError, match="already holds a recording"):
-        record(settings("machine_plus"), Answers(live=ScriptedBackend(echo)), out, only=["a01"])
-    other = DialogConfig(model="scripted", arms=("machine_plus",), split="test", scenarios=str(DATA),
+        record(settings("machine"), Answers(live=ScriptedBackend(echo)), out, only=["a01"])
+    other = DialogConfig(model="scripted", arms=("machine",), split="test", scenarios=str(DATA),
                          users_dir=str(DATA / "users"))
     with pytest.raises(LabkitError, match="another configuration"):
         record(other, Answers(live=ScriptedBackend(echo)), out, resume=True)
     with pytest.raises(LabkitError, match="nothing to resume"):
-        record(settings("machine_plus"), Answers(live=ScriptedBackend(echo)), tmp_path / "new", resume=True)
+        record(settings("machine"), Answers(live=ScriptedBackend(echo)), tmp_path / "new", resume=True)
     assert len(read_rows(out / "runs.jsonl")) == 1  # nothing recorded was lost
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from labkit.dialog import DialogBot, parse_scenario
-from labkit.dialog.arms import arm
+from labkit.dialog.history import recorded_arm
 from labkit.dialog.scenario import ScenarioError
 from labkit.dialog.simulate import load_scenarios
 from labkit.dialog.users import load_user_scripts
@@ -51,9 +51,9 @@ def test_the_shipped_scenarios_declare_move_and_correction_cues() -> None:
     for scenario in (ANALYST, SUPPORT):
         assert set(scenario.move_cues) == {"back"} and "back" in scenario.move_cues["back"]
         assert scenario.corrections is not None and "actually" in scenario.corrections.cues
-    assert {"move_cues", "correction_cues"} <= arm("machine_plus_next7").features
-    assert "correction_cues" not in arm("machine_plus_next6").features
-    assert "move_cues" not in arm("machine_plus_next5").features
+    assert {"move_cues", "correction_cues"} <= recorded_arm("machine_plus_next7").features
+    assert "correction_cues" not in recorded_arm("machine_plus_next6").features
+    assert "move_cues" not in recorded_arm("machine_plus_next5").features
 
 
 def test_the_dev_messages_holding_a_back_cue_are_the_ones_the_cues_were_chosen_for() -> None:
@@ -226,8 +226,8 @@ def test_a_message_that_requests_nothing_is_kept(said: str) -> None:
 
 
 # ----------------------------------------------------------------------------- correction_unseen
-ROUND10 = sorted(arm("machine_plus_next10").features)
-ROUND9 = sorted(arm("machine_plus_next9").features)
+ROUND10 = sorted(recorded_arm("machine_plus_next10").features)
+ROUND9 = sorted(recorded_arm("machine_plus_next9").features)
 
 
 def summarised(*features: str) -> DialogBot:

@@ -19,7 +19,7 @@ from labkit.core.events import RunStarted, Transitioned
 from labkit.core.reducer import replay
 from labkit.core.store import JsonlLog, read_jsonl
 from labkit.dialog import DialogBot, PromptOnlyBot, VariableChanged, load_scenario, parse_scenario, reduce_dialog
-from labkit.dialog.arms import ABLATION, ARMS, NAMES, ROUNDS, arm
+from labkit.dialog.arms import ABLATION, ARMS, NAMES, arm
 from labkit.dialog.contract import Violation, differing_reask_prompt, grammar_schema, reask_prompt
 from labkit.dialog.engine import NOT_UNDERSTOOD
 from labkit.dialog.events import (
@@ -30,8 +30,9 @@ from labkit.dialog.events import (
     ModelCalled,
     ValuesDropped,
 )
-from labkit.dialog.features import ALL, CANDIDATES, FEATURES, PARTS, RECORDED, checked
+from labkit.dialog.features import ALL, FEATURES, PARTS, checked
 from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_bot, floor_runs
+from labkit.dialog.history import PLUS, ROUNDS, content_name, recorded_arm
 from labkit.dialog.measure import score, summarize_scores
 from labkit.dialog.scenario import ScenarioError
 from labkit.dialog.simulate import load_scenarios, run_user
@@ -87,37 +88,49 @@ def test_features_are_declared_once_and_unknown_names_are_refused() -> None:
         DialogBot(ANALYST, ScriptedBackend([]), features={"nope"})
 
 
-def test_arms_are_declarations_with_one_ablation_per_feature() -> None:
-    assert {"machine", "prompt_only", "prompt_only_checked", "machine_plus"} <= set(NAMES)
-    assert arm("machine").features == frozenset() and arm("machine_plus").features == RECORDED == ALL - CANDIDATES
-    assert arm("machine_plus_next").features == RECORDED | {"results_first"}  # as recorded
-    # each design round adds its one candidate to the arm before it; the last round runs every feature
-    assert [r.feature for r in ROUNDS] and {r.feature for r in ROUNDS} == CANDIDATES <= ALL
-    assert arm(ROUNDS[-1].arm).features == ALL
-    for r in ROUNDS:
-        assert arm(r.arm).features == arm(r.before).features | {r.feature}
-        assert r.suffix == "-" + r.arm.removeprefix("machine_plus_") and r.suffix.startswith("-next")
+def test_arms_are_named_by_content_with_one_ablation_per_feature_and_part() -> None:
+    assert NAMES[:4] == ("machine", "prompt_only_checked", "bare_machine", "prompt_only")
+    assert arm("machine").features == ALL and arm("bare_machine").features == frozenset()
+    assert arm("prompt_only_checked").checked and not arm("prompt_only").checked
     for f in FEATURES:
-        if f.name in RECORDED:
-            assert arm(f"machine_plus_no_{f.name}").features == RECORDED - {f.name}
-        else:  # a candidate has no ablation until it joins machine_plus
-            assert f"machine_plus_no_{f.name}" not in NAMES
+        assert arm(f"machine_without_{f.name}").features == ALL - {f.name}
     for part in PARTS:  # a part's ablation keeps every feature and switches the one rule off
-        assert arm(f"machine_plus_no_{part.name}").features == RECORDED
-        assert arm(f"machine_plus_no_{part.name}").without == {part.name}
-    assert len(ABLATION) == len(RECORDED) + len(PARTS) + 1 and all(a.about for a in ARMS)
+        assert arm(f"machine_without_{part.name}").features == ALL
+        assert arm(f"machine_without_{part.name}").without == {part.name}
+    assert len(ABLATION) == len(ALL) + len(PARTS) + 1 and all(a.about for a in ARMS)
+    assert not [n for n in NAMES if any(c.isdigit() for c in n)]  # no arm is named by a design round
     with pytest.raises(LabkitError, match="unknown dialog arm"):
         arm("machine_pluss")
 
 
+def test_the_history_builds_each_recorded_arm_as_it_was_recorded() -> None:
+    assert recorded_arm("machine").features == frozenset() and recorded_arm("machine_plus").features == PLUS
+    assert recorded_arm("machine_plus_next").features == PLUS | {"results_first"}
+    # each design round adds its one feature to the arm before it; the last round runs every feature
+    assert {r.feature for r in ROUNDS} == ALL - PLUS and recorded_arm(ROUNDS[-1].name).features == ALL
+    for r in ROUNDS:
+        assert recorded_arm(r.name).features == recorded_arm(r.before).features | {r.feature}
+        assert r.suffix.startswith("-next") and r.commit and r.added
+    for f in FEATURES:
+        if f.name in PLUS:
+            assert recorded_arm(f"machine_plus_no_{f.name}").features == PLUS - {f.name}
+    assert content_name("machine_plus_next10") == "machine" and content_name("machine") == "bare_machine"
+    assert content_name("machine_plus") is None and content_name("prompt_only_checked") == "prompt_only_checked"
+    with pytest.raises(LabkitError, match="no recorded dialog arm"):
+        recorded_arm("machine_without_step_example")
+
+
 def test_the_old_arms_start_their_logs_as_recorded() -> None:
     for name, mode in (("machine", "machine"), ("prompt_only", "prompt_only")):
-        made = arm(name).make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
+        made = recorded_arm(name).make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
         start = next(e for e in made.events if isinstance(e, RunStarted))
         assert set(start.params) == {"scenario", "mode", "model", "max_tokens"} and start.params["mode"] == mode
-    plus = arm("machine_plus").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
+    plus = recorded_arm("machine_plus").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
     start = next(e for e in plus.events if isinstance(e, RunStarted))
-    assert start.params["arm"] == "machine_plus" and start.params["features"] == sorted(RECORDED)
+    assert start.params["arm"] == "machine_plus" and start.params["features"] == sorted(PLUS)
+    today = arm("machine").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
+    start = next(e for e in today.events if isinstance(e, RunStarted))
+    assert start.params["arm"] == "machine" and start.params["features"] == sorted(ALL)
 
 
 @pytest.mark.parametrize("model", ["gemma3-270m", "qwen2.5-coder-1.5b"])
@@ -212,15 +225,15 @@ def test_no_user_file_holds_an_example_value() -> None:
 # ----------------------------------------------------------------------------- more_examples
 def test_more_examples_show_split_values_and_a_correction_only_when_on() -> None:
     step = SUPPORT.step("issue")
-    shown = arm("machine_plus_next2").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0).prompt(step)
-    without = arm("machine_plus_next").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0).prompt(step)
+    shown = recorded_arm("machine_plus_next2").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0).prompt(step)
+    without = recorded_arm("machine_plus_next").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0).prompt(step)
     assert "More examples" not in without and shown.startswith(without.split("\n\nKnown so far")[0])
     split = ('JSON: {"results": {"issue": "the upload page freezes at 90 percent", "product": "website", '
              '"severity": "high", "email": "sam@example.invalid"}, "signal": "next"')
     assert split in shown and shown.index("Example of a correct answer") < shown.index("More examples")
     correction = SUPPORT.step("contact").more_examples[0]
     assert (correction.signal, correction.results) == ("correct", {"severity": "high"})
-    contact = arm("machine_plus_next2").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
+    contact = recorded_arm("machine_plus_next2").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
     assert "More examples" not in contact.prompt(SUPPORT.step("contact"))  # nothing known yet: nothing to correct
     contact.state.variables["severity"] = "low"
     assert '"results": {"severity": "high"}, "signal": "correct"' in contact.prompt(SUPPORT.step("contact"))
@@ -439,7 +452,7 @@ def test_the_checked_prompt_only_bot_is_held_to_the_script_moves_and_needs() -> 
 
 # ----------------------------------------------------------------------------- floors, replay, measure
 @pytest.mark.parametrize("floor", [NeverMoves, CopiesExamples])
-@pytest.mark.parametrize("arm_name", [n for n in NAMES if n not in ("machine", "prompt_only")])
+@pytest.mark.parametrize("arm_name", [n for n in NAMES if n not in ("bare_machine", "prompt_only")])
 def test_floor_bots_score_zero_under_every_new_arm(floor: type, arm_name: str) -> None:
     scores = [s for s, _ in floor_runs(floor, SCENARIOS, USERS, arm_name)]
     assert len(scores) == 50 and [s.user for s in scores if s.adhered] == []
@@ -459,7 +472,7 @@ def test_a_machine_plus_conversation_replays_and_resumes_after_a_kill(tmp_path: 
     user = BY_NAME["a12_goal_and_users"]
     log_path = tmp_path / "a12.jsonl"
     answers = iter(_plus_answers())
-    b = arm("machine_plus").make(ANALYST, ScriptedBackend(lambda r: next(answers)), log=JsonlLog(log_path),
+    b = recorded_arm("machine_plus").make(ANALYST, ScriptedBackend(lambda r: next(answers)), log=JsonlLog(log_path),
                                  clock=lambda: 0.0)
     for text in user.turns[:2]:
         b.respond(text)
@@ -467,8 +480,8 @@ def test_a_machine_plus_conversation_replays_and_resumes_after_a_kill(tmp_path: 
     rebuilt = replay(read_jsonl(log_path).events, reduce_dialog, DialogState(), table=ANALYST.table).state
     assert rebuilt == b.state and rebuilt.status == "constraints"
     # a new process resumes where the killed one stood, and the conversation adheres on the measure
-    resumed = arm("machine_plus").make(ANALYST, ScriptedBackend(lambda r: next(answers)), log=JsonlLog(log_path),
-                                       clock=lambda: 0.0)
+    resumed = recorded_arm("machine_plus").make(ANALYST, ScriptedBackend(lambda r: next(answers)),
+                                                log=JsonlLog(log_path), clock=lambda: 0.0)
     for text in user.turns[2:]:
         resumed.respond(text)
     result = score(resumed.events, ANALYST, user, "machine_plus")
@@ -487,11 +500,30 @@ def test_new_arms_record_and_replay_through_the_runner(tmp_path: Path) -> None:
         return next(plus) if "Current step:" in request.prompt else next(only)
 
     settings = DialogConfig(model="scripted", arms=("machine_plus", "prompt_only_checked"), split="dev",
-                            scenarios=str(DATA), users_dir=str(DATA / "users"))
+                            scenarios=str(DATA), users_dir=str(DATA / "users"), arm_names="rounds")
     rows = record(settings, Answers(live=ScriptedBackend(scripted)), tmp_path / "rec", only=["a12"])
     assert rows[0]["end_step"] == "brief" and rows[0]["passed"], rows[0]["misses"]
     assert read_config(tmp_path / "rec") == settings
+    assert "arm_names" not in json.loads((tmp_path / "rec" / "dialog.json").read_text(encoding="utf-8"))
     assert replay(tmp_path / "rec", tmp_path / "again") == []
+
+
+def test_a_new_recording_names_its_arms_by_content_and_replays(tmp_path: Path) -> None:
+    from labkit.compare.runs import Answers
+    from labkit.dialog.comparison import DialogConfig, read_config, record, replay
+
+    settings = DialogConfig(model="scripted", arms=("machine", "bare_machine"), split="dev", scenarios=str(DATA),
+                            users_dir=str(DATA / "users"))
+    stay = answer("What is the goal?", "stay")
+    record(settings, Answers(live=ScriptedBackend(lambda request: stay)), tmp_path / "rec", only=["a01"])
+    assert json.loads((tmp_path / "rec" / "dialog.json").read_text(encoding="utf-8"))["arm_names"] == "content"
+    assert read_config(tmp_path / "rec").arm_names == "content"
+    start = next(e for e in read_jsonl(tmp_path / "rec" / "logs" / "machine" / "a01_happy.jsonl").events
+                 if isinstance(e, RunStarted))
+    assert start.params["arm"] == "machine" and start.params["features"] == sorted(ALL)
+    assert replay(tmp_path / "rec", tmp_path / "again") == []
+    with pytest.raises(LabkitError, match="no recorded dialog arm"):  # an old-name recording knows no new arm
+        DialogConfig(model="scripted", arms=("bare_machine",), arm_names="rounds").arm("bare_machine")
 
 
 def test_the_cli_offers_the_declared_arms_and_a_split(capsys: pytest.CaptureFixture) -> None:
@@ -500,7 +532,8 @@ def test_the_cli_offers_the_declared_arms_and_a_split(capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit):
         main(["compare", "dialog", "--help"])
     out = capsys.readouterr().out
-    assert "machine_plus_no_vars_memory" in out and "--split" in out
+    assert "machine_without_vars_memory" in out and "bare_machine" in out and "--split" in out
+    assert "machine_plus" not in out
     script = DATA / "users" / "s03_cancel.yaml"
     assert load_scenario(DATA / "support" / "scenario.yaml").cancel_question
     assert script.exists()
@@ -508,12 +541,13 @@ def test_the_cli_offers_the_declared_arms_and_a_split(capsys: pytest.CaptureFixt
 
 def test_a_user_who_confirms_a_cancel_adheres_under_machine_plus() -> None:
     user = BY_NAME["s25_cancel_with_reason"]
-    b = arm("machine_plus").make(SUPPORT, ScriptedBackend([answer("Closing.", "cancel")] * 2), clock=lambda: 0.0)
+    b = recorded_arm("machine_plus").make(SUPPORT, ScriptedBackend([answer("Closing.", "cancel")] * 2),
+                                          clock=lambda: 0.0)
     run_user(b, user, "machine_plus")
     result = score(b.events, SUPPORT, user, "machine_plus")
     assert result.adhered and result.cancelled and not result.false_completion, result.misses
     # the same first message without the confirming turn stays open: the cancel is not taken on one message
-    one = arm("machine_plus").make(SUPPORT, ScriptedBackend([answer("Closing.", "cancel")]), clock=lambda: 0.0)
+    one = recorded_arm("machine_plus").make(SUPPORT, ScriptedBackend([answer("Closing.", "cancel")]), clock=lambda: 0.0)
     run_user(one, BY_NAME["s03_cancel"], "machine_plus")
     assert one.state.status == "issue" and not score(one.events, SUPPORT, BY_NAME["s03_cancel"], "m").adhered
 
@@ -529,9 +563,9 @@ def test_the_report_pairs_the_new_arms(tmp_path: Path) -> None:
             out.append(score(b.events, SUPPORT, user, arm_name))
         return out
 
-    out = report({"m": {name: scores(name) for name in ("machine", "machine_plus", "prompt_only_checked")}})
-    assert set(out["paired_arms"]["m"]) == {"machine_plus vs prompt_only_checked", "machine_plus vs machine"}
-    assert out["paired"] == {} and "| m | machine_plus | 5 |" in out["table"]
+    out = report({"m": {name: scores(name) for name in ("machine", "bare_machine", "prompt_only_checked")}})
+    assert set(out["paired_arms"]["m"]) == {"machine vs prompt_only_checked", "machine vs bare_machine"}
+    assert out["paired"] == {} and "| m | machine | 5 |" in out["table"]
 
 
 def test_dialog_measure_replay_checks_and_prints_the_new_measure(capsys: pytest.CaptureFixture) -> None:
@@ -539,7 +573,7 @@ def test_dialog_measure_replay_checks_and_prints_the_new_measure(capsys: pytest.
 
     assert main(["compare", "dialog", "--replay", str(DATA / "runs" / "gemma3-270m"), "--quiet"]) == 0
     printed = capsys.readouterr().out
-    assert "every row reproduced" in printed and "machine: adhered 0/22" in printed
+    assert "every row reproduced" in printed and "machine (today bare_machine): adhered 0/22" in printed
     assert "false completions 3" in printed  # the 270M machine's three cancels on the first message
 
 
@@ -558,12 +592,12 @@ def test_a_known_value_of_another_step_changes_only_through_a_correction() -> No
 
 def test_a_log_resumes_only_under_the_arm_that_wrote_it(tmp_path: Path) -> None:
     log_path = tmp_path / "c.jsonl"
-    first = arm("machine_plus").make(SUPPORT, ScriptedBackend([answer("Where?", "stay")]), log=JsonlLog(log_path),
-                                     clock=lambda: 0.0)
+    first = recorded_arm("machine_plus").make(SUPPORT, ScriptedBackend([answer("Where?", "stay")]),
+                                              log=JsonlLog(log_path), clock=lambda: 0.0)
     first.respond("hello")
     with pytest.raises(LabkitError, match="written by another arm"):
         arm("machine").make(SUPPORT, ScriptedBackend([]), log=JsonlLog(log_path), clock=lambda: 0.0)
-    again = arm("machine_plus").make(SUPPORT, ScriptedBackend([]), log=JsonlLog(log_path), clock=lambda: 0.0)
+    again = recorded_arm("machine_plus").make(SUPPORT, ScriptedBackend([]), log=JsonlLog(log_path), clock=lambda: 0.0)
     assert again.state == first.state
 
 
@@ -748,11 +782,11 @@ def test_the_grammar_of_a_stay_cannot_write_a_value_the_move_on_needs() -> None:
 
 # ----------------------------------------------------------------------------- parts: one rule of a feature off
 def test_a_part_is_recorded_only_when_switched_off_and_a_resume_keeps_it(tmp_path: Path) -> None:
-    plus = arm("machine_plus").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
+    plus = recorded_arm("machine_plus").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
     start = next(e for e in plus.events if isinstance(e, RunStarted))
     assert "without" not in start.params  # machine_plus says what it said before parts existed
     log_path = tmp_path / "part.jsonl"
-    off = arm("machine_plus_no_refused_move_barred").make(SUPPORT, ScriptedBackend([]), log=JsonlLog(log_path),
+    off = recorded_arm("machine_plus_no_refused_move_barred").make(SUPPORT, ScriptedBackend([]), log=JsonlLog(log_path),
                                                            clock=lambda: 0.0)
     start = next(e for e in off.events if isinstance(e, RunStarted))
     assert start.params["without"] == ["refused_move_barred"]
@@ -793,8 +827,8 @@ def test_results_first_puts_the_results_before_the_move_in_the_grammar_the_promp
     from labkit.dialog.contract import RESULTS_FIRST, in_order
     from labkit.llm.grammar import compile_schema
 
-    nxt = arm("machine_plus_next").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
-    plus = arm("machine_plus").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
+    nxt = recorded_arm("machine_plus_next").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
+    plus = recorded_arm("machine_plus").make(SUPPORT, ScriptedBackend([]), clock=lambda: 0.0)
     step = SUPPORT.step(SUPPORT.initial)
     schema = nxt._schema(nxt.contract_step(step))
     alternatives = schema.get("oneOf", [schema])
@@ -816,3 +850,58 @@ def test_results_first_puts_the_results_before_the_move_in_the_grammar_the_promp
     assert [a["properties"] for a in reordered] == [a["properties"] for a in plain["oneOf"]]
     assert all(tuple(a["properties"]) == RESULTS_FIRST for a in reordered)
     assert not any(tuple(a["properties"]) == RESULTS_FIRST for a in plain["oneOf"])
+
+
+def test_a_misspelt_feature_name_is_an_error_not_off() -> None:
+    bot = DialogBot(SUPPORT, ScriptedBackend([]), features=ALL, arm="x", clock=lambda: 0.0)
+    assert bot.has("step_example") and bot.has_part("stay_keeps_needs")
+    with pytest.raises(LabkitError, match=r"unknown dialog machine feature\(s\) \['step_exampel'\]") as err:
+        bot.has("step_exampel")
+    assert "step_example" in err.value.hint and "results_grammar" in err.value.hint
+    with pytest.raises(LabkitError, match=r"unknown dialog machine part\(s\) \['stay_keeps_need'\]") as err:
+        bot.has_part("stay_keeps_need")
+    assert "stay_keeps_needs" in err.value.hint
+
+
+def test_an_arm_with_a_misspelt_feature_is_refused_when_built() -> None:
+    from labkit.dialog.arms import Arm
+
+    with pytest.raises(LabkitError, match=r"\['carry_ovre'\]") as err:
+        Arm("mine", "machine", frozenset({"step_example", "carry_ovre"}))
+    assert "carry_over" in err.value.hint
+    with pytest.raises(LabkitError, match=r"part\(s\) \['no_such_rule'\]"):
+        Arm("mine", "machine", ALL, without=frozenset({"no_such_rule"}))
+    with pytest.raises(LabkitError, match="prompt-only arm with machine features"):
+        Arm("mine", "prompt_only", frozenset({"step_example"}))
+    assert Arm("mine", "machine", frozenset({"step_example"})).features == {"step_example"}
+
+
+# the DialogBot methods each hook of labkit.dialog.features.HOOKS names
+HOOK_METHODS = {"contract": ("contract_step", "_correctable", "__init__"), "schema": ("_schema", "_signal_schema"),
+                "prompt": ("prompt", "_feature_prompt"), "check": ("_check", "_grounded", "_split", "_merge_split"),
+                "reask": ("_reask",), "results": ("_apply_results", "_who"),
+                "after_answer": ("_after_answer", "_late", "_asking", "_asks", "_skip_known")}
+
+
+def test_each_feature_declares_the_hooks_the_engine_checks_it_in() -> None:
+    import ast
+    import inspect
+    import re
+
+    from labkit.dialog import engine
+    from labkit.dialog.features import HOOKS
+
+    assert set(HOOK_METHODS) == set(HOOKS)
+    source = inspect.getsource(engine.DialogBot)
+    tree = ast.parse(source)
+    methods = {f.name: ast.get_source_segment(source, f) or "" for f in ast.walk(tree)
+               if isinstance(f, ast.FunctionDef)}
+    found: dict[str, set[str]] = {}
+    for hook, names in HOOK_METHODS.items():
+        for name in names:
+            for feature in re.findall(r'self\.has\("([a-z_]+)"\)', methods[name]):
+                found.setdefault(feature, set()).add(hook)
+    assert set(found) == ALL  # every declared feature is checked somewhere, and nothing else is
+    for f in FEATURES:
+        assert f.about and "\n" not in f.about and set(f.hooks) <= set(HOOKS), f.name
+        assert found[f.name] == set(f.hooks), f.name

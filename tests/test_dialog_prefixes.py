@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from labkit.core.store import read_jsonl
-from labkit.dialog.arms import arm, declared_prefixes
+from labkit.dialog.arms import declared_prefixes
 from labkit.dialog.comparison import read_config
 from labkit.dialog.events import CacheRead, ModelCalled
+from labkit.dialog.history import recorded_arm
 from labkit.dialog.simulate import load_scenarios, run_user
 from labkit.dialog.users import load_user_scripts
 from labkit.llm.backend import Completion, Request
@@ -31,8 +32,10 @@ RECORDINGS = sorted(p for split in ("runs", "runs_test", "runs_dev") for p in (D
                     if (p / "dialog.json").exists() or (p / "logs").exists())
 
 
-def _heads(arm_name: str, scenario_name: str) -> tuple[str, ...]:
-    return declared_prefixes([arm_name], [SCENARIOS[scenario_name]], ScriptedBackend([]))
+def _heads(arm_name: str, scenario_name: str, *, recorded: bool = False) -> tuple[str, ...]:
+    """The heads of today's arm ``arm_name``, or (``recorded``) of the arm a recording under the old names calls so."""
+    arm = recorded_arm(arm_name) if recorded else arm_name
+    return declared_prefixes([arm], [SCENARIOS[scenario_name]], ScriptedBackend([]))
 
 
 @pytest.mark.parametrize("folder", RECORDINGS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -41,11 +44,12 @@ def test_every_recorded_prompt_starts_with_the_head_its_arm_declares_for_its_ste
     for log in sorted((folder / "logs").glob("*/*.jsonl")):
         arm_name, events = log.parent.name, read_jsonl(log).events
         scenario = next(e.params["scenario"] for e in events if e.type == "run_started").removesuffix("-prompt-only")
-        heads = {h: h for h in _heads(arm_name, scenario)}
+        old_names = read_config(folder).arm_names == "rounds" if (folder / "dialog.json").exists() else True
+        heads = {h: h for h in _heads(arm_name, scenario, recorded=old_names)}
         for call in (e for e in events if isinstance(e, ModelCalled)):
             head = longest_declared(call.prompt, tuple(heads))
             assert head is not None, f"{log}: a {call.step} prompt starts with no declared head"
-            if arm(arm_name).bot == "machine":  # the machine's head is its step's own
+            if "prompt_only" not in arm_name:  # the machine's head is its step's own
                 assert f"Current step: {call.step}.\n" in head, log
             checked += 1
     assert checked > 0
@@ -53,11 +57,11 @@ def test_every_recorded_prompt_starts_with_the_head_its_arm_declares_for_its_ste
 
 def test_a_machine_declares_one_head_per_step_and_the_prompt_only_bot_one_in_all() -> None:
     support = SCENARIOS["support"]
-    assert len(_heads("machine_plus", "support")) == len(support.steps)
     assert len(_heads("machine", "support")) == len(support.steps)
+    assert len(_heads("bare_machine", "support")) == len(support.steps)
     (whole,) = _heads("prompt_only_checked", "support")
     assert whole.startswith(support.full_script())
-    both = declared_prefixes(["machine", "machine_plus", "prompt_only"], SCENARIOS.values(), ScriptedBackend([]))
+    both = declared_prefixes(["bare_machine", "machine", "prompt_only"], SCENARIOS.values(), ScriptedBackend([]))
     assert len(both) == len(set(both)) == sum(2 * len(s.steps) + 1 for s in SCENARIOS.values())
 
 
@@ -78,7 +82,7 @@ def test_a_cache_read_is_an_event_the_state_and_the_row_count() -> None:
     user = next(u for u in load_user_scripts(DATA / "users") if u.name.startswith("a01"))
     answer = json.dumps({"message": "What is the goal?", "signal": "stay", "results": {}, "summary": ""})
     backend = _Caching(lambda request: answer, cached=120)
-    bot = arm("machine_plus").make(SCENARIOS[user.scenario], backend)
+    bot = recorded_arm("machine_plus").make(SCENARIOS[user.scenario], backend)
     run_user(bot, user, "machine_plus")
     reads = [e for e in bot.events if isinstance(e, CacheRead)]
     calls = [e for e in bot.events if isinstance(e, ModelCalled)]

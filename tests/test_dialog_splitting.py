@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from labkit.dialog import DialogBot, parse_scenario
-from labkit.dialog.arms import arm
 from labkit.dialog.events import ModelCalled, ValuesCut
+from labkit.dialog.history import recorded_arm
 from labkit.dialog.scenario import ScenarioError
 from labkit.dialog.simulate import load_scenarios
 from labkit.dialog.splitting import cued, cut_parts, foreign_parts, parts, split_reasks
@@ -96,8 +96,8 @@ def test_a_second_mixed_answer_is_kept_as_the_model_wrote_it() -> None:
 
 
 def test_the_third_candidate_is_its_own_arm_on_top_of_the_second() -> None:
-    assert arm("machine_plus_next3").features == arm("machine_plus_next2").features | {"split_values"}
-    assert "split_values" not in arm("machine_plus_next2").features
+    assert recorded_arm("machine_plus_next3").features == recorded_arm("machine_plus_next2").features | {"split_values"}
+    assert "split_values" not in recorded_arm("machine_plus_next2").features
 
 
 @pytest.mark.parametrize(("extra", "needle"), [
@@ -150,7 +150,8 @@ def test_split_required_makes_the_reasks_grammar_write_the_named_field_first() -
 
 
 def test_the_fourth_candidate_is_its_own_arm_on_top_of_the_third() -> None:
-    assert arm("machine_plus_next4").features == arm("machine_plus_next3").features | {"split_required"}
+    before = recorded_arm("machine_plus_next3").features
+    assert recorded_arm("machine_plus_next4").features == before | {"split_required"}
 
 
 def test_split_cut_cuts_the_parts_out_at_once_when_the_other_variable_is_known() -> None:
@@ -205,4 +206,4 @@ def test_cut_parts_keeps_the_rest_as_written() -> None:
 
 
 def test_the_fifth_candidate_is_its_own_arm_on_top_of_the_fourth() -> None:
-    assert arm("machine_plus_next5").features == arm("machine_plus_next4").features | {"split_cut"}
+    assert recorded_arm("machine_plus_next5").features == recorded_arm("machine_plus_next4").features | {"split_cut"}

@@ -17,10 +17,11 @@ from labkit.core.errors import LabkitError
 
 @dataclass(frozen=True)
 class Feature:
-    """One switchable part of a machine: its name, and the failure it answers."""
+    """One switchable part of a machine: its name, what it does, and the machine's hooks it acts in."""
 
     name: str
     about: str
+    hooks: tuple[str, ...] = ()  # where in the machine it acts (each machine names its own hooks)
 
 
 @dataclass(frozen=True)

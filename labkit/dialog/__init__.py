@@ -4,11 +4,11 @@
 - :class:`DialogBot` — the engine (four-field contract, one corrective re-ask, variables with history);
 - :class:`PromptOnlyBot` — the comparison: the whole script in one prompt (``checked``: its claimed moves
   held to the script's moves and ``needs``);
-- :mod:`labkit.dialog.features` — the machine's switchable features (worked example, per-signal results
-  grammar, vars_memory, cancel confirmation, corrections, grounded values, the step's question, carried
-  messages, differing re-asks), one declaration each;
-- :mod:`labkit.dialog.arms` — the declared arms ``labkit compare dialog --arms`` runs: ``machine`` and
-  ``prompt_only`` as first recorded, ``prompt_only_checked``, ``machine_plus`` and its ablations;
+- :mod:`labkit.dialog.features` — the machine's switchable features, each declared once with what it does and
+  the hooks it acts in;
+- :mod:`labkit.dialog.arms` — the arms ``labkit compare dialog --arms`` runs, named by content: ``machine``,
+  ``bare_machine``, ``prompt_only``, ``prompt_only_checked`` and ``machine_without_<feature>``;
+- :mod:`labkit.dialog.history` — the arms committed recordings name (the design rounds), to read them;
 - :mod:`labkit.dialog.comparison` — ``labkit compare dialog``: arms × scripted users on the one runner
   (:mod:`labkit.compare.runs`), recorded, resumed, replayed;
 - :func:`run_user` / :func:`summarize` — one scripted conversation, and the first recording's legacy check;

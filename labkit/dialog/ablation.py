@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from labkit.compare.features import ablation_sentence
-from labkit.dialog.arms import ABLATIONS, ROUNDS
+from labkit.dialog import history
+from labkit.dialog.arms import ABLATIONS, Ablation
 from labkit.dialog.measure import PARTS, Score, compare_arms
 from labkit.dialog.rescore import score_folder
 from labkit.dialog.scenario import Scenario
@@ -24,10 +25,11 @@ from labkit.dialog.users import UserScript
 
 
 def ablation_rows(recordings: Sequence[Mapping[str, Sequence[Score]]]) -> list[dict[str, Any]]:
-    """One row per declared ablation whose two arms some recording holds (scored per arm, as from
-    :func:`labkit.dialog.rescore.score_folder`); ablations no recording holds are left out."""
+    """One row per declared ablation (today's arms, then the recorded pairs of :mod:`labkit.dialog.history`) whose
+    two arms some recording holds (scored per arm, as from :func:`labkit.dialog.rescore.score_folder`); ablations no
+    recording holds are left out."""
     rows = []
-    for ablation in ABLATIONS:
+    for ablation in (*ABLATIONS, *(Ablation(*pair) for pair in history.ABLATIONS)):
         found = next((r for r in recordings if ablation.with_arm in r and ablation.without_arm in r), None)
         if found is None:
             continue
@@ -51,12 +53,12 @@ def ablation_rows(recordings: Sequence[Mapping[str, Sequence[Score]]]) -> list[d
 def dev_ablation(data: str | Path, model: str, scenarios: Mapping[str, Scenario],
                  users: Sequence[UserScript]) -> list[dict[str, Any]]:
     """The ablation rows of ``model``'s dev recordings under ``data/runs_dev``: the ablation itself
-    (``<model>``), then the design rounds' candidates (each :data:`~labkit.dialog.arms.ROUNDS` folder
+    (``<model>``), then the design rounds' candidates (each :data:`~labkit.dialog.history.ROUNDS` folder
     ``<model>-next…``, read as one, since each round's arm is paired with the arm of the round before)."""
     runs = Path(data) / "runs_dev"
     ablation = score_folder(runs / model, scenarios, list(users))
     rounds: dict[str, list[Score]] = {}
-    for r in ROUNDS:
+    for r in history.ROUNDS:
         if (runs / f"{model}{r.suffix}").exists():
             rounds |= score_folder(runs / f"{model}{r.suffix}", scenarios, list(users))
     return ablation_rows([ablation, rounds])

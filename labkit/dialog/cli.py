@@ -21,7 +21,7 @@ from labkit.dialog.viewer import conversation_view, render_text
 from labkit.llm.backend import Backend
 from labkit.llm.models import cli_backend
 
-DEFAULT_ARMS = ("machine_plus", "prompt_only_checked", "machine")
+DEFAULT_ARMS = ("machine", "prompt_only_checked", "bare_machine")
 
 
 def _backend(args: argparse.Namespace) -> Backend:
@@ -105,6 +105,7 @@ def _report(folder: Path) -> str:
     """The measure's parts per arm, read from the recording's logs, and the calls per message from its rows."""
     from labkit.compare.runs import read_rows
     from labkit.dialog.comparison import read_config, repo_path
+    from labkit.dialog.history import content_name
     from labkit.dialog.measure import summarize_scores
     from labkit.dialog.rescore import score_folder
 
@@ -114,11 +115,13 @@ def _report(folder: Path) -> str:
     rows = read_rows(folder / "runs.jsonl")
     lines = []
     for arm, scores in score_folder(folder, scenarios, users).items():
+        now = content_name(arm) if config.arm_names == "rounds" else arm
         row = summarize_scores(scores)
         mine = [r for r in rows if r["arm"] == arm]
         calls, messages = sum(r["calls"] for r in mine), sum(r["user_messages"] for r in mine)
         cached = sum(r.get("cached_tokens", 0) for r in mine)
-        lines.append(f"{arm}: adhered {row['adhered']['count']}/{row['conversations']}, "
+        named = f"{arm} (today {now})" if now and now != arm else arm
+        lines.append(f"{named}: adhered {row['adhered']['count']}/{row['conversations']}, "
                      + ", ".join(f"{part} {row[part]['count']}"
                                  for part in ("end_step", "values", "no_invented", "moves", "asks"))
                      + f", false completions {row['false_completions']['count']}, cancels {row['cancels']['count']}; "
@@ -151,8 +154,8 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--model", help="a registered model name (see `labkit models list`) or a GGUF path; "
                    "default the embedded model")
     p.add_argument("--arm", choices=NAMES, default="machine",
-                   help="machine (the engine as first recorded, default), prompt_only (the whole script in one "
-                   "prompt), or a declared arm: " + "; ".join(f"{a.name}: {a.about}" for a in ARMS[2:4]))
+                   help="a declared arm (default machine): " + "; ".join(f"{a.name}: {a.about}" for a in ARMS[:4])
+                   + "; machine_without_<feature>: the machine without one feature")
     p.add_argument("--log", help="append the conversation's events to this JSONL file (resumes if it exists)")
     p.add_argument("--record", metavar="CASSETTE", help="record every model call to this cassette")
     p.add_argument("--replay", metavar="CASSETTE", help="answer from this cassette, never from a model")

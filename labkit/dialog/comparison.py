@@ -9,8 +9,10 @@ spreading the conversations over several servers. A conversation stopped half-wa
 its first message (its log is started anew; the calls it had made are answered alike, greedy).
 
 A recording's configuration (``dialog.json``) names the model, the arms, the split and every user
-of it; ``--only`` narrows one stretch of recording to some users, and a later stretch (``--resume``)
-adds the rest, or more arms: rows already recorded are kept and paired on the same users.
+of it, and says ``arm_names: "content"`` (arms as :mod:`labkit.dialog.arms` names them); without it
+the arms are the design rounds' names, read through :mod:`labkit.dialog.history`. ``--only`` narrows
+one stretch of recording to some users, and a later stretch (``--resume``) adds the rest, or more
+arms: rows already recorded are kept and paired on the same users.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from labkit.compare.runs import Answers, Comparison, Job, Outcome, Row, provenan
 from labkit.core.errors import LabkitError
 from labkit.core.provenance import REPO
 from labkit.core.store import JsonlLog, read_jsonl
+from labkit.dialog.arms import Arm
 from labkit.dialog.arms import arm as declared_arm
-from labkit.dialog.arms import checked_arms
 from labkit.dialog.measure import score
 from labkit.dialog.scenario import Scenario
 from labkit.dialog.simulate import load_scenarios, run_user
@@ -63,14 +65,32 @@ class DialogConfig:
     split: str | None = None
     scenarios: str = "data/dialog"
     users_dir: str = "data/dialog/users"
+    arm_names: str = "content"  # "content": labkit.dialog.arms; "rounds": as recorded (labkit.dialog.history)
+
+    def __post_init__(self) -> None:
+        if self.arm_names not in ("content", "rounds"):
+            raise LabkitError(f"arm_names {self.arm_names!r} is neither 'content' nor 'rounds'",
+                              "restore dialog.json from git, or drop the field (the design rounds' names).")
+
+    def arm(self, name: str) -> Arm:
+        """The arm ``name`` of this recording, by the names it was recorded under."""
+        if self.arm_names == "rounds":
+            from labkit.dialog.history import recorded_arm
+
+            return recorded_arm(name)
+        return declared_arm(name)
 
     def to_dict(self, users: Iterable[str]) -> dict[str, Any]:
-        return {"comparison": "dialog", **asdict(self), "arms": list(self.arms), "users": sorted(users)}
+        data = {"comparison": "dialog", **asdict(self), "arms": list(self.arms), "users": sorted(users)}
+        if self.arm_names == "rounds":  # written as the recordings under the old names were
+            del data["arm_names"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DialogConfig:
         return cls(model=data["model"], arms=tuple(data["arms"]), split=data.get("split"),
-                   scenarios=data["scenarios"], users_dir=data["users_dir"])
+                   scenarios=data["scenarios"], users_dir=data["users_dir"],
+                   arm_names=data.get("arm_names", "rounds"))
 
 
 class DialogComparison(Comparison):
@@ -80,7 +100,8 @@ class DialogComparison(Comparison):
 
     def __init__(self, settings: DialogConfig, only: Iterable[str] | None = None,
                  pairs: Iterable[tuple[str, str]] | None = None) -> None:
-        checked_arms(settings.arms)
+        for name in settings.arms:
+            settings.arm(name)
         self.settings = settings
         self.scenarios: dict[str, Scenario] = load_scenarios(repo_path(settings.scenarios))
         self.users: list[UserScript] = load_user_scripts(repo_path(settings.users_dir), split=settings.split)
@@ -129,7 +150,7 @@ class DialogComparison(Comparison):
         path = log_path(folder, job.arm, user.name)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.unlink(missing_ok=True)  # a conversation stopped half-way runs again from its first message
-        bot = declared_arm(job.arm).make(scenario, backend, log=JsonlLog(path), clock=lambda: 0.0)
+        bot = self.settings.arm(job.arm).make(scenario, backend, log=JsonlLog(path), clock=lambda: 0.0)
         result = run_user(bot, user, job.arm)
         scored = score(bot.events, scenario, user, job.arm)
         counts = {k: v for k, v in result.to_dict().items() if k not in ("misses", "adhered")}

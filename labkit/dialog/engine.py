@@ -269,7 +269,7 @@ class DialogBot(_Bot):
         self._refused: frozenset[str] = frozenset()  # grounded_values: the move the re-ask may not take
         self._carrying = False  # carry_over: the step moved to is reading the turn's message again
         self._split_first: tuple[str, ...] = ()  # split_required: the fields the re-ask must write first
-        if "corrections" in self.features and scenario.corrections is None:
+        if self.has("corrections") and scenario.corrections is None:
             raise LabkitError(f"scenario '{scenario.name}' declares no corrections, which the feature "
                               "'corrections' needs",
                               "add corrections: {signal: correct, when: ...} to the scenario, or leave the feature "
@@ -281,10 +281,13 @@ class DialogBot(_Bot):
                          mode="machine", extra_params=extra)
 
     def has(self, feature: str) -> bool:
+        """Whether ``feature`` is on; a name that is no declared feature is an error, never "off"."""
+        checked_features([feature])
         return feature in self.features
 
     def has_part(self, part: str) -> bool:
-        """A part is on with its feature, unless the arm switched it off."""
+        """A part is on with its feature, unless the arm switched it off (an unknown part is an error)."""
+        checked_parts([part])
         (of,) = [p.of for p in PARTS if p.name == part]
         return self.has(of) and part not in self.without
 
@@ -297,7 +300,7 @@ class DialogBot(_Bot):
         signal (it records values and never moves, so the transition table does not change) once an
         earlier step holds a value it could correct.
         """
-        if not self.features & {"vars_memory", "corrections"}:
+        if not (self.has("vars_memory") or self.has("corrections")):
             return step
         own = {f.name for f in step.results}
         others = tuple(f for f in self.scenario.variables if f.name not in own)

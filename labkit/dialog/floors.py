@@ -111,7 +111,7 @@ class CopiesExamples(_Floor):
                 "results": {f.name: example_value(f, step) for f in step.results}, "summary": ""}
 
 
-def floor_bot(kind: type[_Floor], scenario: Scenario, arm: str = "machine") -> DialogBot | PromptOnlyBot:
+def floor_bot(kind: type[_Floor], scenario: Scenario, arm: str = "bare_machine") -> DialogBot | PromptOnlyBot:
     """The bot of the declared ``arm`` on ``scenario``, answered by the floor backend ``kind``."""
     from labkit.dialog.arms import arm as declared_arm
 
@@ -126,7 +126,7 @@ def floor_bot(kind: type[_Floor], scenario: Scenario, arm: str = "machine") -> D
 
 
 def floor_runs(kind: type[_Floor], scenarios: Mapping[str, Scenario], users: Iterable[UserScript],
-               arm: str = "machine") -> list[tuple[Score, ConversationResult]]:
+               arm: str = "bare_machine") -> list[tuple[Score, ConversationResult]]:
     """Every user talked to by the floor ``kind`` under ``arm``: each conversation's score on the measure,
     with its result under the first recording's legacy check (which a floor could pass)."""
     from labkit.dialog.measure import score

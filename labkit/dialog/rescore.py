@@ -9,12 +9,14 @@ left out (never scored as failures); :func:`score_runs` says which users each re
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from labkit.core.errors import LabkitError
 from labkit.core.store import read_jsonl
-from labkit.dialog.arms import ROUNDS
+from labkit.dialog import history
+from labkit.dialog.arms import ARMS
 from labkit.dialog.measure import Score, compare_arms, score, summarize_scores, table
 from labkit.dialog.scenario import Scenario
 from labkit.dialog.users import UserScript, check_user
@@ -88,23 +90,32 @@ def score_runs(runs_dir: str | Path, scenarios: dict[str, Scenario], users: list
     return found
 
 
-# the paired comparisons a report makes, where a recording holds both arms: (arm a, arm b)
-PAIRS = (("machine", "prompt_only"), ("machine_plus", "prompt_only_checked"), ("machine_plus", "machine"),
-         *((r.arm, p) for r in ROUNDS for p in (r.before, "prompt_only_checked")))
+PAIRS = (("machine", "prompt_only_checked"), ("machine", "bare_machine"), ("bare_machine", "prompt_only"))
+"""The paired comparisons a report makes of today's arms, where a recording holds both."""
+
+
+def pairs_of(arms: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """The pairs a report makes of a recording with these arms: a recording that holds an arm only the design
+    rounds had is read under their names (:data:`labkit.dialog.history.PAIRS`; ``machine`` there is the bare
+    machine), any other under today's (:data:`PAIRS`)."""
+    names = set(arms)
+    old = names - {a.name for a in ARMS}
+    chosen = [p for p in history.PAIRS if p != ("machine", "prompt_only")] if old else PAIRS
+    return tuple((a, b) for a, b in chosen if {a, b} <= names)
 
 
 def report(scored: dict[str, dict[str, list[Score]]]) -> dict[str, Any]:
     """The summaries per (model, arm), the paired tests of :data:`PAIRS`, and a Markdown table.
 
     ``paired[model]`` is machine vs prompt-only (the first recording's comparison);
-    ``paired_arms[model]["a vs b"]`` holds every pair of :data:`PAIRS` the recording has.
+    ``paired_arms[model]["a vs b"]`` holds every pair of :func:`pairs_of` the recording has.
     """
     summaries = {(model, arm): summarize_scores(scores) for model, arms in scored.items()
                  for arm, scores in arms.items()}
     tests = {model: {part: t.describe() for part, t in compare_arms(arms["machine"], arms["prompt_only"]).items()}
              for model, arms in scored.items() if {"machine", "prompt_only"} <= set(arms)}
     pairs = {model: {f"{a} vs {b}": {part: t.describe() for part, t in compare_arms(arms[a], arms[b]).items()}
-                     for a, b in PAIRS if {a, b} <= set(arms)}
+                     for a, b in pairs_of(arms)}
              for model, arms in scored.items()}
     return {"summaries": summaries, "paired": tests, "paired_arms": pairs, "table": table(summaries)}
 
@@ -143,10 +154,15 @@ def recordings_table(folders: dict[str, Path], scenarios: dict[str, Scenario], u
 
 
 def headline(folder: str | Path, scenarios: dict[str, Scenario], users: list[UserScript],
-             arms: tuple[str, str] = ("machine_plus", "prompt_only_checked")) -> str:
+             arms: tuple[str, str] | None = None) -> str:
     """One sentence of a recording: each of two arms' adherence with its Wilson interval, and the paired exact
-    test by user between them (the README's line; computed, so it cannot drift from the recording)."""
+    test by user between them (the README's line; computed, so it cannot drift from the recording). By default
+    ``machine`` against ``prompt_only_checked`` (in a recording under the old names, :data:`history.HEADLINE`)."""
     from labkit.dialog.comparison import read_config
+
+    if arms is None:
+        old_names = read_config(Path(folder)).arm_names == "rounds"
+        arms = history.HEADLINE if old_names else ("machine", "prompt_only_checked")
 
     scored = score_folder(folder, scenarios, users)
     missing = [a for a in arms if a not in scored]
