@@ -3,7 +3,8 @@
 Each comparison declares a :class:`ComparisonKind` (``COMPARISONS = {name: kind}`` in a module that
 ``labkit.core.registry.COMPARISON_MODULES`` names); this module gives every kind the same flags and rules:
 
-- a folder that holds a recording is continued only with ``--resume`` (which also starts an empty one),
+- a folder that holds a recording is continued only with ``--resume`` (which also starts an empty one, or one
+  that a recording killed before its configuration was written left),
   so a typo in ``--out`` never mixes two recordings and ``make experiment`` can run twice;
 - ``--replay DIR`` re-runs a recording from its cassettes, prints every row that differs and exits 1
   on any difference;
@@ -144,7 +145,7 @@ def _cmd(args: argparse.Namespace) -> int:
     if held and not args.resume:
         raise LabkitError(f"{out} already holds a {kind.name} recording",
                           "add --resume to continue it (its options must be the same), or give a new --out.")
-    if not held and out.exists() and any(path.name != SCRATCH for path in out.iterdir()):
+    if not held and not args.resume and out.exists() and any(path.name != SCRATCH for path in out.iterdir()):
         raise LabkitError(f"{out} is not empty and holds no {kind.config_file}", "choose a new or empty --out.")
     check_server_options(args, several=True)
     plan = kind.plan(args)

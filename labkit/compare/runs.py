@@ -57,7 +57,7 @@ from typing import Any
 
 from labkit.core.errors import LabkitError
 from labkit.core.provenance import REPO, git_commit, machine
-from labkit.core.store import write_jsonl
+from labkit.core.store import write_atomic, write_jsonl
 from labkit.llm.backend import Backend, Completion, Request, WrappedBackend
 from labkit.llm.cassette import RecordingBackend, ReplayBackend
 from labkit.llm.errors import BackendError, CassetteError, CassetteMiss, ServerDown
@@ -269,7 +269,7 @@ def _key(comparison: Comparison, row: Row) -> tuple[str, str, str, int]:
 
 
 def _write_rows(path: Path, rows: Sequence[Row]) -> None:
-    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    write_atomic(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
 class Progress:
@@ -312,7 +312,7 @@ def run_jobs(comparison: Comparison, answers: Answers, out: Path, *, resume: boo
         for name in ("logs", *(("cassettes",) if answers.live is not None else ())):
             if (out / name).exists():
                 shutil.rmtree(out / name)
-    (out / comparison.config_file).write_text(json.dumps(comparison.config(), indent=2) + "\n", encoding="utf-8")
+    write_atomic(out / comparison.config_file, json.dumps(comparison.config(), indent=2) + "\n")
     runs_path = out / "runs.jsonl"
     _write_rows(runs_path, kept)  # rewritten whole: a line torn by an interruption must not precede the next
     order = {job.key(): n for n, job in enumerate(comparison.jobs())}

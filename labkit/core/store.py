@@ -197,9 +197,16 @@ def write_jsonl(path: str | Path, events: list[Event]) -> None:
             raise EventLogError(f"event seq {event.seq} is not sealed", "append events through a log first.")
         lines.append(event.model_dump_json())
     verify_chain(events, lambda i: f"event {i}")
+    write_atomic(path, "".join(line + "\n" for line in lines))
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Replace ``path`` with ``text`` whole (written beside it, then renamed over it): a process killed while
+    writing leaves the old file, never one cut short."""
+    path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    tmp.replace(path)
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 _SCHEMA = """

@@ -28,7 +28,7 @@ from labkit.compare.command import row_differences
 from labkit.compare.runs import Answers, Comparison, Job, Outcome, Row, provenance, read_rows, run_jobs
 from labkit.core.errors import LabkitError
 from labkit.core.provenance import REPO
-from labkit.core.store import JsonlLog, read_jsonl
+from labkit.core.store import JsonlLog, read_jsonl, write_atomic
 from labkit.dialog.arms import Arm
 from labkit.dialog.arms import arm as declared_arm
 from labkit.dialog.measure import score
@@ -212,7 +212,7 @@ def record(settings: DialogConfig, answers: Answers, out: Path, *, only: Iterabl
     # one order for every recording, however it was made in stretches: arms as configured, users by name
     arms = {arm: i for i, arm in enumerate(settings.arms)}
     rows = sorted(rows, key=lambda r: (arms.get(r["arm"], len(arms)), r["task"]))
-    (out / "runs.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    write_atomic(out / "runs.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     return rows
 
 

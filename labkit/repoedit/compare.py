@@ -175,7 +175,8 @@ def _check_folder(out: Path) -> bool:
     """Whether ``out`` holds a comparison to continue; a folder with other things in it is refused."""
     if (out / "compare.json").exists():
         return True
-    if out.exists() and any(p.name != "workspaces" for p in out.iterdir()):  # compare.command.SCRATCH
+    if out.exists() and any(p.name not in ("workspaces", "provenance.jsonl") for p in out.iterdir()):
+        # what a start killed before compare.json leaves: its scratch and its provenance line
         raise LabkitError(f"{out} is not empty and holds no compare.json", "choose a new or empty --out folder.")
     return False
 
