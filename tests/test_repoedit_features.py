@@ -106,6 +106,26 @@ def test_an_unknown_feature_is_refused_with_the_known_ones_named() -> None:
         checked(["telepathy"])
 
 
+def test_a_misspelt_feature_check_in_the_machine_is_an_error_not_off() -> None:
+    task = TASKS["wordcount-whitespace"]
+    run = RepoEditRun(project_dir(task), task.requirement, ScriptedPlanner([], []), features={"code_plan"})
+    try:
+        assert run.on("code_plan") and not run.on("closed_plan")
+        with pytest.raises(LabkitError, match=r"unknown machine feature.*code_pln(.|\n)*code_plan, closed_plan"):
+            run.on("code_pln")
+    finally:
+        run.workspace.close()
+    with pytest.raises(LabkitError, match="unknown machine feature"):
+        RepoEditRun(project_dir(task), task.requirement, ScriptedPlanner([], []), features={"code_pln"})
+
+
+def test_an_arm_with_an_unknown_feature_is_refused_when_it_is_built() -> None:
+    from labkit.repoedit.arms import _machine_run, _model_planner
+
+    with pytest.raises(LabkitError, match=r"unknown machine feature.*'telepathy'"):
+        _machine_run(_model_planner, frozenset({"code_plan", "telepathy"}))
+
+
 # ---------------------------------------------------------------- the model planner's contracts
 def test_a_closed_plan_and_definition_names_reach_the_model_as_enums_with_the_worked_examples() -> None:
     backend = ScriptedBackend(['{"steps": [{"file": "a.py", "why": "x"}]}', '{"status": "skip"}'])

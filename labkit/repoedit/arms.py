@@ -28,6 +28,7 @@ from labkit.repoedit.arm_io import ArmEnd, ArmInputs, discard_on_error
 from labkit.repoedit.best_of import best_of
 from labkit.repoedit.features import ALL as ALL_FEATURES
 from labkit.repoedit.features import FEATURES
+from labkit.repoedit.features import checked as checked_features
 from labkit.repoedit.free_loop import loop_head, run_free_loop
 from labkit.repoedit.machine import RepoEditRun
 from labkit.repoedit.planners import (
@@ -79,7 +80,8 @@ class NoopPlanner:
 def _machine_run(planner_for: Callable[[ArmInputs], Planner],
                  features: frozenset[str] = frozenset()) -> Callable[[ArmInputs], ArmEnd]:
     """A machine arm's run: the repo-editing machine with ``planner_for(inputs)`` and ``features``, its copy
-    kept for the verifier."""
+    kept for the verifier. ``features`` is checked here, when the arm is built: an unknown name is an error."""
+    features = checked_features(features)
 
     def run(inputs: ArmInputs) -> ArmEnd:
         log = JsonlLog(inputs.log_path, run_id=inputs.task.id) if inputs.log_path else None

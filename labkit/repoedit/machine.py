@@ -215,8 +215,9 @@ class RepoEditRun:
         }
 
     def on(self, feature: str) -> bool:
-        """Whether this run has ``feature`` (:mod:`~labkit.repoedit.features`)."""
-        return feature in self.features
+        """Whether this run has ``feature``; a name that is not declared (:mod:`~labkit.repoedit.features`) is
+        an error, so a misspelt check cannot read as "off"."""
+        return checked([feature]) <= self.features
 
     @property
     def state(self) -> RepoEditState:
