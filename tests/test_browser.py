@@ -40,7 +40,7 @@ from labkit.course.quiz import REVEAL_HEADING, REVEAL_TAG
 from labkit.runtime import planner_executor_table
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Locator
+    from playwright.sync_api import Locator, Page
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = "02_failure_traces.ipynb"
@@ -61,6 +61,15 @@ LAB_SETTINGS = {
 
 pytestmark = pytest.mark.slow
 
+
+
+def failure_screenshot(page: Page, path: Path) -> None:
+    """What the page showed when a check failed; a page that is gone (its renderer crashed) has no picture,
+    and the check's own error is the one reported."""
+    try:
+        page.screenshot(path=path)
+    except Exception as gone:
+        print(f"no failure screenshot ({type(gone).__name__}: {gone})", file=sys.stderr)
 
 def chromium_executable() -> str | None:
     """The system Chromium: ``$LABKIT_CHROMIUM`` if set, else ``chromium`` or ``chromium-browser`` on PATH."""
@@ -216,7 +225,7 @@ def test_notebook_02_in_jupyterlab(chromium: str, sync_playwright, lab: tuple[Ju
             widget.evaluate("element => element.scrollIntoView({block: 'start'})")
             page.screenshot(path=tmp_path / "notebook02-viewer-stepped.png")
         except Exception:
-            page.screenshot(path=tmp_path / "notebook02-failure.png")  # what the page showed when it failed
+            failure_screenshot(page, tmp_path / "notebook02-failure.png")
             raise
         finally:
             browser.close()
@@ -341,7 +350,7 @@ def test_a_predictions_answer_shows_only_after_a_checked_choice(chromium: str, s
                 answer_cell.evaluate("element => element.scrollIntoView({block: 'center'})")
                 page.screenshot(path=tmp_path / f"{shot}-checked.png")
         except Exception:
-            page.screenshot(path=tmp_path / f"{shot}-failure.png")
+            failure_screenshot(page, tmp_path / f"{shot}-failure.png")
             raise
         finally:
             browser.close()

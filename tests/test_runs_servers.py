@@ -51,7 +51,7 @@ def test_the_dialog_measurement_spread_over_two_real_servers_gives_one_servers_r
     from labkit.dialog.comparison import DialogConfig, record
 
     data = Path(__file__).resolve().parents[1] / "data" / "dialog"
-    settings = DialogConfig(model="gemma3-270m", arms=("machine_plus",), scenarios=str(data),
+    settings = DialogConfig(model="gemma3-270m", arms=("machine",), scenarios=str(data),
                             users_dir=str(data / "users"))
     users = ["s03", "s20"]  # one message each (a dev and a test user): the shortest conversations there are
 
