@@ -24,8 +24,8 @@ from labkit.repoedit.arms import ARMS, BEST_OF_ARMS
 from labkit.repoedit.budget import BudgetedBackend, BudgetSpent
 from labkit.repoedit.compare import CompareConfig, load_rows, read_config, replay_differences, run_compare
 from labkit.repoedit.compare_report import arm_rows, meaning, paired_rows, render_report
+from labkit.repoedit.formats import EXAMPLE
 from labkit.repoedit.free_loop import loop_head, run_free_loop
-from labkit.repoedit.planners import EXAMPLE
 from labkit.repoedit.prompt_only import run_prompt_only
 from labkit.repoedit.tasks import load_tasks
 from labkit.repoedit.verify import judge, measure_baseline, verify

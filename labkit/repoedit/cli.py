@@ -16,9 +16,8 @@ from labkit.repoedit.features import FEATURES
 from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir, resolve_task_file
 
 PLANNERS = ("oracle", "model")
-ARM_NAMES = ("prompt_only", "prompt_tools", "machine_model", "machine_oracle", "machine_noop", "prompt_whole",
-             "machine_plus", *(f"machine_plus_no_{f.name}" for f in FEATURES), "machine_plus_oracle",
-             "prompt_whole_best_of_3", "machine_plus_best_of_3")
+ARM_NAMES = ("prompt_only", "prompt_tools", "prompt_whole", "machine", *(f"machine_without_{f.name}" for f in FEATURES),
+             "machine_bare", "oracle", "bare_oracle", "machine_noop", "prompt_whole_best_of_3", "machine_best_of_3")
 """The comparison's arms as the help text names them (labkit.repoedit.arms.ARMS is imported only when used;
 a test keeps the two equal)."""
 
@@ -225,7 +224,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         def local() -> Any:
             _check_model(model)
             # each arm's fixed head (instructions and worked example) is evaluated once and kept
-            prefixes = tuple(head(config.call_budget) for a in arms if (head := ARMS[a].head) is not None)
+            prefixes = tuple(head for a in arms if (head := ARMS[a].head(config.call_budget)) is not None)
             return model_backend(model, threads=args.threads, prefixes=prefixes)
 
         live = live_backend(args, local)  # one server, a pool of servers and slots, or the in-process model
@@ -305,9 +304,10 @@ def register(commands: Any, bench: Any) -> None:
     add_server_options(p, server_help="an OpenAI-compatible server's base URL instead of an in-process model; give "
                        "it once per server to spread the runs over several servers of one model")
     add_slots_option(p)
-    p.add_argument("--arms", help=f"comma-separated, of: {', '.join(ARM_NAMES[:7])}, machine_plus_no_<feature> "
-                   "(one ablation per feature of labkit.repoedit.features), machine_plus_oracle (default: the model "
-                   "arms but the ablations, and both oracles)")
+    p.add_argument("--arms", help=f"comma-separated, of: {', '.join(ARM_NAMES[:4])}, machine_without_<feature> "
+                   f"(one ablation per feature of labkit.repoedit.features), "
+                   f"{', '.join(ARM_NAMES[4 + len(FEATURES):])} (default: prompt_only, prompt_tools, prompt_whole, "
+                   "machine, oracle)")
     p.add_argument("--split", choices=("test", "dev", "all"), default="test", help="which tasks (default test, "
                    "the 10 headline tasks)")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core)")

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from labkit.compare.report import solved_cell
 from labkit.compare.stats import paired_test, pass_hat_k, stored_p, wilson_interval
 from labkit.experiment.v2.arms import ARMS, RunRecordV2
 from labkit.experiment.v2.taskfile import TaskSet
@@ -163,11 +164,6 @@ def markdown(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, An
     if head:
         out += ["", f"Headline (test, 10 tasks): {head}"]
     return "\n".join(out) + "\n"
-
-
-def solved_cell(row: Mapping[str, Any]) -> str:
-    """"k/n (low–high)": tasks solved and the Wilson 95% interval of one summary row."""
-    return f"{row['tasks_solved']}/{row['tasks']} ({row['ci95'][0]:.2f}–{row['ci95'][1]:.2f})"
 
 
 def arm_table(rows: Sequence[Mapping[str, Any]]) -> str:
