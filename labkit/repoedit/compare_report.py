@@ -20,7 +20,7 @@ from labkit.core.errors import LabkitError
 from labkit.repoedit.arms import ARMS, BEST_OF
 from labkit.repoedit.compare import RunRow, load_rows, read_config
 from labkit.repoedit.features import FEATURES
-from labkit.repoedit.history import recorded_path
+from labkit.repoedit.history import RENAMED, recorded_path, today
 
 BEST_M, BEST_P = f"machine_best_of_{BEST_OF}", f"prompt_whole_best_of_{BEST_OF}"
 # (a, b): what the machine adds over one prompt and over a free loop with the same tools; what the features add
@@ -414,3 +414,26 @@ def models_table(folders: Sequence[Path | Sequence[Path]]) -> str:
     lines += [""] + [f"- headline ({s['split']} split), {s['model']}: {s['headline']}"
                      for s in summaries if s["headline"]]
     return "\n".join(lines)
+
+
+def recordings_table(folders: Sequence[Path], root: Path) -> str:
+    """The design rounds as data: one row per arm of each recording in ``folders`` (paths under ``root``) with
+    its first session's commit, its split, the name it was recorded under, the arm it is today and the round
+    that named it (:mod:`labkit.repoedit.history`), and the tasks it fixed."""
+    rows = []
+    for folder in folders:
+        sessions = _sessions(folder)
+        commit = str(sessions[0].get("git_commit", ""))[:7] if sessions else "—"
+        config = read_config(folder)
+        runs = load_rows(folder / "runs.jsonl")
+        recorded = json.loads((folder / "compare.json").read_text(encoding="utf-8"))["arms"]
+        for name in recorded:
+            mine = [r for r in runs if r.arm == today(name)]
+            if not mine:
+                continue
+            old = next((e for e in RENAMED if e.old == name), None)
+            rows.append((folder.relative_to(root).as_posix(), commit, config.split, f"`{name}`",
+                         f"`{today(name)}`", old.round if old else "—",
+                         f"{sum(r.fixed for r in mine)}/{len(mine)}"))
+    return "\n".join(markdown_table(("recording", "commit", "split", "recorded as", "arm today", "round",
+                                     "fixed"), rows))
