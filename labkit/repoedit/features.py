@@ -44,7 +44,7 @@ DEFINITION_EDIT = CodeFeature("definition_edit", "an edit replaces whole definit
 TOLERANT_MATCH = CodeFeature("tolerant_match", "a search text is found up to quote style and indentation; "
                              "each normalisation is recorded with the edit", "check")
 BLAMED_SKIP = CodeFeature("blamed_skip", "a 'skip' of the file the failure points at is refused, with the "
-                          "reason (and not offered in the prompt)", "check")
+                          "reason", "check")
 FOLLOW_TRACEBACK = CodeFeature("follow_traceback", "a red test run whose traceback blames a source file "
                                "outside the plan adds that file to the plan (recorded) and fixes it, instead "
                                "of rolling back", "after_answer")
