@@ -15,12 +15,11 @@ import pytest
 from labkit.core.errors import LabkitError
 from labkit.llm.fake import ScriptedBackend
 from labkit.repoedit.arms import ABLATION_ARMS, ARMS, Arm, arm
-from labkit.repoedit.definition_contract import DefinitionAnswer, parse_definitions
 from labkit.repoedit.definitions import blamed, definition_edit, definitions
 from labkit.repoedit.edits import tolerant_replace
 from labkit.repoedit.events import EditApplied, EditSkipped, PlanAccepted, PlanExtended, ProposalRefused, Proposed
 from labkit.repoedit.features import ALL, CODE_PLAN, FeatureSet, checked
-from labkit.repoedit.formats import FORMATS, as_definitions, parse_files
+from labkit.repoedit.formats import FORMATS, DefinitionAnswer, as_definitions, parse_definitions, parse_files
 from labkit.repoedit.index import index_project, summary_with_uses
 from labkit.repoedit.machine import RepoEditRun
 from labkit.repoedit.planners import EditView, ModelPlanner, PlanView, ScriptedPlanner
@@ -148,7 +147,7 @@ def test_a_closed_plan_and_definition_names_reach_the_model_as_enums_with_the_wo
     plan, edit = backend.requests
     assert plan.schema["$defs"]["PlanStep"]["properties"]["file"] == {"type": "string", "enum": ["a.py", "b.py"]}
     assert "Example, on another project" in plan.prompt and "cli.py: main()" in plan.prompt
-    assert edit.schema is None  # fenced code; the name is checked against the list (definition_contract)
+    assert edit.schema is None  # fenced code; the name is checked against the list (formats.parse_definitions)
     assert "The failure points at: f" in edit.prompt and "DEFINITION: add\n```python" in edit.prompt
     assert (edit.temperature, edit.seed) == (0.7, 4)
 

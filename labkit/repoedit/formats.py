@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from labkit.core.errors import LabkitError
 from labkit.llm.parse import parse_json_output
-from labkit.repoedit.definition_contract import parse_definitions, render
 from labkit.repoedit.definitions import definition_edit, definitions
 from labkit.repoedit.edits import MAX_PLAN_STEPS, EditProposal, PlanProposal, Refusal
 from labkit.repoedit.tasks import SearchReplace
@@ -27,6 +26,69 @@ if TYPE_CHECKING:
     from labkit.repoedit.planners import EditView
 
 M = TypeVar("M", bound=BaseModel)
+
+# The definitions format's answer: one block per definition changed, named from the file's own list, or a skip::
+#
+#     DEFINITION: count_words
+#     ```python
+#     def count_words(text):
+#         return len(text.split())
+#     ```
+#
+# Code goes in a fenced block, the form a small coder model writes code in, rather than escaped inside JSON; the
+# closed list of names, the parse check (definition_edit) and every edit guard keep the contract safe.
+MAX_DEFINITIONS = 3
+_DEFINITION_BLOCK = re.compile(r"DEFINITION:\s*`?([\w.()]+)`?\s*\n```[\w+-]*\n(.*?)```", re.DOTALL)
+_SKIP = re.compile(r"^\s*SKIP:\s*(.*)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class DefinitionAnswer:
+    """A parsed answer: ``ok`` with (name, code) pairs, or ``skip`` with a reason."""
+
+    status: str
+    changes: tuple[tuple[str, str], ...] = ()
+    reason: str = ""
+
+
+def parse_definitions(raw: str, names: tuple[str, ...]) -> tuple[DefinitionAnswer | None, Refusal | None]:
+    """Read an answer in the definition contract; a name outside ``names`` or no block at all is a refusal."""
+    skip = _SKIP.match(raw)
+    blocks = _DEFINITION_BLOCK.findall(raw)
+    if skip and not blocks:
+        return DefinitionAnswer("skip", reason=skip.group(1).strip()[:300]), None
+    shown = ", ".join(names)
+    if not blocks:
+        return None, Refusal("no_definition", "the answer holds no 'DEFINITION: <name>' line followed by a "
+                                              "```python block", f"write the changed definition out whole under "
+                                                                 f"'DEFINITION: <name>', a name from: {shown}.")
+    unknown = [name for name, _ in blocks if name not in names]
+    if unknown:
+        return None, Refusal("unknown_definition", f"{unknown[0]!r} is not a definition of the file",
+                             f"name one of: {shown}.")
+    blocks = outermost(blocks)
+    if len(blocks) > MAX_DEFINITIONS:
+        return None, Refusal("too_many_definitions", f"{len(blocks)} definitions in one answer",
+                             f"change at most {MAX_DEFINITIONS} definitions at a time.")
+    return DefinitionAnswer("ok", tuple((name, code) for name, code in blocks)), None
+
+
+def outermost(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The blocks without those a class's own block already holds (``Box.size`` beside ``Box``), and without a
+    name given twice (the first block wins): a model that writes out the class and then each method again
+    has said one thing, not several."""
+    names = [name for name, _ in blocks]
+    kept: list[tuple[str, str]] = []
+    for name, code in blocks:
+        inside_given_class = "." in name and name.rsplit(".", 1)[0] in names
+        if not inside_given_class and all(name != k for k, _ in kept):
+            kept.append((name, code))
+    return kept
+
+
+def render(changes: list[tuple[str, str]]) -> str:
+    """An answer in the contract (the oracle's, and the worked example's)."""
+    return "\n".join(f"DEFINITION: {name}\n```python\n{code.rstrip()}\n```" for name, code in changes)
 
 
 def strip_fence(text: str) -> str:
@@ -244,7 +306,7 @@ The project's source files:
 {files}
 Answer:
 """
-_BLOCK = re.compile(r"FILE:\s*`?([^\s`]+)`?\s*\n```[\w+-]*\n(.*?)```", re.DOTALL)
+_FILE_BLOCK = re.compile(r"FILE:\s*`?([^\s`]+)`?\s*\n```[\w+-]*\n(.*?)```", re.DOTALL)
 
 
 def whole_prompt(requirement: str, failing: str, files: dict[str, str]) -> str:
@@ -264,7 +326,7 @@ WHOLE_FILES_HEAD = WHOLE_FILES_PROMPT.split("Your project:\n", 1)[0].format(
 
 def parse_files(answer: str) -> dict[str, str]:
     """The files an answer writes out, by path (a later block for the same path wins)."""
-    return {path: body if body.endswith("\n") else body + "\n" for path, body in _BLOCK.findall(answer)}
+    return {path: body if body.endswith("\n") else body + "\n" for path, body in _FILE_BLOCK.findall(answer)}
 
 
 
@@ -350,7 +412,7 @@ FILE_FORMATS: dict[str, EditFormat] = {f.name: f for f in (
                lambda view: EditProposal.model_json_schema(), _search_replace_parse, _search_replace_prompt, 320,
                lambda content, edits: json.dumps({"status": "ok", "edits": [e.model_dump() for e in edits]})),
     EditFormat("definitions", "whole definitions in fenced blocks, named from the file's own list "
-               "(labkit.repoedit.definition_contract); no grammar", DEFINITION_HEAD, lambda view: None,
+               "(parse_definitions); no grammar", DEFINITION_HEAD, lambda view: None,
                _definitions_parse, _definitions_prompt, 600,
                lambda content, edits: render([(c["name"], c["code"]) for c in as_definitions(content, edits)])),
 )}

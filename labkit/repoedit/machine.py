@@ -28,6 +28,7 @@ from labkit.core.machine import LabMachine
 from labkit.core.reducer import Guard, TableEntry
 from labkit.core.store import EventLog
 from labkit.core.table import Row, TransitionTable
+from labkit.repoedit import features as feature
 from labkit.repoedit.definitions import blamed, definitions
 from labkit.repoedit.edits import (
     EditCase,
@@ -54,21 +55,7 @@ from labkit.repoedit.events import (
     TestsRan,
     reduce_repoedit,
 )
-from labkit.repoedit.features import (
-    BLAMED_SKIP,
-    CLOSED_PLAN,
-    CODE_PLAN,
-    DEFINITION_EDIT,
-    FIRST_FAILURE,
-    FOLLOW_TRACEBACK,
-    PLAN_EXAMPLE,
-    PLAN_REFERENCES,
-    REPAIR_FEEDBACK,
-    SAMPLED_REPAIR,
-    TOLERANT_MATCH,
-    CodeFeature,
-    FeatureSet,
-)
+from labkit.repoedit.features import CodeFeature, FeatureSet
 from labkit.repoedit.formats import EditFormat, edit_format, parse_proposal
 from labkit.repoedit.index import index_project, is_test_path, summary_with_uses
 from labkit.repoedit.notes import Notes, notes_from
@@ -298,7 +285,7 @@ class RepoEditRun:
                 raise LabkitError(f"the working copy {self.workspace.root} holds other files than the run indexed",
                                   "it was changed outside the run; start a new run with a new log.")
             self.ctx = ToolContext(self.workspace, index, indexed.digest, diff_limit=self.limits.diff_limit,
-                                   planned=frozenset(self.state.plan), tolerant=self.on(TOLERANT_MATCH))
+                                   planned=frozenset(self.state.plan), tolerant=self.on(feature.TOLERANT_MATCH))
         since: list[Event] = []  # what the stopped step recorded after its state's last transition
         for event in reversed(self.events):
             if isinstance(event, Transitioned | RunStarted):
@@ -415,7 +402,7 @@ class RepoEditRun:
             index = index_project(self.workspace.root)
             digest = self.workspace.digest()
             self.ctx = ToolContext(self.workspace, index, digest, diff_limit=self.limits.diff_limit,
-                                   tolerant=self.on(TOLERANT_MATCH))
+                                   tolerant=self.on(feature.TOLERANT_MATCH))
             if self._settle(self.machine.record(RepoIndexed(source=index.to_dict()["source"],
                                                             tests=list(index.test_files), digest=digest))):
                 return
@@ -424,7 +411,7 @@ class RepoEditRun:
     def _plan(self) -> None:
         assert self.ctx is not None
         sources = self.ctx.index.source_files
-        if self.on(CODE_PLAN) and len(sources) == 1:  # no choice to make: code plans, no model is asked
+        if self.on(feature.CODE_PLAN) and len(sources) == 1:  # no choice to make: code plans, no model is asked
             self.ctx.planned = frozenset(sources)
             self._settle(self.machine.record(PlanAccepted(steps=[{"file": sources[0],
                                                                   "why": "the only source file"}], by="code")))
@@ -432,10 +419,10 @@ class RepoEditRun:
         notes = self.notes
         failing = tuple(f"{node}: {notes.baseline.details.get(node, '')}".strip()[:200]
                         for node in notes.baseline.failed)
-        summary = (summary_with_uses(self.workspace.root, self.ctx.index) if self.on(PLAN_REFERENCES)
+        summary = (summary_with_uses(self.workspace.root, self.ctx.index) if self.on(feature.PLAN_REFERENCES)
                    else self.ctx.index.summary())
         view = PlanView(self.requirement, summary, failing, notes.refused,
-                        menu=sources if self.on(CLOSED_PLAN) else (), example=self.on(PLAN_EXAMPLE))
+                        menu=sources if self.on(feature.CLOSED_PLAN) else (), example=self.on(feature.PLAN_EXAMPLE))
         raw = self._propose("PLAN_CHANGE", "", lambda: self.planner.propose_plan(view))
         if raw is None:
             return
@@ -462,19 +449,19 @@ class RepoEditRun:
         suspect = path if not first else (locate_failure(notes.baseline.output, notes.baseline.failed,
                                                          tuple(notes.steps), self.ctx.index) or "")
         failure = notes.failure
-        if first and self.on(FIRST_FAILURE):
+        if first and self.on(feature.FIRST_FAILURE):
             failure = notes.baseline.output[-self.limits.failure_chars:]
-        names = tuple(d.name for d in definitions(content)) if self.on(DEFINITION_EDIT) else ()
+        names = tuple(d.name for d in definitions(content)) if self.on(feature.DEFINITION_EDIT) else ()
         pointed = blamed(path, content, output) if names else ()
         names = (*pointed, *(n for n in names if n not in pointed))
         retry = self.state.attempts > 0 or not first
-        previous = self._previous_answer(path) if retry and self.on(REPAIR_FEEDBACK) else ""
-        sampled = retry and self.on(SAMPLED_REPAIR)
+        previous = self._previous_answer(path) if retry and self.on(feature.REPAIR_FEEDBACK) else ""
+        sampled = retry and self.on(feature.SAMPLED_REPAIR)
         view = EditView(self.requirement, path, notes.steps.get(path, ""), content, failure, notes.refused,
                         format=self.edit_format.name, definitions=names, blamed=pointed, previous=previous,
                         temperature=0.7 if sampled else 0.0,
                         seed=sum(isinstance(e, Proposed) for e in self.events) if sampled else 0, first=first,
-                        offer_skip=not (self.on(BLAMED_SKIP) and path == suspect))
+                        offer_skip=not (self.on(feature.BLAMED_SKIP) and path == suspect))
         return view, suspect
 
     def _previous_answer(self, path: str) -> str:
@@ -502,7 +489,7 @@ class RepoEditRun:
             self.machine.fire("abort", file=path, reason=reason or "the planner aborted")
             return
         if status == "skip":
-            if self.on(BLAMED_SKIP) and path == suspect:
+            if self.on(feature.BLAMED_SKIP) and path == suspect:
                 self._refuse("EDIT_FILE", Refusal("blamed_skip", f"the failing tests point at {path}",
                                                   "change this file: the failure is raised here."), path)
                 return
@@ -550,7 +537,7 @@ class RepoEditRun:
 
     def _run_tests(self) -> None:
         ran = self._test_run("check")
-        if self.on(FOLLOW_TRACEBACK) and ran.outcome in ("failed", "error"):
+        if self.on(feature.FOLLOW_TRACEBACK) and ran.outcome in ("failed", "error"):
             self._follow_traceback(ran)
         self._settle(ran)
 

@@ -1,14 +1,9 @@
-"""The prompt-only arm: one prompt with everything, all edits at once, applied as given.
+"""The prompt-only arm: one prompt with everything (format ``all_changes``), all edits at once, applied as given.
 
-The prompt holds the requirement, the failing tests (names and messages, as the machine's plan prompt
-shows them) and every source file of the project in full — not the tests' code: the machine's prompts
-never show it either, and the tests are the verifier. The model answers once, greedy, under the JSON
-schema of :class:`AllChanges` (the machine's search/replace contract, with a path per file). Each
-search/replace is then applied on its own through the workspace's ``apply_edit`` tool with only the
-physical guards (:data:`~labkit.repoedit.edits.PHYSICAL_GUARDS`): nothing is written outside the copy,
-a search text that is not in the file cannot be applied, and everything else — a test file, a syntax
-error, a huge rewrite — goes in as written. There is no retry and no test run of its own: the
-verifier's one test run judges.
+The prompt holds the requirement, the failing tests and every source file (not the tests' code). Each
+search/replace is applied on its own under the physical guards only (:data:`~labkit.repoedit.edits.PHYSICAL_GUARDS`):
+nothing outside the copy, a search text must be in the file; a test file or a syntax error goes in as written.
+No retry and no test run of its own: the verifier judges.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""The whole-file prompt-only arm: one chat prompt with everything, answered with whole files.
+"""The whole-file prompt-only arm: one chat prompt with everything, answered with whole files (``whole_files``).
 
-This is the baseline a new user would write first, and the strongest one-call baseline the kit
-knows: the prompt holds the requirement, every source file and the failing tests' *output* (the
-same tail the machine's first edit is shown with ``first_failure``), and the model answers with
-each file it changes written out in full, in fenced blocks — no search text to copy exactly and no
-JSON to escape. The answer is applied as given under the physical rules only (a file of the
-project, inside the copy); a test file may be overwritten, and the verifier counts it. No retry,
-no test run of its own: the verifier's one run judges.
+The prompt holds the requirement, every source file and the failing tests' output; each file the answer writes
+out is written as given if it is a file of the project (a test file may be overwritten: the verifier counts it).
+No retry and no test run of its own: the verifier judges.
 """
 
 from __future__ import annotations
