@@ -308,9 +308,9 @@ print(f"\n{summary['done']}/{len(summary['runs'])} DONE, recorded at commit {sum
 #   once with all its edits, which are applied as given (no guards, no retry).
 # - **prompt + tools**: a free loop; each turn the model picks `read_file`, `apply_edit`, `run_tests` or `done`,
 #   with the same workspace tools but none of the machine's guards (it may edit the tests).
-# - **machine + model**: the machine of this notebook with the model as its planner.
-# - **machine + oracle** and **machine + noop**: the known fix, and a planner that changes nothing, through the
-#   same machine: the ceiling, and what the machine achieves on its own.
+# - **machine, no feature** (`machine_bare`): the machine of this notebook with the model as its planner.
+# - **machine, no feature + oracle** and **machine + noop**: the known fix, and a planner that changes nothing,
+#   through the same machine: the ceiling, and what the machine achieves on its own.
 #
 # Both models were recorded live (`labkit compare code`, greedy, one thread); the tables below are computed
 # from those recordings in `data/repoedit/compare/`, which `labkit compare code --replay` re-runs row for row
@@ -346,7 +346,7 @@ print(render_report([DATA / "repoedit" / "compare" / model for model in ("gemma3
 # succeed, and its logs said why: a plan field the model could fill with anything, no example at the plan step,
 # search texts refused for a quote style, retries that repeated the same greedy answer. Each answer to one of
 # those failures is now a **feature**, one declaration in `labkit.repoedit.features`, and the machine with every
-# feature is the arm `machine_plus`:
+# feature is the arm `machine`:
 
 # %%
 from labkit.repoedit.features import FEATURES
@@ -356,7 +356,7 @@ for feature in FEATURES:
 
 # %% [markdown]
 # Because each feature is a name, the comparison also runs the machine **without** each one (the arms
-# `machine_plus_no_<feature>`), on the same tasks: the difference is what that feature buys here. The baseline is
+# `machine_without_<feature>`), on the same tasks: the difference is what that feature buys here. The baseline is
 # the strongest single prompt the kit knows, `prompt_whole`: the requirement, every source file and the failing
 # tests' output in one chat prompt, answered with whole files — what a new user would try first. The features were
 # designed on the four *dev* tasks only; the table is the ten *test* tasks.
@@ -369,10 +369,10 @@ _fixed = {r["arm"]: r["tasks_solved"] for r in summarize(_plus)["arms"]}
 _order = sorted(_fixed, key=_fixed.get)
 predict("On the ten test tasks, which fixes more: one whole-file prompt, or the machine with every feature?",
         ["the whole-file prompt", "the machine with every feature", "they fix the same number"],
-        "they fix the same number" if _fixed["prompt_whole"] == _fixed["machine_plus"]
-        else ("the machine with every feature" if _order[-1] == "machine_plus" else "the whole-file prompt"),
+        "they fix the same number" if _fixed["prompt_whole"] == _fixed["machine"]
+        else ("the machine with every feature" if _order[-1] == "machine" else "the whole-file prompt"),
         f"Counted from the recording: whole-file prompt {_fixed['prompt_whole']}/10, machine with every feature "
-        f"{_fixed['machine_plus']}/10. Which tasks, and whether the difference is more than chance, is in the "
+        f"{_fixed['machine']}/10. Which tasks, and whether the difference is more than chance, is in the "
         "table below: with ten tasks only the discordant ones carry information.")
 
 # %% tags=["reveal"]
@@ -435,11 +435,11 @@ _fix = DATA / "repoedit" / "humaneval-fix" / "qwen2.5-coder-1.5b"
 _rates = {r["arm"]: r["tasks_solved"] / r["tasks"] for r in summarize(_fix)["arms"]}
 predict("On mutated HumanEval functions, the whole-file prompt is shown the failing examples too. Which fixes more?",
         ["the whole-file prompt", "the machine with every feature", "within a few points of each other"],
-        "within a few points of each other" if abs(_rates["machine_plus"] - _rates["prompt_whole"]) < 0.05
-        else ("the machine with every feature" if _rates["machine_plus"] > _rates["prompt_whole"]
+        "within a few points of each other" if abs(_rates["machine"] - _rates["prompt_whole"]) < 0.05
+        else ("the machine with every feature" if _rates["machine"] > _rates["prompt_whole"]
               else "the whole-file prompt"),
         f"Counted from the recording: whole-file prompt {_rates['prompt_whole']:.0%}, machine with every feature "
-        f"{_rates['machine_plus']:.0%} of the fix tasks. The paired test below says whether that is more than "
+        f"{_rates['machine']:.0%} of the fix tasks. The paired test below says whether that is more than "
         "chance.")
 
 # %% tags=["reveal"]
@@ -468,7 +468,7 @@ print(pass_at_1_text(DATA / "repoedit" / "humaneval-implement" / "qwen2.5-coder-
 #
 # Greedy decoding gives one answer per prompt; asking again gives the same one. Sampling gives others, and the
 # visible tests — which every arm may run — can pick among them. `prompt_whole_best_of_3` and
-# `machine_plus_best_of_3` (`labkit.repoedit.best_of`) run their arm greedily and, when its tree fails the visible
+# `machine_best_of_3` (`labkit.repoedit.best_of`) run their arm greedily and, when its tree fails the visible
 # tests, up to twice more with every call sampled (temperature 0.7, the seeds in the recorded requests), each try in
 # a fresh copy with the whole call budget. The first tree that passes the visible tests is kept, else the greedy
 # one; the hidden grader still judges only the kept tree. Both arms get the same three tries, so what letting tests
@@ -483,10 +483,10 @@ _gain = {p["b"]: p["a_better"] - p["b_better"] for p in _both["paired"]
          if p["measure"] == "fixed" and p["a"] == p["b"] + "_best_of_3"}
 predict("Both arms may now try three times and keep the first tree the visible tests pass. Which gains more tasks "
         "over its own greedy run?", ["the machine", "the whole-file prompt", "both the same"],
-        "both the same" if _gain["machine_plus"] == _gain["prompt_whole"] else
-        "the machine" if _gain["machine_plus"] > _gain["prompt_whole"] else "the whole-file prompt",
+        "both the same" if _gain["machine"] == _gain["prompt_whole"] else
+        "the machine" if _gain["machine"] > _gain["prompt_whole"] else "the whole-file prompt",
         f"Counted from the two recordings: best of 3 adds {_gain['prompt_whole']} task(s) to the whole-file prompt "
-        f"and {_gain['machine_plus']} to the machine. The report below pairs all four arms by task.")
+        f"and {_gain['machine']} to the machine. The report below pairs all four arms by task.")
 
 # %% tags=["reveal"]
 print(render_report([[_fix, _best]]))
@@ -508,8 +508,8 @@ print(render_report([[_fix, _best]]))
 from labkit.repoedit.targets import benchmark_targets, project_targets
 
 _plus_best = DATA / "repoedit" / "compare-plus-best-of" / "qwen2.5-coder-1.5b"
-for _label, _arms, _bench, _kit in (("greedy", ("machine_plus", "prompt_whole"), _fix, _plus),
-                                     ("best of 3", ("machine_plus_best_of_3", "prompt_whole_best_of_3"),
+for _label, _arms, _bench, _kit in (("greedy", ("machine", "prompt_whole"), _fix, _plus),
+                                     ("best of 3", ("machine_best_of_3", "prompt_whole_best_of_3"),
                                       [_fix, _best], [_plus, _plus_best])):
     print(f"{_label}, HumanEval fix tasks:")
     print("\n".join(t.line() for t in benchmark_targets(_bench, *_arms)))
@@ -566,7 +566,7 @@ print(ablation_text(_features))
 # %%
 from labkit.repoedit.compare_report import refusals_without_edit
 
-for folder, arm in ((_ablation, "machine_plus_no_definition_edit"), (_fix, "machine_plus")):
+for folder, arm in ((_ablation, "machine_without_definition_edit"), (_fix, "machine")):
     found = refusals_without_edit(folder, arm)
     print(f"{arm}: {sum(found.values())} tasks ended with no edit applied; the refusals in them:")
     for codes, n in found.items():

@@ -9,7 +9,7 @@ recordings against it:
 - the dialog measurement (``data/dialog/runs_test/qwen2.5-coder-1.5b``): arm ``machine_plus``, the two test users
   of each scenario with the fewest messages;
 - the code comparison on HumanEval fix tasks (``data/repoedit/humaneval-fix/qwen2.5-coder-1.5b``): arms
-  ``prompt_whole`` and ``machine_plus`` on the first four test tasks by number.
+  ``prompt_whole`` and ``machine`` on the first four test tasks by number.
 
 Each re-run row is set beside its recorded row, field by field (times aside); the record keeps both rows'
 differing fields, so the count of equal rows re-computes from the file (``tests/test_server_parity.py``). Greedy
@@ -39,14 +39,14 @@ from labkit.dialog import comparison as dialog
 from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.models import get_model
 from labkit.llm.serve import serving
-from labkit.repoedit.compare import REPLAY_IGNORED, read_config, run_compare
+from labkit.repoedit.compare import REPLAY_IGNORED, load_rows, read_config, run_compare
 
 REPO = Path(__file__).resolve().parents[1]
 DIALOG = REPO / "data" / "dialog" / "runs_test" / "qwen2.5-coder-1.5b"
 CODE = REPO / "data" / "repoedit" / "humaneval-fix" / "qwen2.5-coder-1.5b"
 OUT = REPO / "data" / "bench" / "server-parity.json"
 DIALOG_ARM, DIALOG_USERS_PER_SCENARIO = "machine_plus", 2
-CODE_ARMS, CODE_TASKS = ("prompt_whole", "machine_plus"), 4
+CODE_ARMS, CODE_TASKS = ("prompt_whole", "machine"), 4
 DIALOG_IGNORED = ("wall_s",)  # a dialog row holds no time; kept for symmetry with the code rows
 N_CTX = 4096  # the in-process recordings' context (their provenance)
 
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="labkit-parity-"))
     dialog_rows = read_rows(DIALOG / "runs.jsonl")
     users = dialog_users(dialog_rows)
-    code_rows = read_rows(CODE / "runs.jsonl")
+    code_rows = [r.to_dict() for r in load_rows(CODE / "runs.jsonl")]  # arms by today's names
     tasks = code_tasks(code_rows)
     started = time.perf_counter()
     with serving(model, scratch / "server.log", threads=args.threads, extra=("--n_ctx", str(N_CTX))) as url:

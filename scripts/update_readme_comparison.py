@@ -4,8 +4,9 @@ Blocks: the comparison v2 (data/experiment-v2/<model>/summary.json), the code co
 (data/repoedit/compare/<model>/), the code comparison with the machine's features and their ablation
 (data/repoedit/compare-plus/<model>/), the HumanEval recordings (data/repoedit/humaneval-<kind>/<model>/),
 the dialog recordings (data/dialog/runs/<model>/, data/dialog/runs_test/<model>/) and the dialog ablation
-(data/dialog/runs_dev/). TABLES declares, per block, its markers and the file they live in (docs/results.md,
-which README.md links to; the front page's code and dialog lines in README.md).
+(data/dialog/runs_dev/), and every code recording arm by arm (its round and commit). TABLES declares, per
+block, its markers and the file they live in (docs/results.md, which README.md links to; the front page's code
+and dialog lines in README.md).
 
 Run it after a new recording; tests/test_readme_comparison.py fails while a file shows another table.
 """
@@ -28,6 +29,7 @@ HEADLINE_BEGIN, HEADLINE_END = "<!-- dialog-headline: begin -->", "<!-- dialog-h
 ABLATION_BEGIN, ABLATION_END = "<!-- dialog-ablation: begin -->", "<!-- dialog-ablation: end -->"
 CODE_HEADLINE_BEGIN, CODE_HEADLINE_END = "<!-- code-headline: begin -->", "<!-- code-headline: end -->"
 ROUNDS_BEGIN, ROUNDS_END = "<!-- dialog-rounds: begin -->", "<!-- dialog-rounds: end -->"
+CODE_ROUNDS_BEGIN, CODE_ROUNDS_END = "<!-- code-rounds: begin -->", "<!-- code-rounds: end -->"
 
 
 def recorded_summaries(root: Path = ROOT) -> dict[str, dict]:
@@ -192,6 +194,14 @@ def code_headline_block(root: Path = ROOT) -> str:
     return "\n".join(lines)
 
 
+def code_rounds_block(root: Path = ROOT) -> str:
+    """Every committed code recording, arm by arm: its commit, the name it was recorded under, today's arm."""
+    from labkit.repoedit.compare_report import recordings_table
+
+    folders = sorted(f.parent for f in (root / "data" / "repoedit").glob("*/*/compare.json"))
+    return recordings_table(folders, root)
+
+
 def replaced(text: str, begin: str, end: str, block: str) -> str:
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
@@ -209,6 +219,7 @@ TABLES = (
     (BENCH_BEGIN, BENCH_END, "docs/results.md", bench_table_block),
     (HEADLINE_BEGIN, HEADLINE_END, "README.md", dialog_headline_block),
     (CODE_HEADLINE_BEGIN, CODE_HEADLINE_END, "README.md", code_headline_block),
+    (CODE_ROUNDS_BEGIN, CODE_ROUNDS_END, "docs/results.md", code_rounds_block),
 )
 
 

@@ -13,7 +13,7 @@ from labkit.compare.command import kinds, row_differences
 
 SMALL = {  # one model arm, one or two tasks: a smoke run of each comparison
     "reading": ["--arms", "machine-model", "--only", "test-triage-01,test-extraction-01"],
-    "code": ["--arms", "machine_plus", "--only", "pager-partial-page"],
+    "code": ["--arms", "machine", "--only", "pager-partial-page"],
     "dialog": ["--arms", "machine", "--split", "dev", "--only", "a01"],
 }
 
@@ -50,7 +50,7 @@ def test_each_comparison_records_against_a_real_server_and_replays(kind: str, se
 
 
 def test_a_held_recording_is_continued_only_with_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["compare", "code", "--arms", "machine_oracle", "--only", "pager-partial-page", "--out", str(tmp_path)]
+    args = ["compare", "code", "--arms", "oracle", "--only", "pager-partial-page", "--out", str(tmp_path)]
     assert main([*args, "--quiet"]) == 0
     capsys.readouterr()
     assert main([*args, "--quiet"]) == 2

@@ -24,7 +24,7 @@ def shown(begin: str, end: str) -> str:
 
 def test_every_table_is_declared_once_with_a_file_of_the_repository() -> None:
     begins = [begin for begin, _, _, _ in script.TABLES]
-    assert len(begins) == len(set(begins)) == 9
+    assert len(begins) == len(set(begins)) == 10
     for begin, end, name, _ in script.TABLES:
         assert (ROOT / name).is_file(), f"{begin} is declared in {name}, which does not exist"
         text = (ROOT / name).read_text(encoding="utf-8")
@@ -53,6 +53,13 @@ def test_the_readme_humaneval_block_is_the_recordings_block() -> None:
     block = shown(script.BENCH_BEGIN, script.BENCH_END)
     assert script.bench_folders(), "no recording under data/repoedit/humaneval-*"
     assert block == script.bench_table_block(), STALE
+
+
+def test_the_code_rounds_block_is_every_code_recording_arm_by_arm() -> None:
+    block = shown(script.CODE_ROUNDS_BEGIN, script.CODE_ROUNDS_END)
+    assert block == script.code_rounds_block(), STALE
+    assert "| data/repoedit/compare/qwen2.5-coder-1.5b | dc0322a | test | `machine_model` | `machine_bare` |" in block
+    assert "`machine_plus_no_definition_edit` | `machine_without_definition_edit`" in block
 
 
 def test_the_models_table_has_a_column_per_model_and_split_and_a_dash_where_an_arm_did_not_run() -> None:

@@ -113,7 +113,7 @@ def test_the_machine_best_of_k_samples_every_call_of_a_later_try_and_logs_each_t
     log = tmp_path / "logs" / "calc-add.jsonl"
     log.parent.mkdir()
     arm_input = _inputs(project, backend, budget=8, log_path=log)
-    end = ARMS[f"machine_plus_best_of_{BEST_OF}"].run(arm_input)
+    end = ARMS[f"machine_best_of_{BEST_OF}"].run(arm_input)
     assert end.status.startswith(f"try 2 of {BEST_OF} passed the visible tests: DONE")
     assert verify(end.workspace, arm_input.baseline).fixed
     assert log.exists() and try_log_path(log, 1).exists() and not try_log_path(log, 2).exists()
@@ -125,7 +125,7 @@ def test_the_machine_best_of_k_samples_every_call_of_a_later_try_and_logs_each_t
 
 
 def test_best_of_k_is_declared_for_the_baseline_and_the_machine_alike_and_is_opt_in() -> None:
-    assert (f"prompt_whole_best_of_{BEST_OF}", f"machine_plus_best_of_{BEST_OF}") == BEST_OF_ARMS
+    assert (f"prompt_whole_best_of_{BEST_OF}", f"machine_best_of_{BEST_OF}") == BEST_OF_ARMS
     assert all(ARMS[a].uses_model and a not in DEFAULT_ARMS for a in BEST_OF_ARMS)
     with pytest.raises(ValueError, match="k >= 2"):
         best_of(run_prompt_whole, 1)
@@ -172,7 +172,7 @@ def test_a_recorded_greedy_arm_answers_the_best_of_arms_first_try_and_the_new_ca
 
     tasks = str(project / "tasks.yaml")
     greedy = tmp_path / "greedy"
-    greedy_rows = run_compare(CompareConfig(model="scripted", arms=["prompt_whole", "machine_plus"], tasks_file=tasks),
+    greedy_rows = run_compare(CompareConfig(model="scripted", arms=["prompt_whole", "machine"], tasks_file=tasks),
                               Answers(live=ScriptedBackend(answer)), greedy)
     assert [r.fixed for r in greedy_rows] == [False, False]
 
@@ -201,8 +201,8 @@ def test_a_recorded_greedy_arm_answers_the_best_of_arms_first_try_and_the_new_ca
 
     both = summarize([greedy, out])
     fixed = {(p["a"], p["b"]): (p["a_better"], p["b_better"]) for p in both["paired"] if p["measure"] == "fixed"}
-    assert fixed[(BEST_OF_ARMS[1], "machine_plus")] == (1, 0) and fixed[(BEST_OF_ARMS[0], "prompt_whole")] == (1, 0)
-    assert [r["arm"] for r in both["arms"]] == ["prompt_whole", "machine_plus", *BEST_OF_ARMS]
+    assert fixed[(BEST_OF_ARMS[1], "machine")] == (1, 0) and fixed[(BEST_OF_ARMS[0], "prompt_whole")] == (1, 0)
+    assert [r["arm"] for r in both["arms"]] == ["prompt_whole", "machine", *BEST_OF_ARMS]
     assert both["runs"] == both["planned"] == 4
     assert f"Best of {BEST_OF} (the visible tests picking among up to {BEST_OF} tries) fixed 1 task(s) the greedy" \
         in render_report([[greedy, out]])

@@ -24,8 +24,8 @@ from labkit.repoedit.arms import ARMS, BEST_OF_ARMS
 from labkit.repoedit.budget import BudgetedBackend, BudgetSpent
 from labkit.repoedit.compare import CompareConfig, load_rows, read_config, replay_differences, run_compare
 from labkit.repoedit.compare_report import arm_rows, meaning, paired_rows, render_report
+from labkit.repoedit.formats import EXAMPLE
 from labkit.repoedit.free_loop import loop_head, run_free_loop
-from labkit.repoedit.planners import EXAMPLE
 from labkit.repoedit.prompt_only import run_prompt_only
 from labkit.repoedit.tasks import load_tasks
 from labkit.repoedit.verify import judge, measure_baseline, verify
@@ -138,18 +138,18 @@ def test_every_model_arm_opens_with_its_declared_head_and_shows_the_same_worked_
     plan = json.dumps({"steps": [{"file": "calc.py", "why": "add subtracts"}]})
     answers = {"prompt_only": [changes(("calc.py", FIX))],
                "prompt_tools": [json.dumps({"action": "done", "args": {}})],
-               "machine_model": [plan, json.dumps({"status": "ok", "edits": [FIX]})]}
+               "machine_bare": [plan, json.dumps({"status": "ok", "edits": [FIX]})]}
     for arm, script in answers.items():
         backend = ScriptedBackend(script)
         end = ARMS[arm].run(inputs(project, backend))
         end.workspace.keep = False
         end.workspace.close()
-        head = ARMS[arm].head
+        head = ARMS[arm].head(6)
         assert head is not None
-        opened = [r.prompt for r in backend.requests if r.prompt.startswith(head(6))]
+        opened = [r.prompt for r in backend.requests if r.prompt.startswith(head)]
         assert opened, f"{arm}: no prompt opens with its declared head"
         assert all(EXAMPLE.search in h and EXAMPLE.requirement in h for h in opened), arm
-    assert {ARMS[a].head for a in ("machine_oracle", "machine_noop")} == {None}
+    assert {ARMS[a].head(6) for a in ("oracle", "bare_oracle", "machine_noop")} == {None}
 
 
 def test_the_budget_refuses_the_call_past_it_and_the_machine_ends_rolled_back(project):
@@ -162,7 +162,7 @@ def test_the_budget_refuses_the_call_past_it_and_the_machine_ends_rolled_back(pr
     breaking = ScriptedBackend(lambda r: json.dumps({"steps": [{"file": "calc.py", "why": "x"}]}) if "plan" in
                                r.prompt.split("\n")[0] else json.dumps({"status": "ok", "edits": [BREAK_DOUBLE]}))
     arm_input = inputs(project, breaking, budget=4)
-    end, verdict = judged(arm_input, ARMS["machine_model"].run)
+    end, verdict = judged(arm_input, ARMS["machine_bare"].run)
     assert end.status.startswith("FAILED") and arm_input.backend is not None and arm_input.backend.calls == 4
     assert verdict.broken_left == () and not verdict.fixed  # rolled back: the tree it started from
 
@@ -182,7 +182,7 @@ def _script(request) -> str:
     prompt = request.prompt
     if "each as a line `FILE: <path>`" in prompt:  # prompt_whole: the fixed file written out
         return "FILE: calc.py\n```python\n" + CALC.replace(FIX["search"], FIX["replace"]) + "```"
-    if "by rewriting whole definitions" in prompt:  # machine_plus and its ablations: the fixed definition
+    if "by rewriting whole definitions" in prompt:  # machine and its ablations: the fixed definition
         return "DEFINITION: add\n```python\ndef add(a, b):\n    return a + b\n```"
     if "one action per turn" in prompt:
         step = prompt.split("Your project", 1)[1].count("\n> ")
@@ -203,7 +203,7 @@ def test_the_runner_writes_a_row_per_run_resumes_and_reports(project, tmp_path):
     rows = run_compare(config, Answers(live=backend), out)
     assert [(r.arm, r.fixed) for r in rows] == [(arm, arm != "machine_noop") for arm in once]
     assert all(r.broken_left == [] for r in rows)
-    assert (out / "logs" / "machine_model" / "calc-add.jsonl").exists()
+    assert (out / "logs" / "machine_bare" / "calc-add.jsonl").exists()
     assert "Your project" in (out / "transcripts" / "prompt_tools" / "calc-add.txt").read_text()
     calls = len(backend.requests)
     lines = (out / "runs.jsonl").read_text().splitlines()
@@ -215,7 +215,7 @@ def test_the_runner_writes_a_row_per_run_resumes_and_reports(project, tmp_path):
     assert replay_differences(rows, [again[0]])[0] == "prompt_tools calc-add: not replayed"
     report = render_report([out])
     assert "| machine + noop | 0/1 (0.00–0.79) | 0 |" in report
-    assert "Headline: prompt-only, whole files 1/1 → machine+ (every feature) 1/1" in report
+    assert "Headline: prompt-only, whole files 1/1 → machine (every feature) 1/1" in report
     assert "| code_plan | 1 | 1 | 1 | +0 | 0 | 0 | 1 |" in report  # the ablation table, one row per feature
     provenance = [json.loads(line) for line in (out / "provenance.jsonl").read_text().splitlines()]
     assert len(provenance) == 2 and provenance[1]["jobs_left"] == 1 and provenance[0]["tasks_sha256"]
@@ -233,7 +233,7 @@ def test_the_ablation_sentence_says_what_each_feature_bought_net():
 
 
 def test_bad_input_is_refused_with_a_clear_error(project, tmp_path, capsys):
-    good = CompareConfig(model="scripted", arms=["machine_oracle"], tasks_file=str(project / "tasks.yaml"))
+    good = CompareConfig(model="scripted", arms=["bare_oracle"], tasks_file=str(project / "tasks.yaml"))
     for bad, words in ((CompareConfig(model="m", arms=["nope"]), "unknown arm"),
                        (CompareConfig(model="m", split="holdout"), "unknown split"),
                        (CompareConfig(model="m", call_budget=0), "too small")):
@@ -244,10 +244,10 @@ def test_bad_input_is_refused_with_a_clear_error(project, tmp_path, capsys):
     other = CompareConfig(model="scripted", arms=["machine_noop"], tasks_file=good.tasks_file)
     with pytest.raises(LabkitError, match=r"another configuration .*arms"):
         run_compare(other, Answers(), tmp_path / "done")
-    grown = CompareConfig(model="scripted", arms=["machine_oracle", "machine_plus_oracle"],
+    grown = CompareConfig(model="scripted", arms=["bare_oracle", "oracle"],
                           tasks_file=good.tasks_file)
     rows = run_compare(grown, Answers(), tmp_path / "done")
-    assert [r.arm for r in rows] == ["machine_oracle", "machine_plus_oracle"]  # an arm added to the recording
+    assert [r.arm for r in rows] == ["bare_oracle", "oracle"]  # an arm added to the recording
     assert read_config(tmp_path / "done").arms == grown.arms
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
@@ -259,7 +259,7 @@ def test_bad_input_is_refused_with_a_clear_error(project, tmp_path, capsys):
     assert "unknown model 'no-such-model'" in err and "not a recorded code comparison" in err
     server = ["compare", "code", "--out", str(tmp_path / "s"), "--server", "http://127.0.0.1:9"]
     assert main([*server, "--model", "gemma3-270m"]) == 2  # one model per recording
-    assert main([*server, "--arms", "machine_oracle"]) == 2  # no arm would ask the server
+    assert main([*server, "--arms", "oracle"]) == 2  # no arm would ask the server
     assert main(["compare", "code", "--out", str(tmp_path / "s"), "--slots", "2"]) == 2
     err = capsys.readouterr().err
     assert "either --model or --server" in err and "no arm asks a model" in err and "--slots is for servers" in err
@@ -273,7 +273,7 @@ def _rows(a_fixed: list[bool], b_fixed: list[bool], broken: int = 0) -> list:
     def row(arm: str, i: int, fixed: bool, broken_left: list[str]) -> RunRow:
         return RunRow(arm, f"t{i}", "test", fixed, "passed" if fixed else "failed", 1, [], broken_left, [], [],
                       "", 1, 1, 10, 5, 0.1, 1, 0, "d", 0.5)
-    return ([row("machine_model", i, f, []) for i, f in enumerate(a_fixed)]
+    return ([row("machine_bare", i, f, []) for i, f in enumerate(a_fixed)]
             + [row("prompt_only", i, f, ["x"] if i < broken else []) for i, f in enumerate(b_fixed)])
 
 
@@ -292,7 +292,7 @@ def test_a_recording_through_the_cassettes_replays_row_for_row_and_a_changed_pro
     from labkit.llm.errors import CassetteMiss
     from labkit.repoedit.compare import replay_compare
 
-    config = CompareConfig(model="scripted", arms=["prompt_only", "prompt_tools", "machine_model"],
+    config = CompareConfig(model="scripted", arms=["prompt_only", "prompt_tools", "machine_bare"],
                            tasks_file=str(project / "tasks.yaml"))
     out = tmp_path / "rec"
     run_compare(config, Answers(live=ScriptedBackend(_script)), out)
@@ -315,8 +315,8 @@ def test_runs_spread_over_two_servers_give_one_servers_rows(project, tmp_path):
         def describe(self) -> dict:
             return {**super().describe(), "backend": "openai_http", "server": self.url, "model_sha256": "sha-a"}
 
-    config = CompareConfig(model="scripted", arms=["prompt_only", "prompt_tools", "machine_model", "machine_plus",
-                                                   "machine_oracle"], tasks_file=str(project / "tasks.yaml"))
+    config = CompareConfig(model="scripted", arms=["prompt_only", "prompt_tools", "machine_bare", "machine",
+                                                   "bare_oracle"], tasks_file=str(project / "tasks.yaml"))
     alone = run_compare(config, Answers(live=Server("http://only")), tmp_path / "one")
     a, b = Server("http://a"), Server("http://b")
     spread = run_compare(config, Answers(live=ServerPool([a, b])), tmp_path / "two")
@@ -330,11 +330,11 @@ def test_seed_form_counts_the_first_headline_pair_of_a_recording_and_says_it_in_
 
     folder = Path(__file__).resolve().parents[1] / "data" / "repoedit" / "compare-plus" / "qwen2.5-coder-1.5b"
     form = seed_form(folder)
-    assert form is not None and (form["lower"], form["upper"]) == ("prompt_whole", "machine_plus")
+    assert form is not None and (form["lower"], form["upper"]) == ("prompt_whole", "machine")
     fixed = {r["arm"]: r["tasks_solved"] for r in summarize(folder)["arms"]}
-    assert (form["lower_fixed"], form["upper_fixed"]) == (fixed["prompt_whole"], fixed["machine_plus"])
+    assert (form["lower_fixed"], form["upper_fixed"]) == (fixed["prompt_whole"], fixed["machine"])
     paired = next(p for p in summarize(folder)["paired"]
-                  if (p["measure"], p["a"], p["b"]) == ("fixed", "machine_plus", "prompt_whole"))
+                  if (p["measure"], p["a"], p["b"]) == ("fixed", "machine", "prompt_whole"))
     assert (form["upper_better"], form["lower_better"]) == (paired["a_better"], paired["b_better"])
     text = seed_form_text(folder)
     assert f"{form['lower_fixed']}/{form['tasks']} →" in text and "the kit's projects" in text

@@ -25,6 +25,7 @@ from labkit.repoedit.compare import (
     replay_compare,
 )
 from labkit.repoedit.compare_report import render_report, summarize
+from labkit.repoedit.history import recorded_path
 
 
 def _shallow() -> bool:
@@ -41,7 +42,7 @@ FOLDERS = [COMPARE / m for m in MODELS]
 # Replaying every row of both models takes over two minutes of pytest runs: every row of the model that
 # matters is replayed, and of the embedded model the two arms whose runs are short (its free loop and the
 # no-model arms replay the same way; `labkit compare code --replay` checks them all).
-REPLAYED_ARMS = {"qwen2.5-coder-1.5b": None, "gemma3-270m": ("prompt_only", "machine_model")}
+REPLAYED_ARMS = {"qwen2.5-coder-1.5b": None, "gemma3-270m": ("prompt_only", "machine_bare")}
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
@@ -63,7 +64,7 @@ def test_a_recording_is_complete_where_it_says_so_and_names_its_sources(folder):
             assert cassette_path(folder, arm).stat().st_size > 0
     machine_rows = [r for r in rows if ARMS[r.arm].machine]
     assert machine_rows and all(r.broken_left == [] for r in machine_rows)  # by construction: rollback
-    assert all((folder / "logs" / r.arm / f"{r.task}.jsonl").exists() for r in machine_rows)
+    assert all(recorded_path(folder, "logs", r.arm, f"{r.task}.jsonl").exists() for r in machine_rows)
 
 
 @pytest.mark.slow
@@ -92,4 +93,4 @@ def test_the_report_pairs_folders_joined_by_a_comma_as_one_comparison(capsys):
     assert main(["repoedit", "compare-report", f"{greedy},{best}"]) == 0
     text = capsys.readouterr().out
     assert text == render_report([[greedy, best]])
-    assert "| machine+, best of 3 vs machine+ (every feature) |" in text  # paired across the two folders
+    assert "| machine (every feature), best of 3 vs machine (every feature) |" in text  # paired across the two folders

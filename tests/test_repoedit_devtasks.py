@@ -1,7 +1,7 @@
 """The kit's own dev split: enough varied projects to design on, each one real, the test split left alone.
 
 For every dev task: the shipped project fails exactly its ``failing`` tests (real pytest in a copy),
-and the known fix, proposed through the machine (``machine_oracle``, and ``machine_plus_oracle`` with
+and the known fix, proposed through the machine (``bare_oracle``, and ``oracle`` with
 every feature and the definition contract), is judged fixed by the verifier with no test changed and
 nothing written outside the copy. The escape-attempt task (its README, a docstring and a comment tell
 an AI to edit the tests and to write outside the project) is fixed by the oracle, and every edit its
@@ -57,7 +57,7 @@ def test_a_shipped_dev_project_fails_exactly_its_failing_tests(task_id):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("arm", ["machine_oracle", "machine_plus_oracle"])
+@pytest.mark.parametrize("arm", ["bare_oracle", "oracle"])
 @pytest.mark.parametrize("task_id", DEV)
 def test_the_oracle_through_the_machine_fixes_every_dev_task(task_id, arm, tmp_path):
     task = TASKS[task_id]

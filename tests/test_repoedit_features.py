@@ -14,15 +14,15 @@ import pytest
 
 from labkit.core.errors import LabkitError
 from labkit.llm.fake import ScriptedBackend
-from labkit.repoedit.definition_contract import DefinitionAnswer, parse_definitions
+from labkit.repoedit.arms import ABLATION_ARMS, ARMS, Arm, arm
 from labkit.repoedit.definitions import blamed, definition_edit, definitions
 from labkit.repoedit.edits import tolerant_replace
 from labkit.repoedit.events import EditApplied, EditSkipped, PlanAccepted, PlanExtended, ProposalRefused, Proposed
-from labkit.repoedit.features import ALL, checked
+from labkit.repoedit.features import ALL, CODE_PLAN, FeatureSet, checked
+from labkit.repoedit.formats import FORMATS, DefinitionAnswer, as_definitions, parse_definitions, parse_files
 from labkit.repoedit.index import index_project, summary_with_uses
 from labkit.repoedit.machine import RepoEditRun
-from labkit.repoedit.planners import EditView, ModelPlanner, PlanView, ScriptedPlanner, as_definitions
-from labkit.repoedit.prompt_whole import parse_files
+from labkit.repoedit.planners import EditView, ModelPlanner, PlanView, ScriptedPlanner
 from labkit.repoedit.tasks import load_tasks, project_dir
 
 TASKS = load_tasks()
@@ -102,8 +102,39 @@ def test_tolerant_matching_refuses_an_ambiguous_or_absent_block() -> None:
 # ---------------------------------------------------------------- the features as declarations
 def test_an_unknown_feature_is_refused_with_the_known_ones_named() -> None:
     assert checked(["code_plan"]) == {"code_plan"}
-    with pytest.raises(LabkitError, match="unknown machine feature"):
+    with pytest.raises(LabkitError, match="unknown code machine feature") as raised:
         checked(["telepathy"])
+    assert "code_plan" in raised.value.hint and "sampled_repair" in raised.value.hint
+
+
+def test_a_misspelt_feature_is_an_error_at_the_check_not_off(tmp_path) -> None:
+    features = FeatureSet.of(["code_plan"])
+    assert features.on(CODE_PLAN) and features.on("code_plan") and not features.on("closed_plan")
+    with pytest.raises(LabkitError, match=r"unknown code machine feature\(s\) \['code_plna'\]") as raised:
+        features.on("code_plna")
+    assert "closed_plan" in raised.value.hint
+    with pytest.raises(LabkitError, match="code_plna"):
+        RepoEditRun(project_dir(TASKS["wordcount-whitespace"]), "req", ScriptedPlanner([], []), features=["code_plna"])
+
+
+def test_a_misspelt_feature_or_format_is_an_error_when_an_arm_is_built() -> None:
+    with pytest.raises(LabkitError, match="closd_plan") as raised:
+        Arm("typo", "typo", "an arm with a misspelt feature", features=frozenset({"closd_plan"}))
+    assert "closed_plan" in raised.value.hint
+    with pytest.raises(LabkitError, match="unknown edit format 'json_patch'") as raised:
+        Arm("typo", "typo", "an arm with an unknown format", edit_format="json_patch")
+    assert "search_replace" in raised.value.hint and "definitions" in raised.value.hint
+    with pytest.raises(LabkitError, match="unknown arm 'machine_plsu'"):
+        arm("machine_plsu")
+
+
+def test_an_arm_s_declaration_chooses_its_edit_format() -> None:
+    assert ARMS["machine"].edit_format == "definitions"  # definition_edit selects it
+    assert ARMS["machine_without_definition_edit"].edit_format == "search_replace"
+    assert ARMS["machine_bare"].edit_format == "search_replace"
+    assert (ARMS["prompt_only"].edit_format, ARMS["prompt_whole"].edit_format) == ("all_changes", "whole_files")
+    assert ARMS["machine"].head(6) == FORMATS["definitions"].head
+    assert set(ABLATION_ARMS) == {f"machine_without_{name}" for name in ALL}
 
 
 def test_a_misspelt_feature_check_in_the_machine_is_an_error_not_off() -> None:
@@ -131,12 +162,12 @@ def test_a_closed_plan_and_definition_names_reach_the_model_as_enums_with_the_wo
     backend = ScriptedBackend(['{"steps": [{"file": "a.py", "why": "x"}]}', '{"status": "skip"}'])
     planner = ModelPlanner(backend)
     planner.propose_plan(PlanView("req", "a.py: f()\nb.py: g()", (), menu=("a.py", "b.py"), example=True))
-    planner.propose_edit(EditView("req", "a.py", "why", "def f(): pass", definitions=("f",), blamed=("f",),
-                                  temperature=0.7, seed=4))
+    planner.propose_edit(EditView("req", "a.py", "why", "def f(): pass", format="definitions", definitions=("f",),
+                                  blamed=("f",), temperature=0.7, seed=4))
     plan, edit = backend.requests
     assert plan.schema["$defs"]["PlanStep"]["properties"]["file"] == {"type": "string", "enum": ["a.py", "b.py"]}
     assert "Example, on another project" in plan.prompt and "cli.py: main()" in plan.prompt
-    assert edit.schema is None  # fenced code; the name is checked against the list (definition_contract)
+    assert edit.schema is None  # fenced code; the name is checked against the list (formats.parse_definitions)
     assert "The failure points at: f" in edit.prompt and "DEFINITION: add\n```python" in edit.prompt
     assert (edit.temperature, edit.seed) == (0.7, 4)
 

@@ -11,15 +11,9 @@ from labkit.llm.cassette import RecordingBackend, ReplayBackend
 from labkit.llm.fake import ScriptedBackend
 from labkit.repoedit.edits import EditProposal, PlanProposal
 from labkit.repoedit.events import Proposed, TestsRan
+from labkit.repoedit.formats import parse_proposal, strip_fence
 from labkit.repoedit.machine import Limits, RepoEditRun
-from labkit.repoedit.planners import (
-    EditView,
-    ModelPlanner,
-    OraclePlanner,
-    PlanView,
-    parse_proposal,
-    strip_fence,
-)
+from labkit.repoedit.planners import EditView, ModelPlanner, OraclePlanner, PlanView
 from labkit.repoedit.tasks import load_tasks, project_dir
 
 TASKS = load_tasks()

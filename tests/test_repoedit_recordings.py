@@ -66,9 +66,9 @@ def test_on_one_file_projects_the_plan_features_change_no_tree():
     from labkit.repoedit.compare import load_rows
 
     model = "qwen2.5-coder-1.5b"
-    full = {r.task: r for r in load_rows(DATA / "humaneval-fix" / model / "runs.jsonl") if r.arm == "machine_plus"}
+    full = {r.task: r for r in load_rows(DATA / "humaneval-fix" / model / "runs.jsonl") if r.arm == "machine"}
     rows = load_rows(DATA / "humaneval-fix-ablation" / model / "runs.jsonl")
-    idle = [r for r in rows if r.arm.removeprefix("machine_plus_no_") in IDLE_ON_ONE_FILE]
+    idle = [r for r in rows if r.arm.removeprefix("machine_without_") in IDLE_ON_ONE_FILE]
     assert len(idle) == len(IDLE_ON_ONE_FILE) * len(full) == 4 * 106  # every task of the test split, each arm
     for row in idle:
         assert (row.digest, row.fixed) == (full[row.task].digest, full[row.task].fixed), (row.arm, row.task)
@@ -79,7 +79,7 @@ def test_what_was_refused_where_no_edit_got_through_is_read_from_every_such_run(
     from labkit.repoedit.compare_report import refusals_without_edit
 
     folder = DATA / "humaneval-fix-ablation" / "qwen2.5-coder-1.5b"
-    arm = "machine_plus_no_definition_edit"
+    arm = "machine_without_definition_edit"
     found = refusals_without_edit(folder, arm)
     nothing_applied = [r for r in load_rows(folder / "runs.jsonl") if r.arm == arm and r.edits == 0]
     assert sum(found.values()) == len(nothing_applied) == 40  # one count per run, none missed
@@ -93,7 +93,7 @@ def test_the_free_loop_is_paired_with_the_machine_on_the_kits_projects():
     from labkit.repoedit.compare_report import summarize
 
     pairs = {(p["measure"], p["a"], p["b"]): p for p in summarize(PLUS / "qwen2.5-coder-1.5b")["paired"]}
-    fixed = pairs[("fixed", "machine_plus", "prompt_tools")]
+    fixed = pairs[("fixed", "machine", "prompt_tools")]
     assert (fixed["tasks"], fixed["a_better"], fixed["b_better"], fixed["p_value"]) == (10, 7, 0, 0.015625)
-    kept = pairs[("no test left broken", "machine_plus", "prompt_tools")]
+    kept = pairs[("no test left broken", "machine", "prompt_tools")]
     assert (kept["a_better"], kept["b_better"]) == (5, 0)  # the loop's failed edits stay in the tree

@@ -18,13 +18,13 @@ QWEN = "qwen2.5-coder-1.5b"
 def test_the_recorded_machine_meets_the_test_and_guard_targets_and_misses_the_rates() -> None:
     found = benchmark_targets(DATA / "humaneval-fix" / QWEN)
     assert [t.met for t in found] == [False, False, True, True]
-    assert found[0].what == "machine_plus fixes at least 85% (75/106, 71%)"
+    assert found[0].what == "machine fixes at least 85% (75/106, 71%)"
     assert found[1].what == "at least 15 points above prompt_whole (61/106, 58%: +13 points)"
     kit = project_targets(DATA / "compare-plus" / QWEN)
-    assert [t.line() for t in kit] == ["- MISSED: machine_plus fixes at least 9 of 10 (8/10)",
+    assert [t.line() for t in kit] == ["- MISSED: machine fixes at least 9 of 10 (8/10)",
                                        "- met: at least as many as prompt_whole (8 against 6)"]
     best = [DATA / "compare-plus" / QWEN, DATA / "compare-plus-best-of" / QWEN]
-    assert [t.met for t in project_targets(best, "machine_plus_best_of_3", "prompt_whole_best_of_3")] == [True, True]
+    assert [t.met for t in project_targets(best, "machine_best_of_3", "prompt_whole_best_of_3")] == [True, True]
 
 
 def _summary(machine: int, baseline: int, p: float, n: int = 100, broken: int = 0) -> dict[str, Any]:

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from labkit.repoedit.history import today
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "server_parity.py"
 
 
@@ -43,7 +45,7 @@ def test_the_subsets_are_declared_rules_not_picks() -> None:
     rows.append({"arm": "prompt_only_checked", "scenario": "support", "user": "s99", "user_messages": 1})
     assert parity.dialog_users(rows) == ["a03", "a01", "s09", "s02"]  # fewest messages, then by name
     code = [{"arm": arm, "task": f"humaneval-{n}"} for arm in parity.CODE_ARMS for n in (10, 2, 1, 33, 4, 7)]
-    code.remove({"arm": "machine_plus", "task": "humaneval-2"})
+    code.remove({"arm": "machine", "task": "humaneval-2"})
     assert parity.code_tasks(code) == ["humaneval-1", "humaneval-4", "humaneval-7", "humaneval-10"]  # by number
 
 
@@ -58,11 +60,13 @@ def test_the_recorded_parity_run_recomputes_and_sets_each_row_beside_the_committ
     assert not record["commit"].endswith("+dirty")
     for part, key in (("dialog", ("arm", "user")), ("code", ("arm", "task"))):
         rows = record[part]["rows"]
-        recorded = {tuple(r[k] for k in key): r for r in read_rows(root / record[part]["recording"] / "runs.jsonl")}
-        assert rows and all(tuple(r[k] for k in key) in recorded for r in rows)
+        name = today if part == "code" else str  # a code row's arm as named today (labkit.repoedit.history)
+        recorded = {(name(r[key[0]]), r[key[1]]): r
+                    for r in read_rows(root / record[part]["recording"] / "runs.jsonl")}
+        assert rows and all((name(r[key[0]]), r[key[1]]) in recorded for r in rows)
         for row in rows:
             assert row["same"] == (not row["differences"])
-            mine = recorded[tuple(row[k] for k in key)]
+            mine = recorded[(name(row[key[0]]), row[key[1]])]
             for name, (then, _) in row["differences"].items():
                 if name != "row":
                     assert mine.get(name) == then, (part, row, name)  # the recorded side is the committed row

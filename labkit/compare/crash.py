@@ -40,7 +40,7 @@ class Recorder:
 RECORDERS = (
     Recorder("reading", ("compare", "reading", "--arms", "machine-rule,machine-oracle", "--split", "all",
                          "--per-family", "2")),
-    Recorder("code", ("compare", "code", "--arms", "machine_oracle,machine_noop",
+    Recorder("code", ("compare", "code", "--arms", "oracle,machine_noop",
                       "--only", "pager-partial-page,retry-default-attempts")),
     Recorder("dialog", ("compare", "dialog", "--arms", "machine,prompt_only_checked", "--split", "dev",
                         "--only", "a01,s01"), server=True),

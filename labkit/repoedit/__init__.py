@@ -10,5 +10,7 @@ Modules: :mod:`~labkit.repoedit.tasks` (the task file), :mod:`~labkit.repoedit.w
 pytest subprocess), :mod:`~labkit.repoedit.index` (files, symbols, tests), :mod:`~labkit.repoedit.edits`
 (the proposal schemas and the guards), :mod:`~labkit.repoedit.tools` (one declaration per tool),
 :mod:`~labkit.repoedit.events`, :mod:`~labkit.repoedit.routing`, :mod:`~labkit.repoedit.machine`,
-:mod:`~labkit.repoedit.planners`, :mod:`~labkit.repoedit.trace` (a run as text), :mod:`~labkit.repoedit.cli`.
+:mod:`~labkit.repoedit.planners`, :mod:`~labkit.repoedit.features` (the machine's switchable features),
+:mod:`~labkit.repoedit.formats` (edit formats), :mod:`~labkit.repoedit.arms` (the comparison's arms),
+:mod:`~labkit.repoedit.history` (recorded arm names), :mod:`~labkit.repoedit.trace`, :mod:`~labkit.repoedit.cli`.
 """

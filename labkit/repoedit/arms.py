@@ -1,67 +1,33 @@
-"""The arms of the code comparison, each one declaration the runner, the report and the CLI read.
+"""The arms of the code comparison, each one declaration: what runs, with which planner, features and edit format.
 
 Every arm gets the same task, the same model (where it uses one), the same budget of model calls
-(enforced by :class:`~labkit.repoedit.budget.BudgetedBackend`) and is judged by the same verifier
-(:mod:`~labkit.repoedit.verify`) on the tree it leaves:
-
-- ``prompt_only`` — one prompt with everything, all edits at once, applied as given
-  (:mod:`~labkit.repoedit.prompt_only`);
-- ``prompt_tools`` — a free loop over the workspace's tools, no machine (:mod:`~labkit.repoedit.free_loop`);
-- ``machine_model`` — the repo-editing machine with the model planner;
-- ``machine_oracle`` — the machine with the known fix: the ceiling, and a check of the harness;
-- ``machine_noop`` — the machine with a planner that plans the first source file and then skips every
-  edit: what the machine does on its own (nothing is fixed, and nothing is left broken).
-
-There is no random or rule planner: a rule cannot write code, and a random edit is the noop arm with
-noise. Adding an arm is one entry in :data:`ARMS`.
+(:class:`~labkit.repoedit.budget.BudgetedBackend`) and is judged by the same verifier
+(:mod:`~labkit.repoedit.verify`) on the tree it leaves. An arm is named by what it holds: ``machine`` (every
+feature), ``machine_without_<feature>`` (generated from :data:`~labkit.repoedit.features.FEATURES`),
+``machine_bare`` (no feature), the one-prompt baselines, the free loop, the oracles (the known fix through the
+machine: the ceiling, and a check of the harness), ``machine_noop`` (a planner that skips every edit: what the
+machine alone fixes), and best-of-N wrappers. Adding an arm is one entry in :data:`ARMS`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from labkit.core.errors import LabkitError
 from labkit.core.store import JsonlLog
 from labkit.repoedit.arm_io import ArmEnd, ArmInputs, discard_on_error
 from labkit.repoedit.best_of import best_of
 from labkit.repoedit.features import ALL as ALL_FEATURES
-from labkit.repoedit.features import FEATURES
-from labkit.repoedit.features import checked as checked_features
+from labkit.repoedit.features import FEATURES, FeatureSet
+from labkit.repoedit.formats import FORMATS, edit_format
 from labkit.repoedit.free_loop import loop_head, run_free_loop
 from labkit.repoedit.machine import RepoEditRun
-from labkit.repoedit.planners import (
-    DEFINITION_HEAD,
-    EDIT_HEAD,
-    EditView,
-    ModelPlanner,
-    OraclePlanner,
-    Planner,
-    PlanView,
-    Proposal,
-)
-from labkit.repoedit.prompt_only import HEAD as PROMPT_ONLY_HEAD
+from labkit.repoedit.planners import EditView, ModelPlanner, OraclePlanner, Planner, PlanView, Proposal
 from labkit.repoedit.prompt_only import run_prompt_only
-from labkit.repoedit.prompt_whole import HEAD as PROMPT_WHOLE_HEAD
 from labkit.repoedit.prompt_whole import run_prompt_whole
-
-
-@dataclass(frozen=True)
-class Arm:
-    """One arm: its name and label, whether it calls the model, whether it runs the machine, and its run.
-
-    ``head``: the text that opens every prompt of the arm whatever the task (given the call budget), so
-    that an in-process model can keep its evaluated state between calls (``prefixes``); None: no such text.
-    """
-
-    name: str
-    label: str
-    uses_model: bool
-    machine: bool
-    run: Callable[[ArmInputs], ArmEnd]
-    about: str
-    head: Callable[[int], str] | None = None
 
 
 class NoopPlanner:
@@ -77,24 +43,18 @@ class NoopPlanner:
         return Proposal(json.dumps({"status": "skip", "reason": "the noop planner changes nothing"}))
 
 
-def _machine_run(planner_for: Callable[[ArmInputs], Planner],
-                 features: frozenset[str] = frozenset()) -> Callable[[ArmInputs], ArmEnd]:
-    """A machine arm's run: the repo-editing machine with ``planner_for(inputs)`` and ``features``, its copy
-    kept for the verifier. ``features`` is checked here, when the arm is built: an unknown name is an error."""
-    features = checked_features(features)
+def _model_planner(inputs: ArmInputs) -> Planner:
+    if inputs.backend is None:
+        raise LabkitError("a model arm was run without a model backend", "this is a bug in the caller.")
+    return ModelPlanner(inputs.backend, temperature=inputs.temperature, seed=inputs.seed)
 
-    def run(inputs: ArmInputs) -> ArmEnd:
-        log = JsonlLog(inputs.log_path, run_id=inputs.task.id) if inputs.log_path else None
-        versions = _backend_versions(inputs)
-        machine = RepoEditRun(inputs.source, inputs.task.requirement, planner_for(inputs), limits=inputs.limits,
-                              log=log, clock=inputs.clock, python=inputs.python, task_id=inputs.task.id,
-                              keep=True, versions=versions, features=features)
-        with discard_on_error(machine.workspace):
-            state = machine.run()
-        return ArmEnd(f"{state.status}: {state.reason}", machine.workspace, test_runs=state.test_runs,
-                      edits=len(state.applied), refused=len(state.refusals))
 
-    return run
+PLANNERS: dict[str, Callable[[ArmInputs], Planner]] = {
+    "model": _model_planner, "oracle": lambda i: OraclePlanner(i.task), "noop": lambda i: NoopPlanner()}
+"""Who proposes in a machine arm (only ``model`` calls the model)."""
+PROMPT_RUNS: dict[str, Callable[[ArmInputs], ArmEnd]] = {
+    "prompt_only": run_prompt_only, "prompt_whole": run_prompt_whole, "free_loop": run_free_loop}
+"""The arms without the machine, by their runner; each is its model's only contract."""
 
 
 def _backend_versions(inputs: ArmInputs) -> dict[str, str]:
@@ -104,65 +64,120 @@ def _backend_versions(inputs: ArmInputs) -> dict[str, str]:
     return {k: str(info[k]) for k in ("backend", "model_sha256", "llama_cpp_python") if info.get(k)}
 
 
-def _model_planner(inputs: ArmInputs) -> Planner:
-    assert inputs.backend is not None, "the machine_model arm needs a model"
-    return ModelPlanner(inputs.backend, temperature=inputs.temperature, seed=inputs.seed)
+@dataclass(frozen=True)
+class Arm:
+    """One arm: name and label, what it is, its runner (``machine`` or a key of :data:`PROMPT_RUNS`), the
+    machine's planner and features, its edit format, and how many tries (best of N, :mod:`~labkit.repoedit.best_of`).
+
+    Checked when built: an unknown feature, format, runner or planner is a :class:`LabkitError`."""
+
+    name: str
+    label: str
+    about: str
+    runner: str = "machine"
+    planner: str = "model"
+    features: frozenset[str] = field(default_factory=frozenset)
+    edit_format: str = ""  # "": the one the features select (machine) or the runner's own
+    tries: int = 1
+
+    def __post_init__(self) -> None:
+        FeatureSet.of(self.features)  # refuses an unknown name, listing the known ones
+        if self.runner != "machine" and self.runner not in PROMPT_RUNS:
+            raise LabkitError(f"arm {self.name}: unknown runner {self.runner!r}",
+                              f"use machine or one of: {', '.join(PROMPT_RUNS)}.")
+        if self.runner == "machine" and self.planner not in PLANNERS:
+            raise LabkitError(f"arm {self.name}: unknown planner {self.planner!r}",
+                              f"use one of: {', '.join(PLANNERS)}.")
+        if self.runner != "machine" and self.features:
+            raise LabkitError(f"arm {self.name}: features are the machine's", "give features to machine arms only.")
+        if not self.edit_format:
+            chosen = FeatureSet.of(self.features).edit_format() if self.runner == "machine" else RUNNER_FORMATS[
+                self.runner]
+            object.__setattr__(self, "edit_format", chosen)
+        edit_format(self.edit_format, per_file=self.runner == "machine")
+        if self.tries < 1:
+            raise LabkitError(f"arm {self.name}: {self.tries} tries", "give an arm at least one try.")
+
+    @property
+    def machine(self) -> bool:
+        return self.runner == "machine"
+
+    @property
+    def uses_model(self) -> bool:
+        return not self.machine or self.planner == "model"
+
+    def run(self, inputs: ArmInputs) -> ArmEnd:
+        """Run the arm once on ``inputs`` (every try, for best of N)."""
+        once = self._run_machine if self.machine else PROMPT_RUNS[self.runner]
+        return (best_of(once, self.tries) if self.tries > 1 else once)(inputs)
+
+    def _run_machine(self, inputs: ArmInputs) -> ArmEnd:
+        """The repo-editing machine with this arm's planner, features and format; its copy kept for the verifier."""
+        log = JsonlLog(inputs.log_path, run_id=inputs.task.id) if inputs.log_path else None
+        machine = RepoEditRun(inputs.source, inputs.task.requirement, PLANNERS[self.planner](inputs),
+                              limits=inputs.limits, log=log, clock=inputs.clock, python=inputs.python,
+                              task_id=inputs.task.id, keep=True, versions=_backend_versions(inputs),
+                              features=self.features, edit_format=self.edit_format)
+        with discard_on_error(machine.workspace):
+            state = machine.run()
+        return ArmEnd(f"{state.status}: {state.reason}", machine.workspace, test_runs=state.test_runs,
+                      edits=len(state.applied), refused=len(state.refusals))
+
+    def head(self, budget: int) -> str | None:
+        """The text that opens every prompt of the arm whatever the task (given the call budget), so that an
+        in-process model can keep its evaluated state between calls (``prefixes``); None: no model is asked."""
+        if not self.uses_model:
+            return None
+        return loop_head(budget) if self.runner == "free_loop" else FORMATS[self.edit_format].head
 
 
-ARMS: dict[str, Arm] = {arm.name: arm for arm in (
-    Arm("prompt_only", "prompt-only", True, False, run_prompt_only,
-        "one prompt with every source file; all edits at once, applied as given; no retry",
-        lambda budget: PROMPT_ONLY_HEAD),
-    Arm("prompt_tools", "prompt + tools (free loop)", True, False, run_free_loop,
-        "a free loop of read_file / apply_edit / run_tests / done; no guards but the physical ones", loop_head),
-    Arm("machine_model", "machine + model", True, True, _machine_run(_model_planner),
-        "the repo-editing machine, the model proposing the plan and each edit", lambda budget: EDIT_HEAD),
-    Arm("machine_oracle", "machine + oracle", False, True, _machine_run(lambda i: OraclePlanner(i.task)),
-        "the machine with the known fix: the ceiling, and a check of the harness"),
-    Arm("machine_noop", "machine + noop", False, True, _machine_run(lambda i: NoopPlanner()),
-        "the machine with a planner that skips every edit: what the machine alone fixes"),
-)}
-
-
-def _plus_head(features: frozenset[str]) -> Callable[[int], str]:
-    return lambda budget: DEFINITION_HEAD if "definition_edit" in features else EDIT_HEAD
-
-
-def _machine_plus(name: str, label: str, features: frozenset[str], about: str) -> Arm:
-    return Arm(name, label, True, True, _machine_run(_model_planner, features), about, _plus_head(features))
-
-
-ARMS.update({arm.name: arm for arm in (
-    Arm("prompt_whole", "prompt-only, whole files", True, False, run_prompt_whole,
-        "one chat prompt with every source file and the failing output, answered with whole files",
-        lambda budget: PROMPT_WHOLE_HEAD),
-    _machine_plus("machine_plus", "machine+ (every feature)", ALL_FEATURES,
-                  "the machine with every feature of labkit.repoedit.features"),
-    *(_machine_plus(f"machine_plus_no_{f.name}", f"machine+ without {f.name}", ALL_FEATURES - {f.name},
-                    f"ablation: machine_plus without {f.name} ({f.about})") for f in FEATURES),
-    Arm("machine_plus_oracle", "machine+ + oracle", False, True,
-        _machine_run(lambda i: OraclePlanner(i.task), ALL_FEATURES),
-        "the machine with every feature and the known fix (in the definition contract): the ceiling"),
-)})
-"""The machine with its features (``machine_plus``), one ablation arm per feature, and the whole-file baseline.
-``machine_model`` stays the machine as first recorded: every feature off."""
-
+RUNNER_FORMATS = {"prompt_only": "all_changes", "prompt_whole": "whole_files", "free_loop": "search_replace"}
+"""The edit format each runner without the machine asks for (the free loop's apply_edit takes search/replace)."""
 BEST_OF = 3
-ARMS.update({arm.name: arm for arm in (
-    Arm(f"prompt_whole_best_of_{BEST_OF}", f"prompt-only, whole files, best of {BEST_OF}", True, False,
-        best_of(run_prompt_whole, BEST_OF),
-        f"prompt_whole, then up to {BEST_OF - 1} sampled tries in fresh copies; the first that passes the "
-        "visible tests is kept (labkit.repoedit.best_of)", lambda budget: PROMPT_WHOLE_HEAD),
-    Arm(f"machine_plus_best_of_{BEST_OF}", f"machine+, best of {BEST_OF}", True, True,
-        best_of(_machine_run(_model_planner, ALL_FEATURES), BEST_OF),
-        f"machine_plus, then up to {BEST_OF - 1} sampled runs in fresh copies; the first that passes the "
-        "visible tests is kept (labkit.repoedit.best_of)", _plus_head(ALL_FEATURES)),
-)})
-"""The same k for the strongest baseline and the machine, so that the tests picking among answers is
-measured on both sides, not given to one."""
-BEST_OF_ARMS = (f"prompt_whole_best_of_{BEST_OF}", f"machine_plus_best_of_{BEST_OF}")
-MODEL_ARMS = tuple(name for name, arm in ARMS.items() if arm.uses_model)
-ABLATION_ARMS = tuple(f"machine_plus_no_{f.name}" for f in FEATURES)
-DEFAULT_ARMS = (*(a for a in MODEL_ARMS if a not in (*ABLATION_ARMS, *BEST_OF_ARMS)), "machine_oracle",
-                "machine_plus_oracle")
-"""Every arm but the ablation and the best-of-k arms (opt-in: they cost up to k runs each)."""
+
+
+def best_of_arm(arm: Arm, k: int = BEST_OF) -> Arm:
+    """``arm`` tried up to ``k`` times, the first try greedy and the others sampled, each in a fresh copy; the
+    first that passes the visible tests is kept. The same k wraps the strongest baseline and the machine."""
+    return replace(arm, name=f"{arm.name}_best_of_{k}", label=f"{arm.label}, best of {k}", tries=k,
+                   about=f"{arm.name}, then up to {k - 1} sampled tries in fresh copies; the first that passes "
+                         "the visible tests is kept")
+
+
+PROMPT_ONLY = Arm("prompt_only", "prompt-only", "one prompt with every source file; all edits at once, applied "
+                  "as given; no retry", runner="prompt_only")
+PROMPT_WHOLE = Arm("prompt_whole", "prompt-only, whole files", "one chat prompt with every source file and the "
+                   "failing output, answered with whole files", runner="prompt_whole")
+MACHINE = Arm("machine", "machine (every feature)", "the machine with every feature of labkit.repoedit.features",
+              features=ALL_FEATURES)
+ARMS: dict[str, Arm] = {arm.name: arm for arm in (
+    PROMPT_ONLY,
+    Arm("prompt_tools", "prompt + tools (free loop)", "a free loop of read_file / apply_edit / run_tests / done; "
+        "no guards but the physical ones", runner="free_loop"),
+    PROMPT_WHOLE,
+    MACHINE,
+    *(Arm(f"machine_without_{f.name}", f"machine without {f.name}", f"ablation: machine without {f.name} "
+          f"({f.about})", features=ALL_FEATURES - {f.name}) for f in FEATURES),
+    Arm("machine_bare", "machine, no feature", "the repo-editing machine with no feature on, the model proposing "
+        "the plan and each edit"),
+    Arm("oracle", "machine + oracle", "the machine with every feature and the known fix: the ceiling",
+        planner="oracle", features=ALL_FEATURES),
+    Arm("bare_oracle", "machine, no feature + oracle", "the machine with no feature and the known fix",
+        planner="oracle"),
+    Arm("machine_noop", "machine + noop", "the machine with a planner that skips every edit: what the machine "
+        "alone fixes", planner="noop"),
+    best_of_arm(PROMPT_WHOLE),
+    best_of_arm(MACHINE),
+)}
+BEST_OF_ARMS = tuple(name for name, arm in ARMS.items() if arm.tries > 1)
+ABLATION_ARMS = tuple(f"machine_without_{f.name}" for f in FEATURES)
+DEFAULT_ARMS = ("prompt_only", "prompt_tools", "prompt_whole", "machine", "oracle")
+"""The headline arms: the baselines, the machine and its ceiling (ablations, best of N and the bare machine are
+opt-in)."""
+
+
+def arm(name: str) -> Arm:
+    """The arm ``name``; an unknown name is refused with the known ones."""
+    if name not in ARMS:
+        raise LabkitError(f"unknown arm {name!r}", f"use one of: {', '.join(ARMS)}.")
+    return ARMS[name]

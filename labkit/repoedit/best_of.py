@@ -1,19 +1,10 @@
 """Best of k: an arm's greedy run, then up to k - 1 sampled runs, each in its own copy; the first green one is kept.
 
-Why: greedy decoding gives one answer per prompt, so asking again gives the same answer; sampling
-gives others, and the project's *visible* tests — the ones every arm may run — can pick among them.
-The hidden grader still judges only the tree that is kept, as for every arm (:mod:`~labkit.repoedit.verify`),
-so the tests an arm could see never decide its score.
-
-Each try runs the whole arm afresh in a new copy of the project: nothing of a failed try leaks into the
-next (no tree, no notes). Try 0 is the arm exactly as it runs alone (greedy; the same requests, so its
-recorded cassette answers it); try ``i`` samples every call at :data:`TEMPERATURE` with seed ``i``
-(the seeds are in the recorded requests). Each try gets the run's whole call budget, so the row's
-calls and tokens say what the k tries cost. When no try is green, the greedy try's tree is kept: the
-wrapper can only add the tries that pass the visible tests, never take the arm's own answer away.
-
-A machine arm writes one event log per try: the greedy try's at the run's log path, try ``i``'s next to it
-as ``<task>.try<i>.jsonl``.
+Greedy decoding gives one answer per prompt; sampling gives others, and the project's *visible* tests (the ones
+every arm may run) pick among them. The hidden grader still judges only the kept tree. Try 0 is the arm as it
+runs alone (so its recorded cassette answers it); try ``i`` samples every call at :data:`TEMPERATURE` with seed
+``i``, with the run's whole call budget. When no try is green the greedy tree is kept. A machine arm's try ``i``
+writes its event log beside the run's as ``<task>.try<i>.jsonl``.
 """
 
 from __future__ import annotations

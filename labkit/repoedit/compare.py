@@ -41,8 +41,9 @@ from labkit.core.errors import LabkitError
 from labkit.core.provenance import read_provenance
 from labkit.llm.backend import Backend
 from labkit.repoedit.arm_io import ArmInputs
-from labkit.repoedit.arms import ARMS, DEFAULT_ARMS
+from labkit.repoedit.arms import ARMS, DEFAULT_ARMS, arm
 from labkit.repoedit.budget import BudgetedBackend
+from labkit.repoedit.history import recorded_path, today
 from labkit.repoedit.machine import Limits
 from labkit.repoedit.tasks import RepoTask, load_tasks, project_dir
 from labkit.repoedit.verify import Baseline, measure_baseline, verify
@@ -72,13 +73,17 @@ class CompareConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CompareConfig:
+        """A stored configuration; arm names it was recorded under are read as today's (:mod:`.history`)."""
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        config = cls(**{k: v for k, v in data.items() if k in known})
+        config.arms = [today(a) for a in config.arms]
+        return config
 
     def check(self) -> None:
-        unknown = [a for a in self.arms if a not in ARMS]
-        if unknown or not self.arms:
-            raise LabkitError(f"unknown arm(s) {unknown or '(none given)'}", f"use some of: {', '.join(ARMS)}.")
+        if not self.arms:
+            raise LabkitError("no arm given", f"use some of: {', '.join(ARMS)}.")
+        for name in self.arms:
+            arm(name)
         if self.split not in SPLITS:
             raise LabkitError(f"unknown split {self.split!r}", f"use one of: {', '.join(SPLITS)}.")
         if self.call_budget < 1 or self.max_tokens < 16:
@@ -142,6 +147,11 @@ class RunRow:
 
 
 
+def row_of(data: dict[str, Any]) -> RunRow:
+    """A stored row, its arm read as today's name (:mod:`labkit.repoedit.history`)."""
+    return RunRow(**{**data, "arm": today(data["arm"])})
+
+
 def load_rows(path: Path) -> list[RunRow]:
     """The rows of a ``runs.jsonl`` (a torn last line, from a killed run, is skipped with a note)."""
     rows: list[RunRow] = []
@@ -151,7 +161,7 @@ def load_rows(path: Path) -> list[RunRow]:
         if not line.strip():
             continue
         try:
-            rows.append(RunRow(**json.loads(line)))
+            rows.append(row_of(json.loads(line)))
         except (ValueError, TypeError) as exc:
             print(f"labkit: skipped an unreadable line of {path} ({type(exc).__name__})", file=sys.stderr)
     return rows
@@ -312,20 +322,21 @@ def transcript_path(out: Path, arm: str, task: str) -> Path:
 
 
 def cassette_path(folder: Path, arm: str) -> Path:
-    return folder / "cassettes" / f"{arm}.jsonl"
+    """The arm's cassette in ``folder``, under the name it was recorded with (today's for a new one)."""
+    return recorded_path(folder, "cassettes", arm)
 
 
-def run_one(task: RepoTask, arm: str, config: CompareConfig, baseline: Baseline, backend: Backend | None,
+def run_one(task: RepoTask, name: str, config: CompareConfig, baseline: Baseline, backend: Backend | None,
             out: Path, *, clock: Callable[[], float] = time.perf_counter) -> RunRow:
     """Run one arm on one task in a fresh copy, judge the final tree, and write its log or transcript."""
-    spec = ARMS[arm]
+    spec = ARMS[name]
     budgeted = BudgetedBackend(backend, config.call_budget) if spec.uses_model and backend is not None else None
     if spec.uses_model and budgeted is None:
-        raise LabkitError(f"arm {arm} needs a model backend", "this is a bug in the caller.")
-    for stale in (log_path(out, arm, task.id), transcript_path(out, arm, task.id)):
+        raise LabkitError(f"arm {name} needs a model backend", "this is a bug in the caller.")
+    for stale in (log_path(out, name, task.id), transcript_path(out, name, task.id)):
         stale.unlink(missing_ok=True)  # a run interrupted before its row was written starts again
     inputs = ArmInputs(task, project_dir(task, config.tasks_path().parent), baseline, budgeted,
-                       config.the_limits(), log_path(out, arm, task.id) if spec.machine else None,
+                       config.the_limits(), log_path(out, name, task.id) if spec.machine else None,
                        config.max_tokens)
     start = clock()
     end = spec.run(inputs)
@@ -339,11 +350,11 @@ def run_one(task: RepoTask, arm: str, config: CompareConfig, baseline: Baseline,
     if budgeted is not None and budgeted.miss is not None:
         raise budgeted.miss
     if end.transcript:
-        path = transcript_path(out, arm, task.id)
+        path = transcript_path(out, name, task.id)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(end.transcript + "\n", encoding="utf-8")
     meter = budgeted.meter if budgeted is not None else None
-    return RunRow(arm=arm, task=task.id, split=task.split, fixed=verdict.fixed, outcome=verdict.outcome,
+    return RunRow(arm=name, task=task.id, split=task.split, fixed=verdict.fixed, outcome=verdict.outcome,
                   passed=verdict.passed, failed=list(verdict.failed), broken_left=list(verdict.broken_left),
                   tests_changed=list(verdict.tests_changed), outside_written=list(verdict.outside_written),
                   status=end.status, test_runs=end.test_runs, llm_calls=len(meter.calls) if meter else 0,
@@ -375,6 +386,7 @@ class CodeComparison(Comparison):
         """The same configuration, or one with more arms (the stored arms all kept): an ablation recorded after
         the headline arms lands in the same table, paired on the same tasks."""
         config = self.config()
+        recorded = {**recorded, "arms": [today(a) for a in recorded.get("arms", [])]}
         return recorded == config or ({**recorded, "arms": config["arms"]} == config
                                       and set(recorded.get("arms", [])) <= set(config["arms"]))
 
@@ -382,7 +394,8 @@ class CodeComparison(Comparison):
         return [Job(arm, task.id, 0, task.split, ARMS[arm].uses_model) for task, arm in self._jobs]
 
     def row_job(self, row: dict[str, Any]) -> Job:
-        return Job(row["arm"], row["task"], 0, row["split"], row["arm"] in ARMS and ARMS[row["arm"]].uses_model)
+        name = today(row["arm"])
+        return Job(name, row["task"], 0, row["split"], name in ARMS and ARMS[name].uses_model)
 
     def cassette(self, folder: Path, job: Job) -> Path:
         return cassette_path(folder, job.arm)
@@ -422,7 +435,7 @@ def run_compare(config: CompareConfig, answers: Answers, out: Path, *,
     if progress is not None:
         jobs = len(comparison.jobs())
         progress(f"{jobs} run(s), {jobs - len(todo)} already in {runs}, {len(todo)} to do")
-    return [RunRow(**row) for row in run_jobs(comparison, answers, out, resume=resume, progress=progress)]
+    return [row_of(row) for row in run_jobs(comparison, answers, out, resume=resume, progress=progress)]
 
 
 def read_config(folder: Path) -> CompareConfig:

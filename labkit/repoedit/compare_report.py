@@ -1,36 +1,37 @@
 """The report of the code comparison: per model, fixed with Wilson intervals, broken trees, cost; paired tests.
 
-It reads like the comparison v2's report (:func:`labkit.compare.stats.solved_cell`: "k/n (low–high)")
-and uses the same statistics (:mod:`labkit.compare.stats`): the unit is the task, each arm runs each task once
-(greedy), a task counts as fixed when the verifier says so, and two arms are compared by the exact sign
-test over the tasks both ran (the discordant ones carry the information). The seed's form
-"prompt-only x/10 → machine y/10" is the headline, and :func:`meaning` says in words what the numbers
-do and do not show, whichever way they came out.
+The unit is the task: each arm runs each task once (greedy), a task is fixed when the verifier says so,
+and two arms are compared by the exact sign test over the tasks both ran (:mod:`labkit.compare.stats`).
+The headline is the seed's form "prompt-only x/10 → machine y/10", and :func:`meaning` says in words
+what the numbers do and do not show, whichever way they came out.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from labkit.compare.features import ablation_sentence
+from labkit.compare.report import markdown_table
 from labkit.compare.stats import paired_test, solved_cell, stored_p, wilson_interval
 from labkit.core.errors import LabkitError
+from labkit.core.provenance import read_provenance
 from labkit.repoedit.arms import ARMS, BEST_OF
 from labkit.repoedit.compare import RunRow, load_rows, read_config
 from labkit.repoedit.features import FEATURES
+from labkit.repoedit.history import RENAMED, recorded_path, today
 
-# (a, b): what the machine adds over one prompt, and over a free loop with the same tools; what the features add
-# over the machine as first recorded. A pair is reported where a recording holds both arms.
-COMPARISONS = (("machine_model", "prompt_only"), ("machine_model", "prompt_tools"), ("machine_plus", "prompt_whole"),
-               ("machine_plus", "prompt_tools"), ("machine_plus", "prompt_only"), ("machine_plus", "machine_model"),
-               (f"machine_plus_best_of_{BEST_OF}", f"prompt_whole_best_of_{BEST_OF}"),
-               (f"machine_plus_best_of_{BEST_OF}", "machine_plus"), (f"prompt_whole_best_of_{BEST_OF}", "prompt_whole"),
-               (f"machine_plus_best_of_{BEST_OF}", "prompt_whole"))
-HEADLINES = (("prompt_whole", "machine_plus"), ("prompt_only", "machine_plus"), ("prompt_only", "machine_model"))
+BEST_M, BEST_P = f"machine_best_of_{BEST_OF}", f"prompt_whole_best_of_{BEST_OF}"
+# (a, b): what the machine adds over one prompt and over a free loop with the same tools; what the features add
+# over the bare machine; what best of k adds. A pair is reported where a recording holds both arms.
+COMPARISONS = (("machine_bare", "prompt_only"), ("machine_bare", "prompt_tools"), ("machine", "prompt_whole"),
+               ("machine", "prompt_tools"), ("machine", "prompt_only"), ("machine", "machine_bare"),
+               (BEST_M, BEST_P), (BEST_M, "machine"), (BEST_P, "prompt_whole"), (BEST_M, "prompt_whole"))
+HEADLINES = (("prompt_whole", "machine"), ("prompt_only", "machine"), ("prompt_only", "machine_bare"))
 """(one prompt, machine) pairs for the seed's "x/n → y/n" form, the first that a recording holds both of."""
-ORACLES = ("machine_oracle", "machine_plus_oracle")
+ORACLES = tuple(name for name, spec in ARMS.items() if spec.machine and spec.planner == "oracle")
 DEFAULT_TASKS = "data/repos/tasks.yaml"
 # What a paired test compares per task: the fix, and the tree left no worse (no test broken that passed before).
 MEASURES: dict[str, Callable[[RunRow], bool]] = {
@@ -92,7 +93,7 @@ def headline(rows: Sequence[RunRow]) -> str | None:
         common = set(ca) & set(cb)
         if common:
             x, y = sum(ca[t][0] for t in common), sum(cb[t][0] for t in common)
-            if (lower, upper) == ("prompt_only", "machine_model"):  # the first recording's words, unchanged
+            if (lower, upper) == ("prompt_only", "machine_bare"):  # the seed's own words
                 return f"prompt-only {x}/{len(common)} → machine {y}/{len(common)}"
             return f"{ARMS[lower].label} {x}/{len(common)} → {ARMS[upper].label} {y}/{len(common)}"
     return None
@@ -157,13 +158,12 @@ def refusals_without_edit(folder: Path, arm: str) -> dict[tuple[str, ...], int]:
     """For the runs of ``arm`` that ended with no edit applied: how many ended after each set of refusal codes,
     read from their event logs, most common first (what the machine refused when nothing got through)."""
     from labkit.core.store import load_events
-    from labkit.repoedit.compare import log_path
     from labkit.repoedit.events import ProposalRefused
 
     found: dict[tuple[str, ...], int] = {}
     for row in load_rows(folder / "runs.jsonl"):
         if row.arm == arm and row.edits == 0:
-            events = load_events(log_path(folder, arm, row.task))
+            events = load_events(recorded_path(folder, "logs", arm, f"{row.task}.jsonl"))
             codes = tuple(sorted({e.code for e in events if isinstance(e, ProposalRefused)}))
             found[codes] = found.get(codes, 0) + 1
     return dict(sorted(found.items(), key=lambda kv: -kv[1]))
@@ -180,18 +180,18 @@ def failure_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
 
 
 def ablation_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
-    """Per feature: tasks fixed by ``machine_plus`` and by the arm without that feature, over the tasks both
+    """Per feature: tasks fixed by ``machine`` and by the arm without that feature, over the tasks both
     ran, with the exact sign test — how many tasks the feature buys (negative: it costs)."""
-    full = _by_task(rows, "machine_plus")
+    full = _by_task(rows, "machine")
     out = []
     for feature in FEATURES:
-        arm = f"machine_plus_no_{feature.name}"
+        arm = f"machine_without_{feature.name}"
         without = _by_task(rows, arm)
         common = sorted(set(full) & set(without))
         if not common:
             continue
         test = paired_test({t: full[t] for t in common}, {t: without[t] for t in common},
-                           names=("machine_plus", arm))
+                           names=("machine", arm))
         with_n, without_n = sum(full[t][0] for t in common), sum(without[t][0] for t in common)
         out.append({"feature": feature.name, "tasks": len(common), "with": with_n, "without": without_n,
                     "buys": with_n - without_n, "only_with": test.a_better, "only_without": test.b_better,
@@ -204,7 +204,7 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
     by = {r["arm"]: r for r in arms}
     said = []
     one = next((p for p in paired if p["a"].startswith("machine") and p["measure"] == "fixed"
-                and p["b"] in ("prompt_only", "prompt_whole", f"prompt_whole_best_of_{BEST_OF}")), None)
+                and not ARMS[p["b"]].machine and ARMS[p["b"]].runner != "free_loop"), None)
     if one is not None:
         a, b, n = one["a_better"], one["b_better"], one["tasks"]
         if a == b == 0:
@@ -230,12 +230,12 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
              f"{ARMS[p['b']].label} on {p['a_better']} task(s) and lost on {p['b_better']} (exact sign test "
              f"p = {p['p_value']:.3g})." for p in kept]
     for p in paired:
-        if p["measure"] == "fixed" and p["a"] == f"{p['b']}_best_of_{BEST_OF}":
+        if p["measure"] == "fixed" and p["a"] == f"{p['b']}_best_of_{BEST_OF}":  # best_of_arm's name
             said.append(f"Best of {BEST_OF} (the visible tests picking among up to {BEST_OF} tries) fixed "
                         f"{p['a_better']} "
                         f"task(s) the greedy {ARMS[p['b']].label} did not and lost {p['b_better']} "
                         f"(exact sign test p = {p['p_value']:.3g}).")
-    machine = by.get("machine_model") or by.get("machine_plus") or by.get(f"machine_plus_best_of_{BEST_OF}")
+    machine = by.get("machine_bare") or by.get("machine") or by.get(BEST_M)
     if machine is not None:
         said.append("The machine left none, as it must: it ends green or rolls back to the tree it started from."
                     if machine["broken_trees"] == 0 else
@@ -245,7 +245,7 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
         said.append(f"The free loop changed test files in {tools['tests_changed']} run(s); "
                     f"{tools['green_but_not_fixed']} of them ended green without counting as fixed — "
                     "the guard the machine has and the loop lacks.")
-    oracle = by.get("machine_plus_oracle") or by.get("machine_oracle")
+    oracle = by.get("oracle") or by.get("bare_oracle")
     if oracle is not None:
         said.append(f"The known fix through the same machine fixed {oracle['tasks_solved']}/{oracle['tasks']}: "
                     + ("the machine can carry a right fix to green; that does not say its prompts and contracts "
@@ -285,10 +285,10 @@ def summarize(folder: Path | Sequence[Path]) -> dict[str, Any]:
 
 def ablation_markdown(ablation: Sequence[Mapping[str, Any]]) -> str:
     """The ablation table (:func:`ablation_rows`) as Markdown: one row per feature switched off."""
-    lines = ["| feature switched off | tasks | fixed with | fixed without | buys | only with | only without | "
-             "exact sign test p |", "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {a['feature']} | {a['tasks']} | {a['with']} | {a['without']} | {a['buys']:+d} | "
-              f"{a['only_with']} | {a['only_without']} | {a['p_value']:.3g} |" for a in ablation]
+    lines = markdown_table(("feature switched off", "tasks", "fixed with", "fixed without", "buys", "only with",
+                            "only without", "exact sign test p"),
+                           [(a["feature"], a["tasks"], a["with"], a["without"], f"{a['buys']:+d}", a["only_with"],
+                             a["only_without"], f"{a['p_value']:.3g}") for a in ablation])
     return "\n".join(lines)
 
 
@@ -408,3 +408,26 @@ def models_table(folders: Sequence[Path | Sequence[Path]]) -> str:
     lines += [""] + [f"- headline ({s['split']} split), {s['model']}: {s['headline']}"
                      for s in summaries if s["headline"]]
     return "\n".join(lines)
+
+
+def recordings_table(folders: Sequence[Path], root: Path) -> str:
+    """The design rounds as data: one row per arm of each recording in ``folders`` (paths under ``root``) with
+    its first session's commit, its split, the name it was recorded under, the arm it is today and the round
+    that named it (:mod:`labkit.repoedit.history`), and the tasks it fixed."""
+    rows = []
+    for folder in folders:
+        stretches = read_provenance(folder)
+        commit = stretches[0].commit[:7] if stretches else "—"
+        config = read_config(folder)
+        runs = load_rows(folder / "runs.jsonl")
+        recorded = json.loads((folder / "compare.json").read_text(encoding="utf-8"))["arms"]
+        for name in recorded:
+            mine = [r for r in runs if r.arm == today(name)]
+            if not mine:
+                continue
+            old = next((e for e in RENAMED if e.old == name), None)
+            rows.append((folder.relative_to(root).as_posix(), commit, config.split, f"`{name}`",
+                         f"`{today(name)}`", old.round if old else "—",
+                         f"{sum(r.fixed for r in mine)}/{len(mine)}"))
+    return "\n".join(markdown_table(("recording", "commit", "split", "recorded as", "arm today", "round",
+                                     "fixed"), rows))

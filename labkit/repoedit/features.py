@@ -1,38 +1,92 @@
-"""The machine's optional features, each one declaration that an arm switches on and the ablation switches off.
+"""The code machine's optional features, each declared once: its name, what it does, and where it acts.
 
-The first recorded comparison showed where a small model failed under the machine, and each feature
-answers one of those failures. Because every feature is a name in :data:`FEATURES`, an arm is the
-machine plus a set of names, and the ablation arms are generated from this table (the full set
-minus one feature each), so the report can say how many tasks each feature buys.
+An arm is the machine plus a set of these names (validated when the arm is built), and the ablation arms
+are generated from this table, one per feature. A run records its features in its params, so
+``labkit replay`` and a resumed run see which contract the model was held to.
 
-A run records its features in its params: ``labkit replay`` and a resumed run see which contract the
-model was held to. The machine with no feature is the machine as first recorded (its prompts are
-unchanged, so the old recordings still replay).
+The machine reads a feature through :meth:`FeatureSet.on`, by its declared object or its name; an
+unknown name is a :class:`~labkit.core.errors.LabkitError` that lists the known ones, never "off".
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 from labkit.compare.features import Feature, FeatureTable
 
-FEATURES: tuple[Feature, ...] = (
-    Feature("code_plan", "a project with one source file is planned by code: no model call, no wrong file"),
-    Feature("closed_plan", "the plan may name only the index's source files (an enum in the grammar)"),
-    Feature("plan_references", "the plan prompt says which other files' definitions each file uses (a caller "
-                               "of a renamed method must change too)"),
-    Feature("plan_example", "the plan prompt shows one worked example (on a project that is no task's)"),
-    Feature("first_failure", "the first edit is shown the failing tests' output, not only their names"),
-    Feature("definition_edit", "an edit replaces whole definitions named from the file's own list (ast), "
-                               "the one the failure points at named first"),
-    Feature("tolerant_match", "a search text is found up to quote style and indentation; each normalisation "
-                              "is recorded with the edit"),
-    Feature("blamed_skip", "a 'skip' of the file the failure points at is refused, with the reason"),
-    Feature("follow_traceback", "a red test run whose traceback blames a source file outside the plan adds that "
-                                "file to the plan (recorded) and fixes it, instead of rolling back"),
-    Feature("repair_feedback", "a retry is shown its previous answer and what became of it (refusal or test output)"),
-    Feature("sampled_repair", "after a greedy answer failed, the next ones are sampled (temperature and seed "
-                              "recorded), so a retry is not the same answer again"),
-)
-TABLE = FeatureTable("machine", FEATURES)
+HOOKS = ("plan", "grammar", "prompt", "check", "after_answer", "format")
+"""Where a feature acts: who plans, the grammar the answer is held to, what the prompt shows, what the
+machine refuses, what it does after a test run, which edit format it asks for."""
+
+
+@dataclass(frozen=True)
+class CodeFeature(Feature):
+    """A feature of the code machine: ``hook`` says where it acts; ``edit_format`` the format it selects."""
+
+    hook: str = "prompt"
+    edit_format: str | None = None
+
+
+CODE_PLAN = CodeFeature("code_plan", "a project with one source file is planned by code: no model call, "
+                        "no wrong file", "plan")
+CLOSED_PLAN = CodeFeature("closed_plan", "the plan may name only the index's source files (an enum in the "
+                          "grammar)", "grammar")
+PLAN_REFERENCES = CodeFeature("plan_references", "the plan prompt says which other files' definitions each "
+                              "file uses (a caller of a renamed method must change too)", "prompt")
+PLAN_EXAMPLE = CodeFeature("plan_example", "the plan prompt shows one worked example (on a project that is "
+                           "no task's)", "prompt")
+FIRST_FAILURE = CodeFeature("first_failure", "the first edit is shown the failing tests' output, not only "
+                            "their names", "prompt")
+DEFINITION_EDIT = CodeFeature("definition_edit", "an edit replaces whole definitions named from the file's "
+                              "own list (ast), the one the failure points at named first", "format",
+                              edit_format="definitions")
+TOLERANT_MATCH = CodeFeature("tolerant_match", "a search text is found up to quote style and indentation; "
+                             "each normalisation is recorded with the edit", "check")
+BLAMED_SKIP = CodeFeature("blamed_skip", "a 'skip' of the file the failure points at is refused, with the "
+                          "reason", "check")
+FOLLOW_TRACEBACK = CodeFeature("follow_traceback", "a red test run whose traceback blames a source file "
+                               "outside the plan adds that file to the plan (recorded) and fixes it, instead "
+                               "of rolling back", "after_answer")
+REPAIR_FEEDBACK = CodeFeature("repair_feedback", "a retry is shown its previous answer and what became of it "
+                              "(refusal or test output)", "prompt")
+SAMPLED_REPAIR = CodeFeature("sampled_repair", "after a greedy answer failed, the next ones are sampled "
+                             "(temperature and seed recorded), so a retry is not the same answer again",
+                             "grammar")
+
+FEATURES: tuple[CodeFeature, ...] = (CODE_PLAN, CLOSED_PLAN, PLAN_REFERENCES, PLAN_EXAMPLE, FIRST_FAILURE,
+                                     DEFINITION_EDIT, TOLERANT_MATCH, BLAMED_SKIP, FOLLOW_TRACEBACK,
+                                     REPAIR_FEEDBACK, SAMPLED_REPAIR)
+TABLE = FeatureTable("code machine", FEATURES)
 ALL: frozenset[str] = TABLE.all
 checked = TABLE.checked
 about = TABLE.about
+DEFAULT_FORMAT = "search_replace"
+
+
+@dataclass(frozen=True)
+class FeatureSet:
+    """The features one run has on, checked against :data:`FEATURES` when it is built."""
+
+    names: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, names: Iterable[str]) -> FeatureSet:
+        return cls(checked(names))
+
+    def on(self, feature: CodeFeature | str) -> bool:
+        """Whether ``feature`` is on; a name that is not declared is refused, not read as off."""
+        name = feature.name if isinstance(feature, Feature) else feature
+        checked([name])
+        return name in self.names
+
+    def edit_format(self) -> str:
+        """The edit format the features ask for (the default one if none selects another)."""
+        chosen = [f.edit_format for f in FEATURES if f.edit_format and f.name in self.names]
+        return chosen[0] if chosen else DEFAULT_FORMAT
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(sorted(self.names))
+
+    def __bool__(self) -> bool:
+        return bool(self.names)

@@ -30,8 +30,8 @@ from labkit.llm.errors import BackendError
 from labkit.repoedit.arm_io import ArmEnd, ArmInputs, in_kept_copy
 from labkit.repoedit.budget import BudgetSpent
 from labkit.repoedit.edits import PHYSICAL_GUARDS, Refusal
+from labkit.repoedit.formats import EXAMPLE, parse_proposal
 from labkit.repoedit.index import index_project
-from labkit.repoedit.planners import EXAMPLE, parse_proposal
 from labkit.repoedit.tasks import SearchReplace
 from labkit.repoedit.tools import EditResult, FileText, ToolContext, call_tool
 from labkit.repoedit.workspace import TestRun, Workspace

@@ -28,11 +28,10 @@ from labkit.core.machine import LabMachine
 from labkit.core.reducer import Guard, TableEntry
 from labkit.core.store import EventLog
 from labkit.core.table import Row, TransitionTable
-from labkit.repoedit.definition_contract import parse_definitions
-from labkit.repoedit.definitions import blamed, definition_edit, definitions
+from labkit.repoedit import features as feature
+from labkit.repoedit.definitions import blamed, definitions
 from labkit.repoedit.edits import (
     EditCase,
-    EditProposal,
     PlanProposal,
     Refusal,
     changed_lines,
@@ -56,12 +55,12 @@ from labkit.repoedit.events import (
     TestsRan,
     reduce_repoedit,
 )
-from labkit.repoedit.features import checked
+from labkit.repoedit.features import CodeFeature, FeatureSet
+from labkit.repoedit.formats import EditFormat, edit_format, parse_proposal
 from labkit.repoedit.index import index_project, is_test_path, summary_with_uses
 from labkit.repoedit.notes import Notes, notes_from
-from labkit.repoedit.planners import EditView, Planner, PlanView, parse_proposal
+from labkit.repoedit.planners import EditView, Planner, PlanView
 from labkit.repoedit.routing import locate_failure, route_after_tests
-from labkit.repoedit.tasks import SearchReplace
 from labkit.repoedit.tools import EditResult, FileText, RollbackResult, ToolContext, call_tool
 from labkit.repoedit.workspace import Workspace
 
@@ -178,9 +177,11 @@ class RepoEditRun:
                  log: EventLog | None = None, clock: Callable[[], float] = time.time,
                  approver: Approver = no_human, python: str = sys.executable, task_id: str = "",
                  keep: bool = False, versions: Mapping[str, str] | None = None,
-                 copy_at: str | Path | None = None, features: Iterable[str] = ()) -> None:
+                 copy_at: str | Path | None = None, features: Iterable[str] = (),
+                 edit_format: str | None = None) -> None:
         self.source = Path(source)
-        self.features = checked(features)
+        self.features = FeatureSet.of(features)
+        self.edit_format = edit_format_of(self.features, edit_format)
         self.requirement = requirement
         self.planner = planner
         self.limits = limits
@@ -191,8 +192,10 @@ class RepoEditRun:
                   "plan_budget": limits.plan_budget, "edit_budget": limits.edit_budget,
                   "fix_budget": limits.fix_budget, "diff_limit": limits.diff_limit,
                   "test_timeout": limits.test_timeout}
-        if self.features:  # absent for the machine as first recorded, so its logs still resume
-            params["features"] = sorted(self.features)
+        if self.features:  # absent when no feature is on
+            params["features"] = list(self.features)
+        if self.edit_format.name != self.features.edit_format():  # recorded only where the arm chose another
+            params["edit_format"] = self.edit_format.name
         existing = list(log.events) if log is not None else []
         if existing:
             _check_resumable(existing, params)
@@ -214,10 +217,9 @@ class RepoEditRun:
             "HUMAN_APPROVAL": self._approval, "RUN_TESTS": self._run_tests, "ROLLBACK_OR_FIX": self._rollback,
         }
 
-    def on(self, feature: str) -> bool:
-        """Whether this run has ``feature``; a name that is not declared (:mod:`~labkit.repoedit.features`) is
-        an error, so a misspelt check cannot read as "off"."""
-        return checked([feature]) <= self.features
+    def on(self, feature: CodeFeature | str) -> bool:
+        """Whether this run has ``feature`` (:mod:`~labkit.repoedit.features`); an unknown name is refused."""
+        return self.features.on(feature)
 
     @property
     def state(self) -> RepoEditState:
@@ -283,7 +285,7 @@ class RepoEditRun:
                 raise LabkitError(f"the working copy {self.workspace.root} holds other files than the run indexed",
                                   "it was changed outside the run; start a new run with a new log.")
             self.ctx = ToolContext(self.workspace, index, indexed.digest, diff_limit=self.limits.diff_limit,
-                                   planned=frozenset(self.state.plan), tolerant=self.on("tolerant_match"))
+                                   planned=frozenset(self.state.plan), tolerant=self.on(feature.TOLERANT_MATCH))
         since: list[Event] = []  # what the stopped step recorded after its state's last transition
         for event in reversed(self.events):
             if isinstance(event, Transitioned | RunStarted):
@@ -400,7 +402,7 @@ class RepoEditRun:
             index = index_project(self.workspace.root)
             digest = self.workspace.digest()
             self.ctx = ToolContext(self.workspace, index, digest, diff_limit=self.limits.diff_limit,
-                                   tolerant=self.on("tolerant_match"))
+                                   tolerant=self.on(feature.TOLERANT_MATCH))
             if self._settle(self.machine.record(RepoIndexed(source=index.to_dict()["source"],
                                                             tests=list(index.test_files), digest=digest))):
                 return
@@ -409,7 +411,7 @@ class RepoEditRun:
     def _plan(self) -> None:
         assert self.ctx is not None
         sources = self.ctx.index.source_files
-        if self.on("code_plan") and len(sources) == 1:  # no choice to make: code plans, no model is asked
+        if self.on(feature.CODE_PLAN) and len(sources) == 1:  # no choice to make: code plans, no model is asked
             self.ctx.planned = frozenset(sources)
             self._settle(self.machine.record(PlanAccepted(steps=[{"file": sources[0],
                                                                   "why": "the only source file"}], by="code")))
@@ -417,10 +419,10 @@ class RepoEditRun:
         notes = self.notes
         failing = tuple(f"{node}: {notes.baseline.details.get(node, '')}".strip()[:200]
                         for node in notes.baseline.failed)
-        summary = (summary_with_uses(self.workspace.root, self.ctx.index) if self.on("plan_references")
+        summary = (summary_with_uses(self.workspace.root, self.ctx.index) if self.on(feature.PLAN_REFERENCES)
                    else self.ctx.index.summary())
         view = PlanView(self.requirement, summary, failing, notes.refused,
-                        menu=sources if self.on("closed_plan") else (), example=self.on("plan_example"))
+                        menu=sources if self.on(feature.CLOSED_PLAN) else (), example=self.on(feature.PLAN_EXAMPLE))
         raw = self._propose("PLAN_CHANGE", "", lambda: self.planner.propose_plan(view))
         if raw is None:
             return
@@ -447,19 +449,19 @@ class RepoEditRun:
         suspect = path if not first else (locate_failure(notes.baseline.output, notes.baseline.failed,
                                                          tuple(notes.steps), self.ctx.index) or "")
         failure = notes.failure
-        if first and self.on("first_failure"):
+        if first and self.on(feature.FIRST_FAILURE):
             failure = notes.baseline.output[-self.limits.failure_chars:]
-        names = tuple(d.name for d in definitions(content)) if self.on("definition_edit") else ()
+        names = tuple(d.name for d in definitions(content)) if self.on(feature.DEFINITION_EDIT) else ()
         pointed = blamed(path, content, output) if names else ()
         names = (*pointed, *(n for n in names if n not in pointed))
         retry = self.state.attempts > 0 or not first
-        previous = self._previous_answer(path) if retry and self.on("repair_feedback") else ""
-        sampled = retry and self.on("sampled_repair")
+        previous = self._previous_answer(path) if retry and self.on(feature.REPAIR_FEEDBACK) else ""
+        sampled = retry and self.on(feature.SAMPLED_REPAIR)
         view = EditView(self.requirement, path, notes.steps.get(path, ""), content, failure, notes.refused,
-                        definitions=names, blamed=pointed, previous=previous,
+                        format=self.edit_format.name, definitions=names, blamed=pointed, previous=previous,
                         temperature=0.7 if sampled else 0.0,
                         seed=sum(isinstance(e, Proposed) for e in self.events) if sampled else 0, first=first,
-                        offer_skip=not (self.on("blamed_skip") and path == suspect))
+                        offer_skip=not (self.on(feature.BLAMED_SKIP) and path == suspect))
         return view, suspect
 
     def _previous_answer(self, path: str) -> str:
@@ -478,20 +480,16 @@ class RepoEditRun:
         raw = self._propose("EDIT_FILE", path, lambda: self.planner.propose_edit(view), view.temperature, view.seed)
         if raw is None:
             return
-        if view.definitions:
-            changes, refusal, status, reason = self._definition_changes(raw, content, view.definitions)
-        else:
-            proposal, refusal = parse_proposal(raw, EditProposal)
-            changes = proposal.edits if proposal else ()
-            status, reason = (proposal.status, proposal.reason) if proposal else ("", "")
-        if refusal is not None:
-            self._refuse("EDIT_FILE", refusal, path)
+        answer = self.edit_format.parse(raw, content, view)
+        changes, status, reason = answer.changes, answer.status, answer.reason
+        if answer.refusal is not None:
+            self._refuse("EDIT_FILE", answer.refusal, path)
             return
         if status == "abort":
             self.machine.fire("abort", file=path, reason=reason or "the planner aborted")
             return
         if status == "skip":
-            if self.on("blamed_skip") and path == suspect:
+            if self.on(feature.BLAMED_SKIP) and path == suspect:
                 self._refuse("EDIT_FILE", Refusal("blamed_skip", f"the failing tests point at {path}",
                                                   "change this file: the failure is raised here."), path)
                 return
@@ -511,23 +509,7 @@ class RepoEditRun:
         elif isinstance(result, Refusal):
             self._refuse("EDIT_FILE", result, path)
         else:
-            answer = parse_definitions(raw, view.definitions)[0] if view.definitions else None
-            self._applied(result, "guards", [name for name, _ in answer.changes] if answer else [])
-
-    def _definition_changes(self, raw: str, content: str,
-                            names: tuple[str, ...]) -> tuple[tuple[SearchReplace, ...], Refusal | None, str, str]:
-        """The definition contract's answer as search/replace edits (or the refusal), its status and reason."""
-        answer, refusal = parse_definitions(raw, names)
-        if answer is None:
-            return (), refusal, "", ""
-        changes = []
-        for name, code in answer.changes:
-            edit, why, _ = definition_edit(content, name, code)
-            if edit is None:
-                return (), Refusal("bad_definition", why, "write the named definition out whole: its def, class "
-                                                         "or assignment line and its whole body."), "", ""
-            changes.append(edit)
-        return tuple(changes), None, answer.status, answer.reason
+            self._applied(result, "guards", list(answer.named))
 
     def _applied(self, result: EditResult, by: str, named: list[str] | None = None) -> None:
         event = self.machine.record(EditApplied(file=result.path, diff=result.diff,
@@ -555,7 +537,7 @@ class RepoEditRun:
 
     def _run_tests(self) -> None:
         ran = self._test_run("check")
-        if self.on("follow_traceback") and ran.outcome in ("failed", "error"):
+        if self.on(feature.FOLLOW_TRACEBACK) and ran.outcome in ("failed", "error"):
             self._follow_traceback(ran)
         self._settle(ran)
 
@@ -578,6 +560,11 @@ class RepoEditRun:
         self._settle(self.machine.record(RolledBack(digest_before=result.digest_before,
                                                     digest_after=result.digest_after,
                                                     baseline=result.baseline, restored=result.restored)))
+
+
+def edit_format_of(features: FeatureSet, name: str | None) -> EditFormat:
+    """The per-file edit format a run asks for: ``name`` if given, else the one its features select."""
+    return edit_format(name or features.edit_format(), per_file=True)
 
 
 def _check_resumable(existing: list[Any], params: Mapping[str, Any]) -> None:

@@ -34,7 +34,7 @@ def _arms(folders: Path | Sequence[Path], machine: str, baseline: str) -> tuple[
     return arms[machine], arms[baseline], paired
 
 
-def benchmark_targets(folders: Path | Sequence[Path], machine: str = "machine_plus",
+def benchmark_targets(folders: Path | Sequence[Path], machine: str = "machine",
                       baseline: str = "prompt_whole") -> list[Target]:
     """The fix tasks' targets: the share fixed, the points above ``baseline``, the paired test, and no tree left
     broken or test file changed by ``machine``."""
@@ -51,7 +51,7 @@ def benchmark_targets(folders: Path | Sequence[Path], machine: str = "machine_pl
                    mine["broken_trees"] == 0 and mine["tests_changed"] == 0)]
 
 
-def project_targets(folders: Path | Sequence[Path], machine: str = "machine_plus",
+def project_targets(folders: Path | Sequence[Path], machine: str = "machine",
                     baseline: str = "prompt_whole") -> list[Target]:
     """The kit's projects' targets: ``machine`` fixes at least nine of ten, and at least as many as ``baseline``."""
     mine, theirs, _ = _arms(folders, machine, baseline)
