@@ -142,19 +142,19 @@ def test_a_misspelt_feature_check_in_the_machine_is_an_error_not_off() -> None:
     run = RepoEditRun(project_dir(task), task.requirement, ScriptedPlanner([], []), features={"code_plan"})
     try:
         assert run.on("code_plan") and not run.on("closed_plan")
-        with pytest.raises(LabkitError, match=r"unknown machine feature.*code_pln(.|\n)*code_plan, closed_plan"):
+        with pytest.raises(LabkitError, match=r"unknown code machine feature.*code_pln(.|\n)*code_plan, closed_plan"):
             run.on("code_pln")
     finally:
         run.workspace.close()
-    with pytest.raises(LabkitError, match="unknown machine feature"):
+    with pytest.raises(LabkitError, match="unknown code machine feature"):
         RepoEditRun(project_dir(task), task.requirement, ScriptedPlanner([], []), features={"code_pln"})
 
 
 def test_an_arm_with_an_unknown_feature_is_refused_when_it_is_built() -> None:
-    from labkit.repoedit.arms import _machine_run, _model_planner
+    from labkit.repoedit.arms import Arm
 
-    with pytest.raises(LabkitError, match=r"unknown machine feature.*'telepathy'"):
-        _machine_run(_model_planner, frozenset({"code_plan", "telepathy"}))
+    with pytest.raises(LabkitError, match=r"unknown code machine feature.*'telepathy'"):
+        Arm("machine_telepathic", "machine, telepathic", "no such arm", features=frozenset({"code_plan", "telepathy"}))
 
 
 # ---------------------------------------------------------------- the model planner's contracts
