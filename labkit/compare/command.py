@@ -1,15 +1,9 @@
 """``labkit compare reading|code|dialog``: one command records, resumes, replays and reports every comparison.
 
-Each comparison declares a :class:`ComparisonKind` (``COMPARISONS = {name: kind}`` in a module that
-``labkit.core.registry.COMPARISON_MODULES`` names); this module gives every kind the same flags and rules:
-
-- a folder that holds a recording is continued only with ``--resume`` (which also starts an empty one, or one
-  that a recording killed before its configuration was written left),
-  so a typo in ``--out`` never mixes two recordings and ``make experiment`` can run twice;
-- ``--replay DIR`` re-runs a recording from its cassettes, prints every row that differs and exits 1
-  on any difference;
-- the model is built in one place (:func:`live_model`): the in-process model, one server or a pool,
-  then ``--reuse`` around it; the kind only says which context size and prompt heads it needs.
+Each comparison declares a :class:`ComparisonKind` (``COMPARISONS`` in a module named in
+``labkit.core.registry.COMPARISON_MODULES``) and gets the same rules: a folder holding a recording is
+continued only with ``--resume``, so two recordings never mix; ``--replay DIR`` re-runs one from its
+cassettes and exits 1 on any differing row; the model is built in one place (:func:`live_model`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Switchable machine features: each is one declaration that an arm switches on and its ablation off.
 
-Why a shared table: the code machine (:mod:`labkit.repoedit.features`) and the dialog machine
-(:mod:`labkit.dialog.features`) are measured the same way — an arm is the machine plus a set of
-feature names, and the ablation arms are generated from the table (every feature but one) — so the
-name check and the lookup are written once, here, and each machine declares only its features.
+The code machine (:mod:`labkit.repoedit.features`) and the dialog machine (:mod:`labkit.dialog.features`)
+are measured alike (an arm is the machine plus feature names; ablations drop one each), so the name
+check and lookup live here and each machine declares only its features.
 """
 
 from __future__ import annotations
@@ -28,9 +27,8 @@ class Feature:
 class Part:
     """One rule inside a feature that an ablation can switch off on its own (the feature stays on).
 
-    Why parts rather than more features: a recording names the features its arm had on, so a new feature
-    would change what every recorded ``machine_plus`` conversation says it ran under. A part is on with its
-    feature and is recorded only when switched off, so adding one leaves every recording as it was.
+    A part is on with its feature and recorded only when switched off, so adding one changes nothing a
+    recording says it ran under (a new feature would).
     """
 
     name: str

@@ -1,28 +1,12 @@
 """One runner for every comparison: arms × tasks × seeds as declared jobs, run, recorded, resumed, spread.
 
-A comparison declares what is its own — its jobs (:class:`Job`), where a job's model calls and log
-go, how one run goes and what a run that lost its backend records — as a :class:`Comparison`;
-:func:`run_jobs` does the rest, the same way for each:
-
-- ``runs.jsonl``: one row per finished run, appended as it finishes, so a stop loses nothing finished;
-  when the runner ends (or is stopped) the file is rewritten in job order, so a spread recording
-  reads line for line like a serial one;
-- resume: with ``resume=True`` the configuration must be the one in ``experiment.json`` (else a clear
-  error); the rows already recorded are kept and their jobs are not run again; a torn last line is
-  dropped and its run runs again from its start;
-- cassettes: a live run's model calls are recorded where the comparison says, and a replay serves
-  them from there (a call missing from them stops the replay: it is then not the recording);
-- per-run logs: the events a run returns are written, hash-chained, where the comparison says;
-- progress: one line per finished run with the runs left and an estimate of the time they take;
-- spreading: the live model may be a :class:`~labkit.llm.pool.ServerPool` of several servers, each
-  with its parallel slots. A run borrows one server for all its calls (each prompt of a run holds the
-  answers before it); rows are collected by their job, never by the order they finish in. With every
-  server serving one model file with the same settings, a run's calls are those one server would get.
-
-Provenance (:func:`provenance` and :func:`with_segment`) names the commit, the machine and the backend
-of every stretch of a recording; :func:`clean_commit` refuses to record into the repository's
-``data/`` from a working tree with uncommitted changes. The statistics a report needs are the kit's
-own (:mod:`labkit.compare.stats`: Wilson intervals, paired exact tests); :func:`per_task` reads them off rows.
+A :class:`Comparison` declares its jobs (:class:`Job`), where a job's cassette and log go, one run,
+and what a run that lost its backend records; :func:`run_jobs` does the rest alike for all: rows
+appended to ``runs.jsonl`` as runs finish (rewritten in job order at the end), ``resume`` against
+``experiment.json``, cassettes (a replay miss stops it), hash-chained per-run logs, progress, and
+runs spread over a :class:`~labkit.llm.pool.ServerPool` (one server per run). :func:`provenance`,
+:func:`with_segment` and :func:`clean_commit` keep recordings traceable; :func:`per_task` feeds
+:mod:`labkit.compare.stats`.
 
 Example, a comparison of two arms that needs no model::
 
@@ -301,9 +285,8 @@ def run_jobs(comparison: Comparison, answers: Answers, out: Path, *, resume: boo
              progress: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic) -> list[Row]:
     """Run every job of ``comparison`` not yet recorded in ``out``; return all rows, in job order.
 
-    A :class:`~labkit.llm.errors.CassetteMiss` (or a damaged cassette) stops everything: a replay that
-    misses is not the recording. Any other backend failure fails that run only (``comparison.failed``).
-    Whatever stops the runner, the rows finished so far are in ``out/runs.jsonl``, in job order.
+    A :class:`~labkit.llm.errors.CassetteMiss` (or damaged cassette) stops everything; any other backend
+    failure fails that run only (``comparison.failed``). Finished rows are always in ``out/runs.jsonl``.
     """
     out.mkdir(parents=True, exist_ok=True)
     kept = recorded_rows(comparison, out) if resume else []
@@ -408,9 +391,8 @@ def with_segment(prov: dict[str, Any], out: Path, *, resume: bool,
                  same: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """``prov`` with its ``segments``: one per stretch of recording (several when a recording was resumed).
 
-    Each segment names the code, machine and backend it ran with. A resumed recording must use the same
-    model file as the one it continues, and the same value of each ``same`` (key of ``prov``, what it is),
-    or its runs would not belong together.
+    Each names its code, machine and backend. A resumed recording must keep the model file and each
+    ``same`` value (key of ``prov``, what it is), or its runs would not belong together.
     """
     segment = {**{k: prov[k] for k in SEGMENT_FIELDS}, "wall_s": None}
     earlier: list[dict[str, Any]] = []

@@ -1,22 +1,9 @@
 """Small-sample statistics for comparing ways of working on a few dozen tasks.
 
-Experiments in this kit run each arm on tens of tasks, a few seeds each. Three questions come up
-every time, and each has one function here that every report imports:
-
-- *How sure is this rate?* :func:`wilson_interval` — the Wilson score interval. The textbook
-  ``p ± 1.96·sqrt(p(1-p)/n)`` says "[1, 1]" after 11 successes in 11 tries, certainty from eleven
-  tries; Wilson's interval stays inside [0, 1] and keeps a sensible width at 0 and n successes.
-- *Does it succeed every time?* :func:`pass_hat_k` — pass^k (after τ-bench): for a task with c
-  successes in n runs, C(c, k) / C(n, k) is the chance that k runs drawn without replacement are
-  all successes; an arm's pass^k is the mean over tasks. pass^1 is the plain success rate.
-- *Is arm A better than arm B?* :func:`paired_test` — outcomes cluster by task (an easy task is easy
-  for every arm), so the unit is the task, and the comparison is paired: each task is scored once
-  per arm, tasks where the arms agree carry no information, and the exact two-sided sign test asks
-  how surprising the split of the remaining ones is if neither arm were better. For one run per
-  task this is exactly the exact McNemar test (:func:`exact_mcnemar`); with several seeds a task's
-  score is its success rate and a task counts for the arm with the higher rate.
-
-Pure Python (``math.comb``), no SciPy: the numbers are small and the arithmetic is the lesson.
+:func:`wilson_interval`: a rate's Wilson score interval (stays in [0, 1] and sensible at 0 and n,
+unlike ``p ± 1.96·sqrt(p(1-p)/n)``). :func:`pass_hat_k`: pass^k, the mean over tasks of C(c, k) / C(n, k).
+:func:`paired_test`: the exact two-sided sign test over tasks (outcomes cluster by task), which for one
+run per task is the exact McNemar test (:func:`exact_mcnemar`). Pure Python: the arithmetic is the lesson.
 """
 
 from __future__ import annotations

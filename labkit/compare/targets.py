@@ -1,8 +1,7 @@
 """A target of an issue's "done when", checked against a recording: what it asks, the measured value, met or not.
 
-Why a type of its own: a notebook or a report that judged a recording in a cell could quietly judge another way
-than the text says. Each machine's targets are a function (:mod:`labkit.dialog.targets`,
-:mod:`labkit.repoedit.targets`) returning these lines.
+A type of its own so a notebook cannot judge a recording another way than the text says; each machine's
+targets (:mod:`labkit.dialog.targets`, :mod:`labkit.repoedit.targets`) return these lines.
 """
 
 from __future__ import annotations

@@ -1,86 +1,14 @@
 """``labkit bench core``: what the machinery costs, measured side by side in one run.
 
-Two questions a learner should be able to answer with numbers from their own machine:
+* A labkit step (validate, seal into the hash chain, fold, check invariants) against a bare
+  ``transitions`` trigger on the same table. Goal: at most 2x.
+* Replay (verify every hash, validate every event, fold) against plain ``json.loads`` of the same
+  lines. Goal: at least 100,000 events/s, within 4x of ``json.loads``.
 
-* How much slower is a labkit step than a bare ``transitions`` trigger on the same table? A labkit
-  step also validates and seals an event into the hash chain, folds it into the state and checks
-  invariants. Goal: at most 2x.
-* How fast does a log replay? Loading verifies every hash, validates every event with pydantic
-  and folds the reducer. Goal: at least 100,000 events/s, within 4x of plain ``json.loads`` of
-  the same lines (the floor for anything that reads JSON).
-
-Timings are medians of several alternating repeats, by wall time (``time.perf_counter``) and by
-the thread's CPU time (``time.thread_time``, steadier on a shared machine); ``--rounds`` repeats
-the step comparison and keeps every round. Nothing here is asserted by a test, because speed
-depends on the machine.
-
-Where a step's time goes. Wall and CPU times on the shared 2-core development machine move with
-its load, so the parts were found with cProfile, with each part timed on its own, and with
-instruction counts under callgrind (deterministic, so two versions compare exactly; ``labkit``
-minus ``bare`` per function). One step is about 20 µs, a bare trigger about 10 µs:
-
-* the ``transitions`` trigger itself, the same call the baseline makes: about 90,000
-  instructions of a step's 163,000, and about half its time;
-* building the ``Transitioned`` event (pydantic validation of eight fields): about 1.5 µs;
-* serialising it to JSON with pydantic (the bytes the chain hashes): about 1-1.5 µs;
-* SHA-256 of the body and its hex digest: about 0.6 µs;
-* folding it into a new frozen state: about 0.6 µs; three invariants: about 0.4 µs;
-* the calls between these parts (about a dozen Python frames of ~0.1 µs each);
-* the cyclic garbage collector: about 0.1-0.15 of the ratio (with it disabled, 1.73-1.92 against
-  1.92-2.01 with it, same processes). A step now keeps two tracked objects alive, the event and
-  its field dict (three before the fields-set change below, four before the states change); the
-  dict holds the payload, a dict, so CPython never untracks it. The bare trigger keeps nothing.
-
-The wall-time ratio sits 0.1-0.2 above the instruction ratio (1.79 before the states change): a
-step keeps about 0.8 KB alive (the event, its field dict, the hash), memory the bare trigger never
-touches.
-
-What was cut, with every check kept. Earlier: sealing serialised each event twice over (now the
-empty hash field is cut from one serialisation, the same bytes); the event was built through
-``BaseModel.__init__``'s keyword plumbing (now the model's validator, the same validation); the
-allowed-event check recomputed a list per step (now a set per state); the new state was filled
-through ``object.__setattr__`` (now the slot descriptors, the same frozen instance). Then, measured
-back to back against the code before in the same session and load (alternating processes, two
-rounds each): the code before 2.09-2.19, median 2.18; after 1.87-2.02, median 1.91:
-
-* pydantic gives every model instance its own ``set`` of the field names it was built with: a
-  728-byte container, a third of an event's memory, that the collector walked again and again
-  (``set_traverse`` was a fifth of its work). Events the machine builds all carry the same names, so
-  they now share one read-only :class:`labkit.core.events.FieldsSet` (equal contents, copies are private
-  plain sets; ``tests/test_machine.py`` checks it against pydantic's own construction). The largest
-  single gain: about -0.2 in the ratio;
-* an in-memory log built each event's JSON line only to drop it: only stores that write build it
-  now (``seal_body`` / ``sealed_line``), and a log that writes nothing skips the ``_persist`` call;
-* reading the serialiser through the class costs about 170 ns (pydantic's metaclass hooks attribute
-  lookup), through the instance about 60 ns; writing the digest with ``object.__setattr__`` about
-  300 ns, into the private copy's field dict about 30 ns; SHA-256 starts from a copy of a hasher that
-  has already taken the leading ``{`` (no ``b"{" + body`` copy);
-* ``LabMachine.states`` (the state after every event) was appended to by every step, one more
-  kept, tracked object per step. It is derived from the log when asked and kept from then on, so
-  asking after each step costs one extra fold per event; a run that never asks keeps only its
-  events. The log is the single source of truth and the reducer is pure, so the states are equal
-  (``tests/test_machine.py`` checks them step by step, after a violation and after a resume).
-  About -0.12 in the ratio;
-* invariants are called directly, with :func:`labkit.core.invariants.judged` and ``raised`` giving the
-  same details :meth:`Invariant.violation` gives (tested); the transition fold builds the state
-  inline; the event's place is read from the log's list once.
-
-On this busy machine single rounds spread by about ±0.1, so a run of five rounds can land on
-either side of 2; the gain is the difference measured back to back, not one recorded run.
-
-Measured and not adopted: building the event without pydantic's validator (``__new__`` plus four
-slot writes after checking the types) took 1.70 µs against the validator's 1.77 µs, no gain for a
-second definition of validity; ``to_json(warnings=False)`` is no faster; CPython's own SHA-256 is
-slower than OpenSSL's (1.42 against 0.67 µs); ``json.dumps`` of the fields is slower (4.4 µs) and
-not the same bytes; ``gc.freeze()`` every 1,000 steps measured no faster than the collector (8
-pairs in one process, before the states change: 1.83 against 1.84, and 1.84 with the collector
-off, where separate processes showed 0.1-0.15 for it: the collector's share is itself within
-this machine's noise), and it would freeze every object in the process (the learner's too), so
-cyclic garbage among them would never be collected.
-
-What remains is the trigger, pydantic's validation and serialisation, the hash and the fold; every
-invariant still runs on every step and every event is still validated, serialised, hashed and
-chained to the same bytes (the traces, cassettes and notebooks that check them are unchanged).
+Timings are medians of alternating repeats, by wall time and by thread CPU time (steadier on a
+shared machine); ``--rounds`` repeats the step comparison. No test asserts them: speed depends on
+the machine. Where a step's time goes: the trigger itself (about half), pydantic validation and
+serialisation of the event, its SHA-256, the fold and the invariants.
 """
 
 from __future__ import annotations
@@ -164,9 +92,8 @@ def _paired(subject: Callable[[], None], baseline: Callable[[], None], repeats: 
             clocks: tuple[Clock, Clock] = CLOCKS) -> dict[str, float]:
     """Median seconds of subject and baseline, and the medians of their per-pair ratios, by both clocks.
 
-    The two are run alternately, so a neighbour process that slows the machine for a while slows
-    both sides of a pair alike; the ratio is then steadier than either time on its own. On a shared
-    machine the CPU-time ratio is steadier still: time spent waiting for a core is not counted.
+    The two run alternately, so a neighbour that slows the machine slows both sides of a pair alike;
+    the CPU-time ratio is steadier still, as time spent waiting for a core is not counted.
     """
     pairs = [(_timed(subject, clocks), _timed(baseline, clocks)) for _ in range(repeats)]
     median = statistics.median

@@ -1,9 +1,8 @@
 """draw.io (diagrams.net) export of a transition table: an mxGraph XML file a person can open and edit.
 
-Why besides Mermaid: a scenario's author reviews and rearranges the graph by hand; draw.io opens
-this file directly (File > Open) and lays out nothing itself, so states are placed here in rows
-in breadth-first order from the initial state, which keeps a dialog's main path readable.
-Each state is a vertex (id ``s:<state>``), each row an edge (id ``t:<n>``) labelled with its event.
+draw.io lays out nothing itself, so states are placed here in rows in breadth-first order from the
+initial state, which keeps a dialog's main path readable. Each state is a vertex (id ``s:<state>``),
+each row an edge (id ``t:<n>``) labelled with its event.
 """
 
 from __future__ import annotations

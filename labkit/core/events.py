@@ -1,17 +1,11 @@
 """Typed, immutable, hash-chained events.
 
-An event is a fact that happened in a run: a transition, an invariant violation, a tool result.
-Events are pydantic v2 models tagged by their ``type`` field and parsed through one discriminated
-union, so an unknown ``type`` or a missing field is an error that names the event, never a
-silently half-read dict.
-
-Sealing and the hash chain
---------------------------
-Every stored event carries ``seq`` (0, 1, 2, ...), ``prev_hash`` (the previous event's hash, or
-``GENESIS_HASH`` for the first) and its own ``hash``. The hash is the SHA-256 of the event's JSON
-*exactly as written*, without the hash field. Because the hash is always the first key of the
-written line, checking a line needs no re-serialisation: the body is the line with that first key
-cut out. That keeps verification cheap enough to run on every load (see ``labkit bench core``).
+An event is a fact that happened in a run (a transition, an invariant violation, a tool result).
+Events are pydantic models parsed through one discriminated union on ``type``, so an unknown type
+or a missing field is an error that names the event. Every stored event carries ``seq``,
+``prev_hash`` (``GENESIS_HASH`` for the first) and ``hash``: the SHA-256 of its JSON exactly as
+written, without the hash field. The hash is the line's first key, so verifying a line needs no
+re-serialisation (the body is the line with that key cut out); loads verify every line.
 """
 
 from __future__ import annotations
@@ -59,10 +53,8 @@ _declared_loaded = False
 def register_event(cls: type[Event]) -> type[Event]:
     """Class decorator: add an event type to the discriminated union used for parsing.
 
-    Layers above the core (the planner runtime, the experiment) declare their own event types in
-    a module named in ``labkit.core.registry.EVENT_MODULES``; the parser imports those modules before
-    it reads its first line, so one parser and one replay path serve every log and no caller has
-    to import a layer first.
+    Layers declare their event types in modules named in ``labkit.core.registry.EVENT_MODULES``; the
+    parser imports those before its first line, so one parser serves every log.
     """
     global _adapter
     tag = cls.model_fields["type"].default
@@ -134,15 +126,11 @@ class InvariantViolated(Event):
 
 
 class FieldsSet(set):  # type: ignore[type-arg]
-    """A read-only fields set that many events of one shape share (pydantic's ``model_fields_set``).
+    """A read-only fields set (pydantic's ``model_fields_set``) shared by events of one shape.
 
-    pydantic gives every model instance its own ``set`` of the field names it was built with. A
-    live run keeps every event, so that set was a third of an event's memory and, being a container,
-    was walked again and again by the cyclic garbage collector (about a fifth of the collector's
-    work per step in ``labkit bench core``). Events the machine builds all have the same names, so
-    they share one such set. It stays a ``set`` (pydantic's serialiser requires one, for
-    ``exclude_unset``); mutating it in place is refused, and a copy (``model_copy`` makes one before
-    it adds updated names, so do ``copy``, ``deepcopy`` and pickling) is a plain, private ``set``.
+    Sharing one set saves a per-event container that the cyclic collector would walk on every step.
+    It stays a ``set`` (pydantic's serialiser needs one for ``exclude_unset``); mutating it in place is
+    refused, and any copy (``model_copy``, ``copy``, ``deepcopy``, pickling) is a plain, private ``set``.
     """
 
     __slots__ = ()

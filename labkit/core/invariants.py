@@ -41,9 +41,8 @@ def raised(exc: Exception) -> str:
 def judged(result: object) -> str:
     """The violation detail for a check's answer other than None: the sentence, or what was wrong with it.
 
-    Split from :meth:`Invariant.violation` so that a caller on a hot path (``LabMachine`` runs every
-    invariant after every step) can call ``check`` itself and judge only the rare non-None answer,
-    with exactly the same outcome.
+    Split from :meth:`Invariant.violation` so a hot path (``LabMachine``) can call ``check`` itself and
+    judge only the rare non-None answer, with the same outcome.
     """
     if not isinstance(result, str) or not result:
         return f"the check returned {result!r}; it must return None (holds) or a non-empty sentence"

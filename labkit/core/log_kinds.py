@@ -1,14 +1,10 @@
 """Event logs that follow no table, and how ``labkit replay`` reads them.
 
-A machine's log begins with ``run_started``, which names its table; replay folds it with that table's
-reducer (:mod:`labkit.core.catalog`). Other parts of the kit write hash-chained logs with no table behind
-them — the comparison's prompt-only loop is one: the model's answers and the tools they ran, and how
-the loop stopped. Such a part declares a :class:`LogKind`: how to recognise its log from its events,
-and what the log says, read from the events alone. Kinds are declared as ``LOG_KINDS`` (a mapping of
-name to kind) in the modules named in ``labkit.core.registry.LOG_KIND_MODULES`` and read on first use.
-
-The hash chain is verified before any kind is asked (by :func:`labkit.core.store.load_events`), so what a
-kind prints is what was written.
+Some parts write hash-chained logs with no table behind them (the comparison's prompt-only loop,
+say). Such a part declares a :class:`LogKind`: how to recognise its log from its events and what
+the log says. Kinds are declared as ``LOG_KINDS`` in the modules named in
+``labkit.core.registry.LOG_KIND_MODULES``. The chain is verified before any kind is asked
+(:func:`labkit.core.store.load_events`), so what a kind prints is what was written.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """LabMachine: a ``transitions`` machine driven by a checked table, with a log and invariants.
 
-One step is: check the event is allowed here, let ``transitions`` pick the row (guards are its
-conditions), seal a ``Transitioned`` event into the log, fold it into the state with the reducer,
-then check every invariant. Facts that are not transitions (a tool's result, say) go through
-:meth:`LabMachine.record` and are checked the same way. The state is therefore always exactly
-what replaying the log gives, and the log is the single source of truth.
+One step: check the event is allowed here, let ``transitions`` pick the row (guards are its
+conditions), seal a ``Transitioned`` event into the log, fold it with the reducer, check every
+invariant. Other facts go through :meth:`LabMachine.record`, checked the same way. The state is
+always what replaying the log gives: the log is the single source of truth.
 """
 
 from __future__ import annotations
@@ -39,9 +38,8 @@ class _Model:
 class LabMachine:
     """A run of a transition table. Everything it knows is in ``self.log``.
 
-    ``on_violation`` is ``"raise"`` (record the violation, halt the run, raise) or the name of a
-    terminal state to send the run to (record the violation and move there).
-    Pass an existing log to resume a run: its events are replayed to restore the state.
+    ``on_violation`` is ``"raise"`` (record the violation, halt, raise) or the name of a terminal state
+    to move the run to. Pass an existing log to resume a run: its events are replayed.
     """
 
     def __init__(
@@ -143,9 +141,8 @@ class LabMachine:
     def states(self) -> list[Any]:
         """The state after every event of the log, in order; the last one is ``self.state``.
 
-        Derived from the log when asked (the reducer is pure, so folding the events again gives
-        equal states) and kept, so asking after every step costs one fold per new event. A step
-        does not store it: a run that never asks keeps only its events (``labkit bench core``).
+        Derived from the log when first asked (the reducer is pure) and kept, so asking after every step
+        costs one fold per new event, and a run that never asks keeps only its events.
         """
         states, events = self._states, self.log.events
         if len(states) < len(events):

@@ -1,24 +1,11 @@
 """Test paths generated from a transition table, and a driver that proves the machine follows them.
 
-Model-based testing reads the table as a graph and derives the tests from it, so a row added to
-the table is a row tested without anyone writing a test for it (XState's ``@xstate/graph`` does
-this for JavaScript). Two covers are offered:
-
-- ``transitions``: event sequences from the initial state that together take every row. They are
-  built by a greedy walk: from where the current sequence stands, follow a breadth-first shortest
-  route to the nearest row not yet taken, and take it; when no untaken row can be reached from
-  there (the walk entered a terminal state), start a new sequence from the initial state. Each
-  sequence ends at most once in a terminal state, so the number of distinct rows that enter a
-  terminal state is a lower bound on the number of sequences; :class:`PathSuite` reports both.
-- ``pairs``: the same sequences, plus one *refusal* per (state, event) pair the machine must turn
-  down: the declared-impossible and the unhandled pairs, every event in every terminal state (a
-  finished run stays finished), and every (state, event) whose only rows are guarded by one guard
-  when that guard does not hold. Each refusal is a shortest route to the state, then the event.
-
-A step that takes a guarded row says which guard must hold (``has_fix_note`` or ``not
-has_fix_note``). :func:`drive` runs a suite on a real :class:`~labkit.core.machine.LabMachine` with each
-guard forced to the value the step needs, and reports every step the machine did not take as
-planned and every refusal it did not make (or made while recording something).
+Model-based testing: a row added to the table is a row tested. ``transitions`` gives event
+sequences from the initial state that together take every row (a greedy walk to the nearest
+untaken row; a new sequence after each terminal state). ``pairs`` adds one *refusal* per
+(state, event) the machine must turn down. :func:`drive` runs a suite on a real
+:class:`~labkit.core.machine.LabMachine`, forcing each guard to what the step needs, and reports
+every step not taken as planned and every refusal not made.
 """
 
 from __future__ import annotations

@@ -17,9 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 def git_commit(*, own_output: Path | None = None, repo: Path = REPO) -> str:
     """The labkit commit, with ``+dirty`` when tracked files differ from it ("unknown" outside git).
 
-    ``own_output``: the folder the recording itself writes. A recording extended in batches (``--add``)
-    changes its own files between batches; those are the run's results, not a change to the code that
-    produced them, so they do not count as dirt. Any other changed tracked file still does.
+    Changed files under ``own_output`` (the folder the recording itself writes, e.g. between ``--add``
+    batches) are the run's results, not a code change, so they do not count as dirt.
     """
     status = ["git", "status", "--porcelain", "--untracked-files=no"]
     if own_output is not None and Path(own_output).resolve().is_relative_to(repo.resolve()):

@@ -1,12 +1,9 @@
 """Parsing Python source with :mod:`ast` safely from several threads at once.
 
-CPython 3.11 keeps the AST constructor's recursion depth in interpreter-wide state, not per
-thread (CPython issue gh-106905). When two threads build trees at the same time and one is
-switched out mid-tree (a garbage collection that runs a ``__del__`` is enough), the other one's
-count goes wrong and :func:`ast.parse` raises ``SystemError: AST constructor recursion depth
-mismatch`` on perfectly good code. ``labkit grade`` checks learners' files on a thread pool and the
-code comparison can run tasks on threads, so a right submission failed its row now and then.
-Every parse in labkit goes through :func:`parse`, which holds one lock while the tree is built.
+CPython 3.11 keeps the AST constructor's recursion depth in interpreter-wide state (gh-106905), so
+two threads parsing at once can make :func:`ast.parse` raise ``SystemError: AST constructor
+recursion depth mismatch`` on good code. Grading and the code comparison parse on threads, so every
+parse in labkit goes through :func:`parse`, which holds one lock while the tree is built.
 """
 
 from __future__ import annotations

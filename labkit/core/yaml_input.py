@@ -1,18 +1,10 @@
 """The one strict reader of the YAML files a user writes: every mistake named at ``file:line:column``.
 
-Why strict: YAML 1.1 (what PyYAML reads) turns an unquoted ``yes``, ``no``, ``on`` or ``off`` into a
-boolean, ``12`` into a number, ``2025-03-14`` into a date and an empty value into null, keeps only the
-last of two equal keys, and its errors about tabs and stray bytes point away from the mistake. A
-learner's ``- yes`` as a user's last message must be named where it stands, with the fix ("quote it"),
-not reported as a missing list three layers further on.
-
-:func:`read_input` reads a file's bytes into text and refuses what is no text file at all (a binary,
-invalid UTF-8, an empty file, one over a size bound); :func:`parse_yaml` reads that text into plain
-dicts, lists and scalars, where each mapping is a :class:`Located` and each list a :class:`LocatedList`
-that remember where they, their keys and their items stand, and refuses tabs in indentation and
-duplicate keys. Keys are always text (a plain ``no:`` key is the text ``no``). The callers' checks use
-:func:`expect_text`, :func:`check_keys` and :func:`where_of` so that every loader words these
-mistakes alike. Every problem is a :class:`~labkit.core.errors.LabkitError` of the caller's class.
+Strict because YAML 1.1 silently turns ``yes``/``no``/``on``/``off``, numbers, dates and empty values
+into other types and keeps the last of two equal keys. :func:`read_input` refuses what is no text
+file (binary, invalid UTF-8, empty, too large); :func:`parse_yaml` gives :class:`Located` mappings and
+:class:`LocatedList` lists that remember positions, keys always text, and refuses tabs in indentation
+and duplicate keys. Problems are :class:`~labkit.core.errors.LabkitError` of the caller's class.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The child side of an exercise check: import the learner's file, run the exercise's probes, print data.
 
-This runs in its own sandboxed process (:func:`labkit.course.exercises.run_probes`), never in the process
-that judges. It reads ``job.json`` from its working folder (the learner's file, the exercise's
-``probe.py`` copied beside it, the cases to run), imports the learner's file, calls
-``probe(module, cases)`` and prints the result as one JSON line after a marker. Whatever the
-learner's code does here (patch the probes, print a forged line, exit early) reaches the judge only
-as data, and the judge checks that data against answers this process never sees.
+Runs in its own sandboxed process (:func:`labkit.course.exercises.run_probes`): reads ``job.json``,
+imports the learner's file, calls ``probe(module, cases)`` and prints one JSON line after a marker.
+Whatever the learner's code does here reaches the judge only as data, checked against answers this
+process never sees.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Classroom exercises: a student file with gaps, a reference solution, probes and a judge.
 
-Each exercise lives in ``exercises/NNx_topic/`` (``NN`` the notebook it practises, ``x`` its order
-there) with ``student.py`` (gaps marked ``TODO``), ``solution.py``, ``probe.py`` and ``check.py``. The
-learner's file never runs in the process that judges it: :func:`run_probes` imports it in a child under
-:func:`labkit.core.sandbox.run_sandboxed` (a time limit, resource limits, and under bwrap the exercise folder
-hidden), runs the exercise's ``probe(module, cases)`` there and takes back one JSON line of data.
-``check.py`` is imported only here: ``cases(rng)`` makes the inputs (hidden ones drawn afresh each
-check), ``judge(results, cases, source)`` turns the data into feedback (an empty list means solved), and
-an optional ``static`` plus the shared rules in :func:`_refusal` read the file's source here before
-anything of it runs. CI runs every checker against the solution (must pass), the untouched student file
-(must fail) and a list of cheats (must fail), so none of them can rot unnoticed.
+Each ``exercises/NNx_topic/`` (``NN`` its notebook) holds ``student.py``, ``solution.py``, ``probe.py``
+and ``check.py``. The learner's file never runs in the judging process: :func:`run_probes` runs the
+probes in a sandboxed child (exercise folder hidden under bwrap) and takes back one JSON line of data.
+``check.py`` (imported only here) gives ``cases(rng)``, ``judge(results, cases, source)`` (empty list:
+solved) and optionally ``static``; :func:`_refusal` reads the source before any of it runs.
 """
 
 from __future__ import annotations
@@ -72,9 +67,8 @@ def _topic(folder: Path) -> str:
 def find_exercise(number: str, command: str = "labkit check {}") -> Path:
     """The folder of exercise ``number`` (``05a`` or ``5a``).
 
-    ``command`` is how the caller names an exercise (``{}`` for the number), so an error can say what to run.
-    An old number (:data:`RENAMED`) is refused with the exercise it became rather than guessed at: its
-    digits alone are the notebook's, which may have several exercises.
+    ``command`` is how the caller names an exercise (``{}`` for the number), for the error message. An
+    old number (:data:`RENAMED`) is refused with the exercise it became, never guessed at.
     """
     root = exercises_root()
     text = number.strip().lower()
@@ -217,9 +211,8 @@ def run_probes(folder: Path, target: Path, cases: Any, *, timeout: float = PROBE
                hidden: tuple[Path, ...] = ()) -> ProbeOutcome:
     """Import ``target`` in a sandboxed child, run ``folder/probe.py``'s ``probe(module, cases)`` there.
 
-    The child sees a private copy of the learner's file and of the probes, never the exercise's
-    folder (its solution and checker are hidden under bwrap) nor ``hidden``; its answer comes back
-    as one JSON line after a marker, and only that data reaches the judge.
+    The child sees private copies of the learner's file and the probes, never the exercise's folder nor
+    ``hidden``; only its one JSON line of data reaches the judge.
     """
     with tempfile.TemporaryDirectory(prefix="labkit-check-") as tmp:
         work = Path(tmp)
@@ -309,9 +302,8 @@ def check_file(folder: Path, target: Path, *, timeout: float = PROBE_TIMEOUT, hi
                seed: int | None = None) -> list[str]:
     """The feedback on ``target`` for the exercise in ``folder``: static rules, then probes in a child, then the judge.
 
-    The checker (``check.py``) is imported here and only here; it declares ``cases(rng)`` (the inputs
-    the probes run on, the hidden ones drawn afresh each time), ``judge(results, cases, source)``,
-    and optionally ``static(tree, name)`` and ``REFUSED_IMPORTS`` ({dotted name: why}).
+    ``check.py`` is imported here only; it declares ``cases(rng)`` (hidden ones drawn afresh),
+    ``judge(results, cases, source)``, and optionally ``static(tree, name)`` and ``REFUSED_IMPORTS``.
     """
     checker = _checker(folder)
     try:
@@ -354,11 +346,9 @@ UNUSED_IMPORT_NOTE = "  # noqa: F401 - your answer needs it"
 def student_text(solution: str, source: str = "solution.py") -> str:
     """The student file made from a solution's text: one source per exercise, no hand-kept copies.
 
-    A region from a ``# BEGIN SOLUTION`` line to a ``# END SOLUTION`` line is the answer. It is
-    replaced by the region's ``# STUB: text`` lines, written as ``text`` at the stub's indentation
-    (the given skeleton: a ``return`` that type-checks, a ``TODO`` saying what to do), or by a
-    single ``# TODO`` when it has none. Imports that only the answer used keep working in the
-    student file, with a note saying the answer will need them, so lint stays clean in both.
+    Each ``# BEGIN SOLUTION`` .. ``# END SOLUTION`` region is replaced by its ``# STUB: text`` lines (as
+    ``text``, at the stub's indentation) or by one ``# TODO``. Imports only the answer used stay, with a
+    note, so lint stays clean in both files.
     """
     out: list[str] = []
     region_start: int | None = None

@@ -1,10 +1,8 @@
 """Grading a class: every learner's file checked in its own sandboxed process, one row per learner.
 
-``labkit grade SUBMISSIONS_DIR --exercise N [--csv FILE]``. The layout: one ``.py`` file per
-learner directly in ``SUBMISSIONS_DIR``; the file's name (without ``.py``) is the learner. Each file
-goes through the same check as ``labkit check`` (:func:`labkit.course.exercises.check_file`): its code runs
-in a child under :func:`labkit.core.sandbox.run_sandboxed` with a time limit, with the submissions
-folder hidden from it, so a crash, an endless loop or a hostile file costs that learner's row only.
+``labkit grade SUBMISSIONS_DIR --exercise N [--csv FILE]``: one ``.py`` per learner (its name is the
+learner), each checked as ``labkit check`` does (:func:`labkit.course.exercises.check_file`), with a
+time limit and the submissions folder hidden, so a crashing, looping or hostile file costs its row only.
 """
 
 from __future__ import annotations

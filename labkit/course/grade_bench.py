@@ -1,9 +1,7 @@
 """``labkit bench grade``: a generated class of submissions, graded, timed, and every row checked.
 
-The class mixes five kinds of file, in turn: right (the solution), wrong (a plausible mistake),
-crashing (raises while importing), looping (never returns) and hostile (writes outside its folder,
-or patches the checker through ``sys.modules``). The benchmark says how long the whole class took
-and whether each learner got the row its kind calls for.
+Five kinds of file in turn: right, wrong, crashing, looping and hostile (writes outside its folder or
+patches the checker). It reports the class's time and whether each row is what its kind calls for.
 """
 
 from __future__ import annotations

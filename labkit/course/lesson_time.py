@@ -1,18 +1,10 @@
-"""How long a lesson takes a careful learner, estimated from what is in it — so the course map cannot drift.
+"""How long a lesson takes a careful learner, estimated from what is in it, so the course map cannot drift.
 
-The course map (``docs/course.md``) and each notebook's header state a time. Typed by hand, they fell behind
-as lessons grew (a review found 11¼ h stated where a careful learner needs 13–16 h). The estimate is now a
-declared rule over the lesson's source, and a test holds the map and the headers to it:
-
-- prose: technical Markdown read carefully, with a look back, at :data:`WORDS_PER_MINUTE`;
-- each code cell: run it and read its output, :data:`MINUTES_PER_CELL`, plus :data:`MINUTES_PER_CODE_LINE` per
-  line of code read;
-- each prediction (``predict(``): think, choose, check, read the reveal, :data:`MINUTES_PER_PREDICTION`;
-- each quiz question (``Choice(``, ``CodeLine(``): :data:`MINUTES_PER_QUESTION`;
-
-rounded to 5 minutes. It is a model of a read-through, not a timing of learners: the constants are a stated
-assumption, chosen so the whole course comes out inside the 13–16 h a reviewer's careful read-through took.
-Exercises keep their own estimates in the map (their time is writing code, which words do not count).
+A test holds ``docs/course.md`` and each notebook's header to this rule: prose at
+:data:`WORDS_PER_MINUTE`; per code cell :data:`MINUTES_PER_CELL` plus :data:`MINUTES_PER_CODE_LINE` per
+line; per ``predict(`` :data:`MINUTES_PER_PREDICTION`; per ``Choice(``/``CodeLine(``
+:data:`MINUTES_PER_QUESTION`; rounded to 5 minutes. The constants are a stated assumption (a model
+of a careful read-through, not a timing); exercises keep their own estimates in the map.
 """
 
 from __future__ import annotations

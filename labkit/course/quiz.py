@@ -1,35 +1,12 @@
 """Course helpers: predict-then-see moments and self-checking quizzes for the notebooks.
 
-A lesson sticks when the learner commits to an answer before seeing it. :func:`predict` shows a
-question with choices and a *check* button; the answer and its explanation are revealed only after a
-choice was made and checked, so an executed notebook never shows them under the question. Where no
-widget can be drawn (a terminal, nbval, a static renderer) the cell shows only the question and
-"choose, then press check".
-
-**The reveal.** A prediction is followed by a code cell that shows what really happens, and that cell's
-stored output *is* the answer. Its lesson source tags it ``reveal`` (``# %% tags=["reveal"]``); the build
-(``scripts/build_notebook.py``) keeps its outputs, which nbval compares, and marks them folded. What hides
-them is JupyterLab itself (checked against JupyterLab 4.6):
-
-- *The file as opened.* JupyterLab folds a code cell's outputs when its metadata says ``collapsed: true``
-  (nbformat's ``jupyter.outputs_hidden``), and shows in their place one bar with the first non-empty line of
-  the first output. So the first output must not be the answer: the cell run right after the one that
-  showed a prediction starts with :data:`REVEAL_HEADING`, written to stderr (nbval leaves stderr out of its
-  comparison, see ``tests/nbval/ignore_stderr.py``), and that is the line the bar shows.
-- *The notebook being run.* JupyterLab unfolds a cell whenever it runs it (``CodeCell.execute`` clears
-  ``outputHidden``), so after *Run All* the metadata alone would show every answer. The prediction's box
-  therefore carries a small script (:data:`GUARD_JS`, in a hidden ``Output`` widget, whose outputs JupyterLab
-  trusts) that folds the next code cell again each time it runs, and unfolds it once a choice is checked
-  (the box gets the class ``labkit-answered``). The script only presses the cell's own fold bar, so the
-  learner can still unfold it by hand, and a notebook saved afterwards records the state as JupyterLab does.
-
-Outside JupyterLab (VS Code, a static renderer) nothing is folded: the heading line still says what follows.
-
-:class:`Quiz` ends a notebook: multiple-choice questions (:class:`Choice`) and one-line-of-code
-questions (:class:`CodeLine`, the learner's line is evaluated and its value judged by a function).
-It renders as widgets, and the same judging is available from plain Python as
-:meth:`Quiz.check`, which is what the tests call. A wrong answer is told "not yet" with a hint,
-never the right answer, so a quiz cannot be passed by reading its feedback.
+:func:`predict` shows a question with choices; the answer is revealed only after a checked choice (no
+widget: only the question). The next code cell, tagged ``reveal``, shows the real outcome; its outputs
+are kept and folded. JupyterLab shows a folded cell's first output line, so that cell first writes
+:data:`REVEAL_HEADING` to stderr (nbval ignores stderr); running a cell unfolds it, so
+:data:`GUARD_JS` folds it again until a choice is checked. :class:`Quiz` (:class:`Choice`,
+:class:`CodeLine`) ends a notebook; :meth:`Quiz.check` judges from plain Python. A wrong answer gets
+"not yet" and a hint, never the right answer.
 """
 
 from __future__ import annotations
@@ -101,14 +78,9 @@ def _require_choice(question: str, choices: Sequence[str], answer: str) -> None:
 class Prediction:
     """One predict-then-see moment; display it as the last expression of a cell.
 
-    Args:
-        question: what to predict.
-        choices: the possible answers, shown in this order.
-        answer: the right choice (ideally computed from the recorded run, not typed in).
-        explain: why it is right; shown, with the answer, only after a checked choice.
-        reveal: whether the next code cell shows the answer (a ``reveal`` cell: folded until a choice is
-            checked, see the module's docstring). False for a prediction whose answer is only in its box:
-            then the next code cell is left alone.
+    ``choices`` are shown in order; ``answer`` is the right one (ideally computed from the recorded run);
+    ``explain`` is shown with it after a checked choice. ``reveal``: the next code cell shows the answer
+    (folded until checked); False leaves the next cell alone.
     """
 
     def __init__(self, question: str, choices: Sequence[str], answer: str, explain: str, *,
@@ -158,10 +130,8 @@ class Prediction:
 class _RevealHeading:
     """Writes :data:`REVEAL_HEADING` first in the cell run right after a cell that showed a prediction.
 
-    IPython's ``pre_run_cell`` and ``post_run_cell`` events bracket every cell: a shown prediction arms this,
-    the end of its cell records that cell's code, and the next cell with other code gets the heading before
-    its own code runs (running the prediction's cell again gets none). It goes to stderr, flushed at once so
-    that it is the cell's first output.
+    A shown prediction arms it (IPython ``pre_run_cell``/``post_run_cell``); the next cell with other code
+    gets the heading on stderr, flushed so it is the cell's first output.
     """
 
     def __init__(self) -> None:
@@ -272,9 +242,8 @@ class Feedback:
 class Quiz:
     """A wrap-up quiz that checks itself, as widgets in a notebook and from plain Python.
 
-    Args:
-        questions: the questions, numbered from 1 in this order.
-        namespace: the names a :class:`CodeLine` answer may use (a notebook passes ``globals()``).
+    ``questions`` are numbered from 1; ``namespace``: the names a :class:`CodeLine` answer may use (a
+    notebook passes ``globals()``).
     """
 
     def __init__(self, questions: Sequence[Question], namespace: Mapping[str, Any] | None = None) -> None:

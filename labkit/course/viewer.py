@@ -1,13 +1,9 @@
 """The trace viewer's pure half: what step *i* of a run looks like, as data and as text.
 
-A recorded run is a list of events; everything worth showing about step *i* can be rebuilt from
-that list alone: the event, the state just before and just after it (a fold of the reducer), which
-invariants hold after it, and where the run stands on the table's diagram. Computing this here, as
-plain values and strings, keeps the widget (:mod:`labkit.course.viewer_widget`) a thin piece of wiring and
-lets the same views be printed in a static notebook, compared by nbval and tested by pytest.
-
-Nothing here trusts a recorded state: the states shown are the ones the reducer rebuilds, so a
-viewer can never show something the log cannot justify.
+Step *i* is rebuilt from the events alone: the event, the states around it (a reducer fold), the
+invariants after it and the place on the diagram. As plain values and strings, the same views serve
+the widget (:mod:`labkit.course.viewer_widget`), static notebooks, nbval and pytest. No recorded state
+is trusted: the states shown are the reducer's.
 """
 
 from __future__ import annotations
@@ -162,13 +158,9 @@ def _status(state: Any) -> str | None:
 class Trace:
     """A recorded run ready to be viewed step by step.
 
-    The states are rebuilt once, by folding ``reduce`` over ``events`` from ``empty``; no replay
-    check is applied on purpose, so that a tampered or diverging log can still be looked at (the
-    replay and divergence tools say *whether* it is consistent; the viewer shows *what* it says).
-
-    Rich states have many fields; ``focus`` keeps some of them, and ``project`` maps a state to the
-    fields worth reading (e.g. :func:`run_view` for planner–executor runs). ``describe`` writes the
-    one-line form of an event (``labkit.describe`` by default).
+    States are folded once from ``empty``, with no replay check, so a tampered log can still be looked
+    at. ``focus`` keeps some fields and ``project`` maps a state to those worth reading (e.g.
+    :func:`run_view`); ``describe`` writes an event's one-line form (``labkit.describe`` by default).
     """
 
     def __init__(
@@ -416,9 +408,8 @@ def render_timeline(trace: Trace, start: int = 0, stop: int | None = None) -> st
 def run_view(state: Any) -> dict[str, Any]:
     """The fields of a planner–executor run state worth reading step by step, in a compact form.
 
-    Duck-typed on the runtime's ``RunState`` (``status``, ``action``, ``owed``, ``reads``, ...), so
-    the viewer needs no import of the runtime. The action in flight is reduced to what decides the
-    next move: which tool, which attempt, whether a call is open and how it last ended.
+    Duck-typed on the runtime's ``RunState`` (no import of the runtime); the action in flight is reduced
+    to its tool, attempt, whether a call is open and how it last ended.
     """
     action = getattr(state, "action", None)
     if action is None:

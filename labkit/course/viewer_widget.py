@@ -1,10 +1,8 @@
 """The trace viewer as an ipywidget: a Play button and a slider over the steps of a run.
 
-All the content comes from the pure renderers in :mod:`labkit.course.viewer`; this module only wires
-them to controls. The step is drawn as Markdown (JupyterLab draws its Mermaid block as the
-diagram, with the current state marked). When the run is paused in ``WAITING_HUMAN`` at its last
-step, and the caller passed a ``decide`` callback, Approve and Deny buttons hand the decision to
-that callback (the runtime's human-decision API) and the viewer continues with the events it returns.
+It only wires :mod:`labkit.course.viewer`'s renderers to controls; the step is Markdown (with a Mermaid
+diagram). Paused in ``WAITING_HUMAN`` at its last step with a ``decide`` callback, Approve and Deny
+hand the decision to it and the viewer continues with the events it returns.
 """
 
 from __future__ import annotations

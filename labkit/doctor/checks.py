@@ -1,14 +1,9 @@
 """``labkit doctor``: is this machine ready for the kit, and if not, what fixes it?
 
-A crash of the native library must not be a learner's first contact with the kit. So every check
-runs in its own child process (a probe): if llama.cpp dies with SIGSEGV or SIGILL there, the doctor
-is still alive to say which check died and what to do. Each probe prints its facts as one JSON line;
-turning facts into a verdict (:func:`judge`) is a pure function, so the decisions for every kind of
-CPU are unit-tested without that CPU.
-
-Checks are declarations (:data:`CHECKS`): a name, what it is needed for, the probe's code, a
-timeout and the judge. ``make experiment`` runs ``labkit doctor --for experiment`` first and stops
-with its advice instead of a segfault.
+Every check runs in its own child process (a probe), so a native crash (SIGSEGV, SIGILL) leaves
+the doctor alive to name the check and the fix. A probe prints its facts as one JSON line; the
+verdict (:func:`judge`) is pure, so every CPU's case is unit-tested. Checks are declared in
+:data:`CHECKS`; ``make experiment`` runs ``labkit doctor --for experiment`` first.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """``labkit doctor --server URL``: can the kit use this server, and if not, what fixes it?
 
-A learner who brings their own server (llama.cpp, vLLM, Ollama, ...) needs to know before a
-two-hour comparison whether the kit can drive it: is it up, which model does it serve, is that a chat
-model (reached through its template) or a base model (plain completions), does it enforce a JSON
-schema or ignore it in silence, and how fast does it write. Each check is one :class:`ServerCheck`
-(a name and a function of what the checks before found); each prints the fix when it fails. The
-schema check is a probe (:func:`labkit.llm.server_kinds.probe_schema`): a schema that a free answer
-would almost surely break, so a server that ignores it is caught by its answer.
+Before a long comparison: is it up, which model, chat or base, does it enforce a JSON schema or
+ignore it, how fast does it write. Each check is a :class:`ServerCheck` that prints its fix when it
+fails; the schema check sends a schema a free answer would almost surely break
+(:func:`labkit.llm.server_kinds.probe_schema`).
 """
 
 from __future__ import annotations

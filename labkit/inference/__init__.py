@@ -1,12 +1,9 @@
 """Local inference: how fast the model runs here, what it needs in memory, and how to use a GPU.
 
-* :mod:`labkit.inference.gguf_meta` — an architecture description read from a GGUF file's header
-  (or given by hand), the input of the estimator;
-* :mod:`labkit.inference.fit` — weights + KV cache + scratch memory, and whether that fits a GPU;
-* :mod:`labkit.inference.loadlog` — llama.cpp's own buffer report, to check the estimate against;
-* :mod:`labkit.inference.bench` — ``labkit bench inference``;
-* :mod:`labkit.inference.gpu` — can this build offload, and how to rebuild it so it can;
-* :mod:`labkit.inference.goals` — the kit's speed goals, judged against the records in ``data/bench/``.
+:mod:`~labkit.inference.gguf_meta` (architecture from a GGUF header), :mod:`~labkit.inference.fit`
+(memory and GPU fit), :mod:`~labkit.inference.loadlog` (llama.cpp's own buffer report),
+:mod:`~labkit.inference.bench` (``labkit bench inference``), :mod:`~labkit.inference.gpu` (offload
+and rebuild), :mod:`~labkit.inference.goals` (speed goals against ``data/bench/``).
 """
 
 from labkit.inference.bench import (

@@ -1,19 +1,9 @@
 """``labkit bench inference``: how fast the model loads, reads a prompt and writes tokens, here.
 
-Four measurements, each the median of ``runs`` repetitions after one warm-up that is not counted
-(the warm-up pays for page cache, lazy library set-up and CPU frequency ramps):
-
-* load: seconds from ``Llama(...)`` to a ready context (weights mapped, KV cache allocated);
-* prompt processing: tokens per second while evaluating a ``prompt_tokens``-long prompt in batches;
-* generation, free: tokens per second of greedy decoding, one token per step;
-* generation under a JSON-schema grammar: the same, with the grammar masking every step, and its
-  ratio to free generation (the price of constrained decoding on this machine);
-* the same under the lazy grammar (:mod:`labkit.llm.lazy_grammar`: check the chosen token, mask
-  only on rejection), its ratio to free generation, and whether it produced the same token ids.
-
-Generation rates count decode steps after the first token, so the prompt's cost is not mixed in.
-Every result carries its provenance: model sha256, llama-cpp-python version, whether the build can
-offload to a GPU, thread count, layer count offloaded, sizes, time of the run.
+Medians of ``runs`` repeats after one uncounted warm-up: load time, prompt tokens/s, free greedy
+tokens/s, tokens/s under a JSON-schema grammar (masked, and lazy: :mod:`labkit.llm.lazy_grammar`,
+with whether it gave the same tokens) and their ratios to free. Generation rates count steps after
+the first token. Every result carries its provenance (model sha256, versions, GPU offload, threads).
 """
 
 from __future__ import annotations

@@ -1,29 +1,13 @@
 """Will this model fit? Memory for weights, KV cache and scratch space, from an architecture description.
 
-What is modelled (the same rules llama.cpp applies when it allocates, so the estimate can be checked
-against the buffer sizes it logs, see ``labkit.inference.loadlog``):
-
-* weights: the exact byte size of every tensor (from the GGUF tensor table) or, for an architecture
-  given by hand, parameter count x nominal bits per weight. With ``n_gpu_layers = k`` the *last* k
-  blocks go to the GPU; the token embedding always stays in host memory; the output head goes to the
-  GPU only when every block is offloaded (``k > n_layer`` or ``k = -1``). A tied output head is a
-  second copy of the token embedding on the GPU.
-* KV cache: per layer ``cells x n_head_kv x (head_dim_k x bytes(type_k) + head_dim_v x bytes(type_v))``,
-  so grouped-query attention (few KV heads) is counted as it is stored. ``cells`` is the context
-  rounded up to 256. Sliding-window layers (Gemma 2/3) keep the full context when ``swa_full`` is true
-  (llama.cpp's and llama-cpp-python's default), otherwise ``min(cells, pad256(n_swa x n_seq + n_ubatch))``.
-  KV of offloaded layers lives on the GPU (llama.cpp's default ``offload_kqv``).
-* compute (scratch) buffer: a rule of thumb, ``4 bytes x n_ubatch x max(n_vocab, n_head x cells)``: the
-  logits of one micro-batch (``n_ubatch`` = 512, capped at ``n_ctx`` as llama.cpp does), or without
-  flash attention the attention score matrix, whichever is larger. It sits on the GPU as soon as one
-  layer is offloaded (not checked on a GPU yet: with the output head left on the CPU the GPU's share
-  is probably smaller, so partial offload is estimated on the safe side).
-* the host-side output buffer (logits of one token, ``4 x n_vocab`` bytes per sequence).
-
-What is *not* modelled: the CUDA/Metal context and library workspaces (driver-dependent, commonly a
-few hundred MiB; covered by ``reserve_gib``, an assumed headroom, not a measurement), CPU repacked
-weight copies (host only), memory fragmentation, multi-GPU splits, and RoPE-scaling needs when the
-context exceeds what the model was trained for (memory is computed for the context asked for).
+It follows llama.cpp's allocation rules, so it can be checked against the buffers llama.cpp logs
+(:mod:`labkit.inference.loadlog`). Weights: exact tensor bytes (or parameters x bits); ``n_gpu_layers``
+= k offloads the last k blocks, the token embedding stays on the host, the output head moves only
+with every block. KV: per layer ``cells x n_head_kv x (head_dim_k x bytes(type_k) + head_dim_v x
+bytes(type_v))``, ``cells`` the context rounded up to 256, sliding-window layers per ``swa_full``.
+Compute: ``4 x n_ubatch x max(n_vocab, n_head x cells)`` bytes (a rule of thumb); plus a host logits
+buffer. Not modelled: driver context and workspaces (``reserve_gib``, an assumed headroom), repacked
+copies, fragmentation, multi-GPU splits, RoPE scaling.
 """
 
 from __future__ import annotations
@@ -202,9 +186,8 @@ def check_fit(arch: ArchSpec, n_ctx: int, vram_gib: float, n_gpu_layers: int = -
               reserve_gib: float = DEFAULT_RESERVE_GIB, **options: object) -> FitDecision:
     """Decide whether ``n_gpu_layers`` of ``arch`` at ``n_ctx`` fit in ``vram_gib`` GiB of GPU memory.
 
-    Also reports the largest layer count that would fit, so a "no" comes with what to do instead.
-    Options (``type_k``, ``type_v``, ``swa_full``, ``n_ubatch``, ``flash_attn``) pass to
-    :func:`estimate_memory`.
+    Also reports the largest layer count that would fit. Options (``type_k``, ``type_v``, ``swa_full``,
+    ``n_ubatch``, ``flash_attn``) pass to :func:`estimate_memory`.
     """
     if vram_gib <= 0:
         raise LabkitError(f"VRAM must be positive, got {vram_gib} GiB", "pass --vram 12 for a 12 GiB card.")

@@ -1,15 +1,9 @@
 """What a model needs in memory, described by its architecture: read from a GGUF file or given by hand.
 
-The fit estimator (``labkit.inference.fit``) works on an :class:`ArchSpec`, never on a file, so that a
-real GGUF file and a published architecture table (Llama-2-7B, which is not on this machine) go through
-one and the same code path. :func:`read_gguf_arch` fills an ``ArchSpec`` from a GGUF file's own header:
-the metadata keys and the tensor table, whose byte sizes are exact for the quantisation really used.
-
-Why our own header parser instead of ``gguf.GGUFReader``: the reader builds numpy views of every
-metadata array, and Gemma's 262,144-entry vocabulary made it take ~8 s here; the memory estimate needs
-only a dozen scalar keys and the tensor table, which this parser reads in a fraction of a second by
-skipping long arrays. The ``gguf`` package still supplies the format's constants (value types,
-quantisation block sizes), so the two cannot disagree about the format.
+The estimator works on an :class:`ArchSpec`, so a GGUF file and a published table (Llama-2-7B) share
+one code path. :func:`read_gguf_arch` reads the header's keys and tensor table (exact byte sizes)
+with its own parser, which skips long arrays (``gguf.GGUFReader`` takes seconds on a 262,144-token
+vocabulary); the ``gguf`` package still supplies the format's constants.
 """
 
 from __future__ import annotations
@@ -63,12 +57,9 @@ class TensorInfo:
 class ArchSpec:
     """The numbers memory depends on: weight bytes per placement, and the attention cache geometry.
 
-    ``layer_bytes[i]`` are the weights of repeating block ``i`` (offloadable one by one);
-    ``input_bytes`` the token embedding, which llama.cpp always keeps in host memory;
-    ``output_bytes`` the output head (final norm + projection), which goes to the GPU only when every
-    block is offloaded. For tied embeddings (no ``output.weight``) llama.cpp places a copy of the
-    token embedding there, so ``output_bytes`` includes it. ``n_head_kv`` is per layer (GQA, and
-    some models vary it by layer); ``swa_layers[i]`` says whether layer ``i`` uses the sliding window.
+    ``layer_bytes[i]``: block ``i``'s weights; ``input_bytes``: the token embedding (always on the host);
+    ``output_bytes``: the output head (on the GPU only with every block; includes the embedding copy when
+    tied). ``n_head_kv`` is per layer; ``swa_layers[i]``: layer ``i`` uses the sliding window.
     """
 
     name: str

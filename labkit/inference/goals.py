@@ -1,10 +1,8 @@
 """The kit's speed goals, read against the benchmark records in ``data/bench/``.
 
-A goal is a number some recorded benchmark must reach. Each is declared once in :data:`SPEED_GOALS`: which
-record it reads, how to get the measured value out of it, the target, and how to say from the same record
-why the value is what it is. :func:`speed_goals` reads the records that exist and judges each goal;
-:func:`render_speed_goals` prints the table notebook 07 shows. A goal whose record is missing is reported as
-not recorded, never as met.
+Each goal in :data:`SPEED_GOALS` names its record, how to read the value, the target and how to
+explain the value. :func:`speed_goals` judges them; :func:`render_speed_goals` prints notebook 07's
+table. A goal whose record is missing is reported as not recorded, never as met.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """What llama.cpp itself says it allocated: capture its log while loading, parse the buffer sizes.
 
-llama.cpp reports every buffer it allocates ("CPU_Mapped model buffer size = 235.16 MiB",
-"CPU KV buffer size = 12.00 MiB", "CPU compute buffer size = 514.50 MiB"). Those lines are the ground
-truth the fit estimator is checked against. They go through a C log callback, not Python's stderr,
-so we install our own callback with ``llama_cpp.llama_log_set`` for the duration of a load and put
-llama-cpp-python's own callback back afterwards (the callback is process-wide).
+The "... buffer size = N MiB" lines are the ground truth the fit estimator is checked against. They
+go through llama.cpp's process-wide C log callback, so ours is installed with
+``llama_cpp.llama_log_set`` for one load and llama-cpp-python's put back afterwards.
 """
 
 from __future__ import annotations
@@ -87,10 +85,8 @@ class LoadCheck:
     def rows(self) -> list[tuple[str, float, float, float]]:
         """(what, estimated MiB, logged MiB, error %) for weights, KV cache, compute and their total.
 
-        The weights row compares with the ``CPU_Mapped`` buffer, which holds the file's tensors; the
-        ``CPU_REPACK`` buffer is an extra, CPU-only copy of some tensors rearranged for SIMD kernels
-        (it depends on the CPU's instruction set) and is not something a GPU needs, so it is left out
-        and shown separately by :meth:`repack_mib`.
+        Weights compare with the ``CPU_Mapped`` buffer; the CPU-only ``CPU_REPACK`` copy is left out and
+        shown by :meth:`repack_mib`.
         """
         est = self.estimate
         weights_logged = sum(v for k, v in self.report.model.items() if "REPACK" not in k)

@@ -1,23 +1,11 @@
 """``labkit bench parallel``: generated tokens/s with several sequences decoded in one batch.
 
-Why: one sequence at a time, each generated token is one pass over the weights; a small model on a
-big GPU is then bound by kernel launches, not arithmetic (the recorded H200 single stream stopped at
-583 tokens/s for the 270M model, ``data/bench/gpu/README.md``). A server that serves several users
-at once (llama.cpp's ``--parallel N`` slots, vLLM's batching) puts one token of *each* sequence into
-the same pass. This benchmark measures exactly that step, in process, through llama.cpp's own
-batch API: for each width N it decodes N different prompts, then greedily generates
-``gen_tokens`` tokens for all N, one ``llama_decode`` per step holding one token per sequence.
-
-Reported per width, as the median of ``runs`` timed runs after one warm-up: the aggregate rate
-(N × steps / seconds), the rate each sequence sees, and the aggregate as a ratio of the single
-stream's. Rates count the steps after the first token, as ``labkit bench inference`` does. Each
-sequence's tokens are compared with the same prompt decoded alone (``same_tokens_as_alone``): a
-batch may round differently, and the benchmark says how often that changed a greedy answer rather
-than assuming it never does.
-
-The model is loaded through :func:`labkit.llm.native.open_llama` (never ``llama_cpp.Llama`` directly:
-on an AMX CPU that crashes on the first decode); the batched context is a second context on the
-same weights, made with the fields ``Llama`` does not expose (``n_seq_max``).
+A small model on a big GPU decoding one sequence is bound by kernel launches; a server batching
+users puts one token of each sequence in one pass. For each width N this decodes N prompts, then
+greedily generates ``gen_tokens`` for all, one ``llama_decode`` per step. Reported (median of
+``runs`` after a warm-up): aggregate and per-sequence rates, the ratio to one stream, and whether
+each sequence's tokens equal the prompt decoded alone. Loaded through
+:func:`labkit.llm.native.open_llama`; the batched context is a second one on the same weights.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """LLM backends: one small interface (:class:`Backend`), several implementations.
 
-- :class:`LlamaCppBackend` — a GGUF model in this process (the embedded model by default);
-- :class:`OpenAICompatBackend` — an OpenAI-compatible ``/v1/completions`` server;
-- :class:`ServerPool` — several servers of one model; each run borrows one for all its calls;
-- :class:`RecordingBackend` / :class:`ReplayBackend` — JSONL cassettes of real calls;
-- :class:`ScriptedBackend` — scripted answers for unit tests of logic.
-
-Every model this kit opens goes through :func:`open_llama`, which loads it by this machine's
-:class:`LoadPlan` (no AMX weight-repack route where it crashes; see :mod:`labkit.llm.native`).
-
-Structured output: pass ``schema=`` (a JSON schema) to ``complete``; read the answer with
-:func:`parse_json_output` (or an :class:`OutputTally`, which counts invalid outputs).
+:class:`LlamaCppBackend` (a GGUF model in process), :class:`OpenAICompatBackend` (a server),
+:class:`ServerPool` (several servers of one model, one per run), :class:`RecordingBackend` /
+:class:`ReplayBackend` (JSONL cassettes), :class:`ScriptedBackend` (unit tests). Every model is opened
+through :func:`open_llama` with this machine's :class:`LoadPlan` (:mod:`labkit.llm.native`). Pass
+``schema=`` to ``complete`` and read the answer with :func:`parse_json_output` or an :class:`OutputTally`.
 """
 
 from labkit.llm.backend import Backend, Completion, Request

@@ -1,11 +1,9 @@
 """The one interface every LLM backend implements, and the record of one call.
 
-Why so small: the state machines above only ever need "complete this prompt, maybe under a JSON
-schema, with these decoding parameters" plus enough provenance to reproduce the number later.
-Streaming and tool calls are deliberately absent: the embedded model is a *base* model without a
-chat template, and every backend must behave the same for the experiment to be fair. A conversation
-(a free loop's turns) is sent in both forms: ``prompt`` is the plain transcript a base model reads
-and a cassette shows, ``messages`` the same turns for a chat model's template (:class:`Request`).
+The machines only need "complete this prompt, maybe under a JSON schema, with these decoding
+parameters" plus provenance. No streaming or tool calls: every backend must behave alike for a
+fair experiment. A conversation is sent in both forms: ``prompt`` (the plain transcript a base
+model reads) and ``messages`` (the turns for a chat model's template, :class:`Request`).
 """
 
 from __future__ import annotations
@@ -26,12 +24,9 @@ DEFAULT_SAMPLING: dict[str, float | int] = {"top_k": 40, "top_p": 0.95, "min_p":
 class Completion:
     """What one call returned, with the counts an experiment reports.
 
-    ``seconds`` is the wall time of the call as measured by the backend (for a replayed call: the
-    time measured when it was recorded; ``replayed`` tells them apart). ``grammar_used`` is true
-    only when a grammar really constrained decoding; ``retries`` counts the HTTP requests re-sent
-    for this call (a server backend's barrier request included). ``cached_tokens`` counts the prompt
-    tokens whose KV state was read from a cache instead of evaluated (a kept declared prefix, or what
-    a server reports it reused); 0 where nothing was reused or the server does not say.
+    ``seconds``: wall time of the call (for a replayed call, as recorded; see ``replayed``).
+    ``grammar_used``: a grammar really constrained decoding. ``retries``: HTTP requests re-sent, barrier
+    included. ``cached_tokens``: prompt tokens read from a KV cache, 0 where none or unknown.
     """
 
     text: str
@@ -61,11 +56,9 @@ Turn = tuple[Role, str]
 class Request:
     """One call's inputs; the cassette key is a hash of this plus the model's sha256.
 
-    ``messages``: for a conversation, its turns — alternating user and assistant, ending with the
-    user's — which a chat model reads in its template instead of ``prompt`` as one user turn (without
-    them a free loop's chat model would read its own earlier answers as the user's words). A base
-    model, and a server spoken to without a kind (plain completions), read ``prompt``: the same turns
-    as one transcript.
+    ``messages``: a conversation's turns (alternating user and assistant, ending with the user's) that
+    a chat model reads through its template instead of ``prompt``; a base model, or a server without a
+    kind, reads ``prompt``, the same turns as one transcript.
     """
 
     prompt: str
@@ -115,15 +108,11 @@ class Backend(abc.ABC):
     def complete(self, prompt: str, *, max_tokens: int = 64, stop: list[str] | tuple[str, ...] | None = None,
                  schema: dict[str, Any] | None = None, temperature: float = 0.0, seed: int = 0,
                  messages: Sequence[Turn] = ()) -> Completion:
-        """Complete ``prompt`` (plain completion, no chat template).
+        """Complete ``prompt`` (plain completion, no chat template); ``messages`` as in :class:`Request`.
 
-        ``messages``: the same text as conversation turns, for a chat model (see :class:`Request`).
-
-        ``schema``: a JSON schema; where the backend can, decoding is constrained by a grammar built
-        from it (``Completion.grammar_used``). Callers must still validate the text
-        (:func:`labkit.llm.parse.parse_json_output`): schema-valid is not correct, and not every
-        schema keyword can be enforced by a grammar. ``temperature`` 0 is greedy; above 0, the
-        same ``seed`` gives the same sample.
+        ``schema``: a JSON schema that constrains decoding where the backend can (``grammar_used``); still
+        validate the text (:func:`labkit.llm.parse.parse_json_output`), as not every keyword is enforced.
+        ``temperature`` 0 is greedy; above 0, the same ``seed`` gives the same sample.
         """
         if max_tokens < 1:
             raise BackendError(f"max_tokens must be at least 1, got {max_tokens}",

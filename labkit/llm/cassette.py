@@ -1,14 +1,9 @@
 """Cassettes: record every call of a live backend to JSONL, replay them later without the model.
 
-Why: a notebook must show the numbers of a real run and reproduce them exactly on a laptop with no
-model loaded, and a researcher must be able to tell a replayed number from a live one. The key of a
-call is a hash of everything that determines its answer: prompt, schema, decoding parameters and
-the model's sha256. A replay that meets an unknown key raises :class:`CassetteMiss` — it never asks
-a live model instead, because a silent fallback would mix recorded and new numbers.
-
-File format (one JSON object per line, appended with a single write, so a crash tears at most the
-last line): ``{"type": "backend", "describe": {...}}`` whenever the recording backend's description
-changes, then ``{"type": "call", "key", "model", "request", "completion"}`` per call.
+A notebook can then reproduce a real run's numbers with no model loaded. A call's key hashes what
+determines its answer (prompt, schema, decoding, the model's sha256); an unknown key in replay raises
+:class:`CassetteMiss`, never asks a live model, so recorded and new numbers never mix. One JSON object
+per line: ``{"type": "backend", "describe"}`` when the description changes, then one ``"call"`` each.
 """
 
 from __future__ import annotations
@@ -77,11 +72,9 @@ def read_cassette(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str
 class RecordingBackend(WrappedBackend):
     """Passes every call to ``inner`` and appends it to the cassette at ``path``.
 
-    A call that fails is not recorded (there is no answer to replay); the error reaches the caller.
-    Recording the same key twice appends twice; replay serves the latest recording. A call answered
-    by a server names it (``"server"``), so a cassette filled from several servers says which
-    answered what. Recorders that share one file must share one ``lock``: appends and the read of
-    the file's last description then never interleave.
+    A failed call is not recorded; the error reaches the caller. A key recorded twice is appended twice
+    and replay serves the latest. Server-answered calls name the ``"server"``. Recorders sharing one
+    file must share one ``lock``.
     """
 
     kind = "recording"
@@ -173,15 +166,11 @@ class ReplayBackend(Backend):
 
 
 class ReusingBackend(WrappedBackend):
-    """Answers a call from earlier cassettes when that very request (same model file, prompt, schema and
-    decoding) was answered there, and asks ``inner`` otherwise.
+    """Answers a call from earlier cassettes where that very request was answered, else asks ``inner``.
 
-    Why: a best-of-k arm's first try is the greedy arm itself (:mod:`labkit.repoedit.best_of`). Where
-    that arm is recorded already, its cassette holds the greedy try's answers; asking the model again
-    costs the whole first recording's time for answers a replay gives anyway, and could give others
-    (llama.cpp's greedy answer can move with the KV state a call starts from). A reused completion
-    keeps its recorded seconds and says ``replayed=True``, so the new cassette tells the reused
-    answers from the new ones; ``hits`` and ``misses`` count them.
+    A best-of-k arm's first try is the greedy arm (:mod:`labkit.repoedit.best_of`); reusing its recorded
+    answers saves the time and avoids a different answer from another KV state. A reused completion keeps
+    its recorded seconds and says ``replayed=True``; ``hits`` and ``misses`` count them.
     """
 
     kind = "reusing"

@@ -1,18 +1,9 @@
 """JSON schema → llama.cpp grammar (GBNF), compiled once per schema, never silently weakened.
 
-Three traps in llama-cpp-python 0.3.x that this module closes:
-
-1. Its chat handlers (``llama_chat_format``: ``response_format``, ``tool_choice``) catch any failure
-   to convert a schema and quietly use a generic "any JSON" grammar instead. We convert with
-   ``json_schema_to_gbnf`` directly, raise :class:`GrammarError` on failure, and
-   :func:`check_not_generic` detects a generic grammar standing in for a specific schema.
-2. ``LlamaGrammar.from_string`` does not parse anything: the text reaches llama.cpp's C parser only
-   when sampling starts, and an invalid grammar there crashes the whole process (segfault,
-   measured with 0.3.36). :func:`check_gbnf` parses it first through ``llama_sampler_init_grammar``
-   and turns a NULL into an error.
-3. Some schema keywords (``minimum``, ``maximum``, ``multipleOf``, most ``format`` values, …) are
-   accepted but not enforced. :attr:`CompiledSchema.unenforced` lists them, so a caller knows which
-   rules only its own pydantic validation will check.
+It closes three traps of llama-cpp-python 0.3.x: its chat handlers fall back silently to an "any
+JSON" grammar (we convert directly, raise :class:`GrammarError`, and :func:`check_not_generic`);
+an invalid grammar crashes the process when sampling starts (:func:`check_gbnf` parses it first);
+some keywords (``minimum``, ``format``, ...) are not enforced (:attr:`CompiledSchema.unenforced`).
 """
 
 from __future__ import annotations

@@ -1,39 +1,12 @@
 """An OpenAI-compatible server client (stdlib ``urllib`` only): llama.cpp servers, vLLM, Ollama.
 
-Why plain completions by default: the same few-shot prompts must reach a base model unchanged,
-whichever backend serves it (see :mod:`labkit.llm.llamacpp`); a chat model is reached through its
-template by choosing a server kind (below).
-
-How a schema reaches the server (``schema_mode``):
-
-- ``"grammar"`` (default): the schema is turned into GBNF here (:func:`compile_schema`), checked with
-  llama.cpp's parser, and sent as the ``grammar`` field. ``python -m llama_cpp.server`` accepts
-  exactly this on ``/v1/completions`` (``CreateCompletionRequest.grammar``; it has no
-  ``response_format`` or ``json_schema`` field there), and so does llama.cpp's own ``llama-server``.
-  The local parse check matters: llama-cpp-python hands an unparsable grammar to llama.cpp, which
-  crashes the server process.
-- ``"structured_outputs"``: the schema is sent as ``structured_outputs: {"json": schema}``, the field
-  vLLM reads on ``/v1/completions`` (0.10.2 and later; earlier versions read ``guided_json``). Not
-  tested against vLLM here: only the request body is tested.
-- ``"json_schema"``: the schema is sent as ``json_schema`` (llama.cpp's ``llama-server``). Not
-  tested here; ``llama_cpp.server`` silently ignores this field.
-- ``"none"``: the server cannot constrain decoding; a call with a schema is an error.
-
-A server that ignores the field returns unconstrained text, so ``grammar_used`` means "a grammar was
-sent", and callers validate every answer (:func:`labkit.llm.parse.parse_json_output`) regardless.
-
-Why ``isolate_calls``: ``llama_cpp.server`` reuses the KV cache of the previous request for any
-shared prompt prefix, which changed a greedy answer in our measurements. With ``isolate_calls``
-each request is preceded by a one-token "barrier" request whose prompt shares no text with it, so
-every request starts from the same cache state (measured: the answer then equals a fresh
-in-process call). This holds only when no other client uses the server at the same time.
-
-Server kinds (``server_kind``): everything above is how a server is spoken to when no kind is
-chosen, and it stays so, so that earlier recordings keep their requests. With a kind (a name of
-:data:`~labkit.llm.server_kinds.SERVER_KINDS`, or ``"auto"`` to detect it from the server's answers)
-its declaration decides instead: chat turns through the server's template for a chat model, the
-schema in the field that server reads, a per-request cache field instead of the barrier where the
-server has one, and where the token counts are (:mod:`labkit.llm.server_kinds`).
+Without a server kind: plain completions (a base model's few-shot prompts arrive unchanged), the
+schema sent as ``schema_mode`` says (``"grammar"``: GBNF compiled and parse-checked here, since an
+unparsable one crashes llama-cpp-python's server; ``"structured_outputs"``: vLLM; ``"json_schema"``:
+llama-server; ``"none"``), and with ``isolate_calls`` a one-token barrier request first, so a reused
+KV cache cannot change a greedy answer (holds only while no other client calls the server). A server
+may ignore the schema, so callers validate every answer. With ``server_kind`` (or ``"auto"``) its
+declaration decides instead (:mod:`labkit.llm.server_kinds`).
 """
 
 from __future__ import annotations
@@ -105,17 +78,11 @@ def check_server_url(url: str) -> str:
 class OpenAICompatBackend(Backend):
     """A model behind an OpenAI-compatible server.
 
-    ``timeout_s`` bounds each HTTP request; ``retries`` re-sends after a connection failure, a
-    timeout or a 5xx/429 answer, waiting ``backoff_s * 2**i`` (``sleep`` is injectable). Every
-    re-sent request is counted in :attr:`stats` and, when the call succeeds, in its
-    ``Completion.retries`` — the call's own and those of its barrier request (``isolate_calls``).
-    A call that fails for good raises :class:`ServerError`, whose ``attempts`` counts the requests
-    of the request that gave up.
-    ``model_sha256``: give it when you know it; otherwise, if the server names its model by a
-    local GGUF path (``llama_cpp.server`` does), that file is hashed.
-    ``server_kind``: None (plain completions, ``schema_mode``, the barrier: what the kit always
-    sent), a kind's name, or ``"auto"`` (detected on first use). ``model_kind``: "base" or "chat"
-    to say what the server does not; by default the kind asks the server (:attr:`model_kind`).
+    ``timeout_s`` bounds each HTTP request; ``retries`` re-sends after a connection failure, timeout or
+    5xx/429, waiting ``backoff_s * 2**i``; re-sends count in :attr:`stats` and ``Completion.retries``, and
+    a call that gives up raises :class:`ServerError` (``attempts``). ``model_sha256``: else hashed from a
+    local GGUF path the server names. ``server_kind``: None, a kind's name or ``"auto"``; ``model_kind``:
+    "base" or "chat" where the server does not say.
     """
 
     kind = "openai_http"

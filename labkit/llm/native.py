@@ -1,21 +1,10 @@
 """Loading llama.cpp so that it cannot take a route known to crash on this CPU.
 
-Why this module exists: on Intel CPUs with AMX (Sapphire Rapids and later, common among cloud
-machines) a llama.cpp build compiled with AMX support repacks quantised weights into an "AMX"
-buffer at load time, and the first decode then dies inside the native library (SIGSEGV or SIGILL;
-llama.cpp issue #20824). Python cannot catch that: the process is simply gone.
-
-The repack buffers are llama.cpp's *extra buffer types* (``llama_model_params.use_extra_bufts``).
-Switching them off avoids the crash, but it also switches off ``CPU_REPACK``, the interleaved
-weight layouts that speed up AVX2/AVX-512 matrix products on every other x86 CPU. So the choice is
-made per machine: extra buffer types stay on unless the CPU *and* the llama.cpp build both have AMX
-(:func:`decide_load_plan`, a pure function tested for both kinds of CPU). It is made at load time,
-not at build time, because it must hold for any build a learner ends up with: a wheel pip cached
-earlier, a conda build, a GPU rebuild (see docs/gpu.md), which compile-time flags would not reach.
-
-``LABKIT_EXTRA_BUFTS=on|off|auto`` overrides the decision (for benchmarks and bug reports).
-Every place in the kit that opens a model for inference goes through :func:`open_llama`, and
-``python -m labkit.llm.serve`` starts llama.cpp's OpenAI-compatible server with the same plan.
+On CPUs with AMX, an AMX-enabled llama.cpp repacks weights at load and the first decode dies in
+native code (llama.cpp #20824), which Python cannot catch. Turning off extra buffer types avoids it
+but also slows other x86 CPUs, so :func:`decide_load_plan` turns them off only when CPU and build both
+have AMX, at load time so it holds for any build. ``LABKIT_EXTRA_BUFTS=on|off|auto`` overrides it.
+Every model is opened through :func:`open_llama`; ``labkit.llm.serve`` uses the same plan.
 """
 
 from __future__ import annotations
@@ -75,13 +64,9 @@ def build_features(system_info: str) -> dict[str, bool]:
 def decide_load_plan(flags: Iterable[str], system_info: str, override: str | None = None) -> LoadPlan:
     """Decide whether llama.cpp may use its extra (repacking) buffer types on this machine.
 
-    Args:
-        flags: the CPU's feature flags (:func:`cpu_flags`).
-        system_info: the llama.cpp build's feature line (``llama_print_system_info()``).
-        override: ``"on"``, ``"off"``, ``"auto"`` or None (= auto); normally ``$LABKIT_EXTRA_BUFTS``.
-
-    Returns:
-        The plan, with a reason a person can read in ``labkit doctor`` and the benchmarks.
+    ``flags``: the CPU's feature flags (:func:`cpu_flags`); ``system_info``: the build's feature line;
+    ``override``: ``"on"``, ``"off"``, ``"auto"`` or None (auto), normally ``$LABKIT_EXTRA_BUFTS``.
+    Returns the plan, with a reason a person can read.
     """
     choice = (override or "auto").strip().lower()
     if choice not in ("auto", "on", "off"):
@@ -127,9 +112,8 @@ _patch_lock = threading.Lock()
 def _defaults_with(plan: LoadPlan) -> Any:
     """A replacement for ``llama_model_default_params`` that applies ``plan``.
 
-    ``llama_cpp.Llama`` takes no ``use_extra_bufts`` argument; it builds its model parameters from
-    ``llama_model_default_params()`` and loads the model inside ``__init__``. Wrapping that one
-    function is the narrowest hook that reaches the field.
+    ``llama_cpp.Llama`` takes no ``use_extra_bufts`` argument and loads inside ``__init__``; wrapping
+    this one function is the narrowest hook that reaches the field.
     """
     import llama_cpp.llama_cpp as native
 

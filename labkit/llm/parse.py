@@ -1,9 +1,7 @@
 """Reading a model's JSON answer into the caller's pydantic model, and counting the failures.
 
-Why validate after constrained decoding: a grammar enforces the shape, not every rule (see
-``CompiledSchema.unenforced``), a server may ignore the grammar, and a cut-off answer
-(``max_tokens`` reached) is unfinished JSON. Schema-invalid outputs are a metric of the experiment,
-so they are counted, not hidden.
+Validated even after constrained decoding: a grammar does not enforce every rule, a server may ignore
+it, and a cut-off answer is unfinished JSON. Invalid outputs are an experiment's metric: counted.
 """
 
 from __future__ import annotations

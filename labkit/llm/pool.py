@@ -1,22 +1,10 @@
 """Several servers that serve one model: a class or a sweep spread over machines.
 
-Why runs, not calls, are spread: a run's calls depend on each other (each prompt holds the answers
-before it), and a server's cache state can change a greedy answer (see :mod:`labkit.llm.http`). A
-run therefore borrows one server for all its calls and gives it back when it ends; which server
-that was is recorded with the run. Spreading is then only a question of time: the answers are
-those one server would give, provided every server loads the same model file with the same
-settings. The pool refuses servers whose model sha256 or sampling differ, because their answers
-would not be interchangeable.
-
-Which server a run gets: the one with the fewest runs in flight; on a tie, the one lent the fewest
-runs so far, then the first listed. With ``concurrency`` equal to the number of servers each server
-runs one run at a time; with one run at a time, the runs take turns.
-
-``slots`` bounds the runs a server holds at once (a llama.cpp server started with ``--parallel N``
-has N): a run that finds every slot taken waits for one. Without it the pool lends without bound.
-A server that keeps calls apart with a barrier request (``isolate_calls``) keeps them apart only
-while nobody else calls it, so when it has more than one slot its calls are passed one at a time
-(:class:`SerialCalls`); what overlaps is then the harness's own work, not the decoding.
+A run borrows one server for all its calls (its calls depend on each other and on the server's
+cache), and which one is recorded. Servers must load the same model file with the same sampling, so
+answers are interchangeable; the pool refuses others. A run gets the server with the fewest runs in
+flight, then fewest lent, then the first. ``slots`` bounds runs per server; a barrier-isolated server
+with several slots passes its calls one at a time (:class:`SerialCalls`).
 """
 
 from __future__ import annotations

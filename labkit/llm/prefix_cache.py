@@ -1,23 +1,10 @@
 """Prompt evaluation in two batches, [declared prefix][rest], with the prefix's KV state kept.
 
-Why not llama-cpp-python's own prefix matching: it evaluates only the part of a prompt that differs
-from the previous call, so *where* a prompt is cut into batches depends on the call before it, and
-a different cut can change floating-point results (measured on the comparison's prompt-only
-prompts: 4 of 40 greedy outputs changed). labkit therefore resets before every call by default.
-
-This module makes reuse equal by construction instead. The *canonical evaluation* of a prompt whose
-text starts with a declared prefix is two batches: the prefix's tokens from an empty cache, then the
-rest. Whether the prefix's KV state is computed now or kept from an earlier call, the second batch
-sees the same cache cells, holding the same values, at the same positions: the earlier call's own
-tokens are removed (``llama_memory_seq_rm``) back to the prefix, which puts the cache's insertion
-head where a fresh evaluation of the prefix leaves it. So the cache changes only the time.
-
-The prefix must be *declared* by whoever writes the prompts (the arm's instruction and worked
-examples), never guessed from the previous call: the cut then depends on the prompt alone. Which
-cut point a prompt gets is :func:`split_point`, a pure function of its tokens and the prefix's.
-Whether the two-batch evaluation gives the same tokens as today's one-batch evaluation is a separate,
-measured question (``labkit bench equality``, ``data/bench/equality.json``): on the comparison v2's recorded
-prompts it does for two of its three declared prefixes, and not on 7 of 25 prompt + helpers prompts.
+llama-cpp-python's own prefix matching cuts a prompt where it differs from the previous call, and a
+different cut can change results. Here the cut depends on the prompt alone (:func:`split_point`
+against a prefix the prompt's author declared), and the cache is rolled back to the prefix
+(``llama_memory_seq_rm``), so a kept prefix sees the same cells as a fresh one: the cache changes only
+the time. Whether two batches equal one is measured by ``labkit bench equality``.
 """
 
 from __future__ import annotations
@@ -33,10 +20,8 @@ MIN_PREFIX_TOKENS = 16
 def split_point(tokens: Sequence[int], prefix_tokens: Sequence[int]) -> int:
     """Where the canonical evaluation cuts ``tokens``: after their common start with ``prefix_tokens``.
 
-    The prefix text tokenised alone can end in a different token than inside the whole prompt (a
-    tokenizer may merge across the boundary), so the cut is the longest common token prefix, and at
-    least one token always stays for the second batch (its logits are the ones sampled from).
-    Returns 0 (no cut: one batch) when fewer than :data:`MIN_PREFIX_TOKENS` tokens are shared.
+    The longest common token prefix (a tokenizer may merge across the boundary), leaving at least one
+    token for the second batch. Returns 0 (one batch) below :data:`MIN_PREFIX_TOKENS` shared tokens.
     """
     n = 0
     for a, b in zip(tokens, prefix_tokens, strict=False):
@@ -64,10 +49,8 @@ class PrefixStats:
 class PrefixEvaluator:
     """Evaluates prompts the canonical way on one ``llama_cpp.Llama`` and keeps the last prefix's state.
 
-    ``reuse=False`` evaluates the same two batches from an empty cache every time (the reference the
-    equality benchmark compares against). After :meth:`evaluate`, the whole prompt is in the model's
-    context and its last logits are current, so ``create_completion`` given the same token list
-    samples at once without evaluating anything again.
+    ``reuse=False`` evaluates both batches from an empty cache every time (the equality reference).
+    After :meth:`evaluate` the prompt is in context, so ``create_completion`` samples at once.
     """
 
     def __init__(self, llm: Any) -> None:

@@ -1,11 +1,8 @@
 """``python -m labkit.llm.serve --model FILE.gguf ...``: llama.cpp's OpenAI-compatible server, loaded safely.
 
-It is ``python -m llama_cpp.server`` (same arguments, same API) with one difference: the model is
-loaded by this machine's :class:`labkit.llm.native.LoadPlan`, so on a CPU with AMX the server does
-not take the weight-repack route that crashes on the first request (see :mod:`labkit.llm.native`).
-
-:func:`serving` starts one on a free loopback port for as long as a ``with`` block lasts (the tests,
-the server-parity script and the server benchmark use it), and always stops it.
+The same as ``python -m llama_cpp.server``, but the model is loaded by this machine's
+:class:`labkit.llm.native.LoadPlan` (no AMX repack crash). :func:`serving` runs one on a free loopback
+port for a ``with`` block and always stops it.
 """
 
 from __future__ import annotations

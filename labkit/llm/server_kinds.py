@@ -1,52 +1,25 @@
 """Server kinds: one declaration per kind of OpenAI-compatible server, saying how to talk to it.
 
-Why declarations: the servers a learner brings (llama.cpp's ``llama-server``, ``python -m
-llama_cpp.server``, vLLM, Ollama, anything else that speaks the OpenAI API) agree on the outline of
-a request and differ in four details that decide whether a comparison is fair:
+Servers agree on a request's outline and differ where fairness is decided: chat turns (the server's
+template), the JSON schema's field (unknown fields are ignored silently: :func:`probe_schema`), keeping
+calls independent (a no-cache field, else a barrier request) and token counts. Add a server with one
+:class:`ServerKind` in :data:`SERVER_KINDS` and its test (``tests/test_server_kinds.py``).
+What each declaration relies on:
 
-- **chat turns**: a chat model must read its own template, so turns go to ``/v1/chat/completions``
-  (Ollama: ``/api/chat``) and the server applies the template it loaded; a base model keeps plain
-  completions with the prompt sent as it is;
-- **a JSON schema**: each server reads it from another field, and a server that does not know the
-  field ignores it in silence (so :func:`probe_schema` checks, and callers validate every answer);
-- **independent calls**: a server that reuses the KV cache of the last request can change a greedy
-  answer; where the request itself can say "no cache" (llama-server's ``cache_prompt: false``) that
-  field is sent; only where it cannot is the one-token barrier request sent first
-  (:mod:`labkit.llm.http`), which holds only while nobody else uses the server;
-- **token counts**: OpenAI's ``usage`` or Ollama's ``prompt_eval_count``/``eval_count``.
+- ``llama_cpp.server`` (llama-cpp-python 0.3.x, ``llama_cpp/server/types.py``): ``grammar`` on both
+  endpoints, no cache field; chat ``response_format`` falls back to "any JSON", so the kit's grammar is
+  sent; ``/v1/models`` says ``owned_by: "me"``. Tested against a real server.
+- ``llama-server`` (llama.cpp ``tools/server/README.md``): ``grammar``, ``json_schema``,
+  ``cache_prompt`` (default true); ``GET /props`` describes the server.
+- vLLM (docs.vllm.ai, "Structured Outputs", "OpenAI-Compatible Server"): ``structured_outputs:
+  {"json": schema}`` (0.10.2+); ``repetition_penalty``; prefix caching does not change outputs;
+  ``owned_by: "vllm"``.
+- Ollama (docs.ollama.com, "API", "OpenAI compatibility"): ``/api/generate`` with ``raw: true`` and
+  ``/api/chat``, ``format`` = the schema (0.5+), sampling in ``options``, ``prompt_eval_count``/
+  ``eval_count``; ``GET /api/version``, ``POST /api/show``.
+- generic (platform.openai.com API reference): ``response_format: {"type": "json_schema", ...}``.
 
-A newcomer adds a server by writing one :class:`ServerKind` in :data:`SERVER_KINDS` and its test
-(``tests/test_server_kinds.py`` sends every kind's requests to a stub server on loopback).
-
-What each declaration relies on (the documentation and sources read when writing them):
-
-- ``llama_cpp.server`` (llama-cpp-python 0.3.x): its request models in ``llama_cpp/server/types.py``
-  — ``CreateCompletionRequest`` and ``CreateChatCompletionRequest`` both take ``grammar`` (GBNF) and
-  neither has a cache field (the server always reuses the longest shared prefix); the chat handlers
-  turn ``response_format`` schemas into grammars but fall back to "any JSON" when that fails (see
-  :mod:`labkit.llm.grammar`), so the kit's own checked grammar is sent on both endpoints;
-  ``/v1/models`` answers ``owned_by: "me"``. Tested here against a real server.
-- ``llama-server`` (llama.cpp ``tools/server/README.md``): ``/v1/completions`` and
-  ``/v1/chat/completions`` read llama.cpp's own fields ``grammar``, ``json_schema`` and
-  ``cache_prompt`` ("re-use KV cache from a previous request if possible", default true);
-  ``GET /props`` describes the server (``default_generation_settings``, ``chat_template``).
-- vLLM (docs.vllm.ai, "Structured Outputs" and "OpenAI-Compatible Server"): extra parameters merge
-  into the JSON body; ``structured_outputs: {"json": schema}`` on both endpoints (0.10.2 and later;
-  the older ``guided_json`` was removed in 0.12); ``repetition_penalty`` is its name for llama.cpp's
-  ``repeat_penalty``; its design note on automatic prefix caching says the cache does not change
-  outputs, so no barrier; ``/v1/models`` answers ``owned_by: "vllm"``.
-- Ollama (docs.ollama.com, "API" and "OpenAI compatibility"): its ``/v1/completions`` takes no
-  schema field, so the kind speaks Ollama's own API: ``/api/generate`` with ``raw: true`` (no
-  template: a plain completion) and ``/api/chat`` (the model's template), both with ``format`` set to
-  the schema (Ollama 0.5 and later), sampling in ``options`` (``num_predict`` for the token cap), and
-  token counts in ``prompt_eval_count``/``eval_count``; ``GET /api/version`` answers ``{"version"}``;
-  ``POST /api/show`` returns the model's ``template``.
-- generic OpenAI-compatible (platform.openai.com API reference): ``response_format: {"type":
-  "json_schema", "json_schema": {"name", "schema", "strict"}}``; whether a server honours it on plain
-  completions too varies, which the probe tells.
-
-Only ``llama_cpp.server`` is tested here against a real server; the other kinds' request bodies and
-answers are tested against stubs built from the documentation above.
+All but ``llama_cpp.server`` are tested against stubs built from this documentation.
 """
 
 from __future__ import annotations
@@ -285,13 +258,10 @@ def _unknown_kind(facts: ServerFacts, model: str) -> ChatDecision:
 class ServerKind:
     """One kind of server: how it takes a call, constrains it, keeps it independent, counts its tokens.
 
-    ``plain_schema``/``chat_schema``: the key of :data:`SCHEMA_FIELDS` used on plain completions and
-    on chat turns (None: that endpoint cannot take a schema). ``fresh_fields``: per-request fields
-    that make a call independent of the one before; ``barrier``: the server has none, so the one-token
-    barrier request goes first (an empty ``fresh_fields`` and no barrier: the server's cache does not
-    change answers). ``renames``: the server's names for the kit's sampling knobs (None drops one).
-    ``is_this``: whether a server's answers (:class:`ServerFacts`) show it is of this kind.
-    ``model_kind``: how to tell, from the server, whether its model is a chat model.
+    ``plain_schema``/``chat_schema``: keys of :data:`SCHEMA_FIELDS` (None: no schema there).
+    ``fresh_fields``: per-request no-cache fields; ``barrier``: send the barrier request instead (neither:
+    the cache does not change answers). ``renames``: the server's names for sampling knobs (None drops
+    one). ``is_this``: recognises the kind from :class:`ServerFacts`; ``model_kind``: tells chat from base.
     """
 
     name: str

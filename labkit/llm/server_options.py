@@ -1,10 +1,8 @@
 """The command-line options that put a model behind OpenAI-compatible servers, declared once for every command.
 
-Why one place: the comparison (``labkit compare reading``) and ``labkit complete`` talk to servers through
-:class:`~labkit.llm.http.OpenAICompatBackend`, and the options that configure it — which model the server
-is asked for, how a schema reaches it, which weights it serves (for provenance and cassette keys), timeouts
-and retries — must mean the same in each. A command states only what differs: whether ``--server`` may be
-repeated (a pool of servers, :mod:`labkit.llm.pool`) and what its help says about that.
+``labkit compare reading`` and ``labkit complete`` configure :class:`~labkit.llm.http.OpenAICompatBackend`
+through these, so model, schema mode, weights, timeouts and retries mean the same in each. A command
+says only whether ``--server`` may repeat (a pool, :mod:`labkit.llm.pool`) and its help for that.
 """
 
 from __future__ import annotations

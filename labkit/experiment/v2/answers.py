@@ -1,12 +1,8 @@
 """The answers a model gives in the comparison v2, as pydantic models, and the one parser every arm uses.
 
-Every arm's model output — the prompt-only arms' next action, the machine's queue, form, message or
-next-record choice — is read by :func:`read_answer` into one of these models. So "schema-invalid"
-means the same thing in every arm, and a fenced answer (an instruction-tuned model's habit of wrapping
-JSON in a Markdown code fence) is accepted the same way everywhere.
-
-:func:`answer_schema` is the JSON schema a grammar constrains decoding with (the menu becomes an
-``enum``); :func:`unenforced` lists the keywords of a schema the grammar cannot enforce, for provenance.
+Every arm's output is read by :func:`read_answer`, so "schema-invalid" means the same in every arm
+and a Markdown-fenced answer is accepted alike everywhere. :func:`answer_schema` is the schema a
+grammar constrains decoding with (the menu an ``enum``); :func:`unenforced` lists what it cannot enforce.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """The ladder of arms of the comparison v2, each one declaration, and one run of one arm on one task.
 
-An :class:`Arm` owns everything that makes it different: its run shape (:data:`SHAPES`: the prompt-only
-loop or the machine) and its factory (the loop's options, or the machine's chooser). Nothing else in
-the package names an arm: the runner, the report and the CLI read :data:`ARMS`. Adding an arm is one
-entry here (and its test on scripted answers).
-
-The ladder isolates one thing per rung:
-
-1. prompt-only — the whole task in one growing prompt, a free loop running its actions;
-2. + JSON grammar — the same, the answer forced into the action's JSON shape;
-3. + helpers — the same loop with the machine's compose helpers as actions (tools, no machine);
-4. machine + model — per-decision prompts, grammar, validator, corrective re-ask;
-5. machine + rule — the dev rule instead of the model (:mod:`~labkit.experiment.v2.rules`);
-6. machine + random — a seeded random pick (what the harness achieves with no reading at all);
-7. machine + oracle — the task's answer decides (the machine's upper bound).
-
-The model's share is arm 4 − arm 5 on the content families; the harness's share is arm 5 − arm 1.
-Every arm is graded by :func:`~labkit.experiment.v2.families.grade`, and every count comes from the
-run's event log (:func:`count_events`), which :func:`run_arm` returns with the record.
+An :class:`Arm` owns its run shape (:data:`SHAPES`) and factory; everything else reads :data:`ARMS`, so
+an arm is one entry here (and its test). Rungs: 1 prompt-only, 2 + JSON grammar, 3 + helpers,
+4 machine + model, 5 machine + dev rule, 6 machine + random, 7 machine + oracle. The model's share is
+arm 4 − arm 5 on the content families, the harness's arm 5 − arm 1. Every arm is graded by
+:func:`~labkit.experiment.v2.families.grade`; counts come from the run's log (:func:`count_events`).
 """
 
 from __future__ import annotations
@@ -160,9 +147,9 @@ ARMS: dict[str, Arm] = {a.name: a for a in (
 def declared_prefixes(arms: Sequence[str], seeds: Sequence[int], examples: Mapping[str, TaskV2]) -> tuple[str, ...]:
     """The prompt starts an in-process model may keep between calls: one per free-loop arm variant and seed.
 
-    Declaring them is what makes the prompt-only arms affordable on a laptop (each call re-reads only
-    the task and its run so far); it changes no token, because a prompt with a declared prefix is
-    always evaluated as the same two batches, kept or not (:mod:`labkit.llm.prefix_cache`).
+    Keeping them makes the prompt-only arms affordable (each call re-reads only the task and its run);
+    no token changes, as a declared prefix is always evaluated as the same two batches
+    (:mod:`labkit.llm.prefix_cache`).
     """
     found: dict[str, None] = {}
     for name in arms:

@@ -1,17 +1,10 @@
 """Who makes the machine's decisions: the model, the dev rule, a seeded random pick, or the oracle.
 
-The machine (:mod:`~labkit.experiment.v2.machine`) does everything that needs no reading — which
-message to open, which record a chosen message's sender has, composing and saving the draft — and
-asks a :class:`Chooser` the decisions that do. The four choosers are the only thing that differs
-between arms 4–7, so their comparison isolates what the decision maker contributes.
-
-A decision (:class:`Decision`) is one of four kinds: ``queue`` (triage), ``form`` (extraction),
-``message`` (selection: which message the first/second customer wrote) and ``next`` (compare: which
-record next, or save). :class:`ModelChooser` asks one short prompt per decision under a grammar,
-reads the answer with the one parser (:func:`~labkit.experiment.v2.answers.read_answer`), checks it
-(an option of the menu; each form value present in the note, the evidence) and, when it fails, asks
-again once with the violation named; every call is recorded as a
-:class:`~labkit.experiment.v2.events.ModelAsked` event through the ``record`` hook.
+The machine does everything that needs no reading and asks a :class:`Chooser` the rest, so choosers
+are all that differs between arms 4–7. A :class:`Decision` is ``queue``, ``form``, ``message`` or
+``next``. :class:`ModelChooser` asks one short prompt per decision under a grammar, checks the answer
+(on the menu; form values present in the note) and re-asks once naming the violation; each call is
+recorded as a :class:`~labkit.experiment.v2.events.ModelAsked` through the ``record`` hook.
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
 """``labkit bench equality``: the fast paths give the same token ids as today's path, prompt by prompt.
 
-The proof behind :mod:`labkit.llm.lazy_grammar` and :mod:`labkit.llm.prefix_cache`, run on the real
-embedded model and on the prompts a recorded comparison v2 sent (``data/experiment-v2/<model>/``: its
-cassettes, and its ``experiment.json`` for the prefixes its arms declared), decoded greedily:
-
-* ``lazy-vs-mask``: lazy grammar against masking first (every prompt with a grammar);
-* ``reuse-vs-fresh``: [prefix][rest] with the prefix's KV state kept against the same two batches
-  from an empty cache (every prompt that starts with a declared prefix);
-* ``two-batches-vs-one``: [prefix][rest] against today's one batch. Reuse is equal to a fresh
-  two-batch evaluation by construction; whether the *cut* changes tokens is what says whether
-  declaring a prefix changes an answer at all (the comparison declares the prompt-only arms' worked
-  episodes, :func:`labkit.experiment.v2.arms.declared_prefixes`);
-* ``optimised-vs-today``: both optimisations together against today's path.
-
-Why the prefixes are read from the recording's configuration and not guessed from the prompts: a
-declared prefix is what the comparison told the backend, and the seed decides the order of the worked
-episodes, so only the configuration says which text each arm declared.
-
-Each path runs over all its prompts in one pass, in the recorded order, so the reuse pass really
-reuses (consecutive prompts share the prefix). The mean seconds per call of each path and arm are
-recorded alongside: today's path (``mask``) against the optimised one (``split-reuse``).
+Greedy, on the embedded model and a recorded comparison's prompts (cassettes, and the prefixes its
+arms declared in ``experiment.json``, since the seed orders them): ``lazy-vs-mask``, ``reuse-vs-fresh``
+(equal by construction), ``two-batches-vs-one`` (whether declaring a prefix changes an answer) and
+``optimised-vs-today``. Each path runs its prompts in one pass in recorded order, so reuse really
+reuses; mean seconds per call of ``mask`` and ``split-reuse`` are recorded alongside.
 """
 
 from __future__ import annotations
@@ -120,9 +105,8 @@ def recorded_prompts(cassettes: Path, prefixes: Mapping[str, Sequence[str]], arm
                      limit: int | None = None) -> list[Prompt]:
     """Every distinct recorded request under ``cassettes/<arm>/`` (any depth), made greedy (temperature 0).
 
-    ``prefixes`` are each arm's declared prefixes; a prompt gets the longest one it starts with. The
-    files are read in sorted order (the comparison v2 keeps ``<arm>/<split>/<task>.jsonl``), so
-    ``limit`` takes the first prompts of each arm in that order.
+    A prompt gets the longest of its arm's ``prefixes`` it starts with. Files are read in sorted order,
+    so ``limit`` takes each arm's first prompts in that order.
     """
     from labkit.llm.cassette import read_cassette
     from labkit.llm.prefix_cache import longest_declared
@@ -183,9 +167,8 @@ def compare(prompts: Sequence[Prompt], ids: dict[tuple[str, str], tuple[int, ...
 def default_problems(result: dict[str, Any], reused_arms: Iterable[str]) -> list[str]:
     """Every comparison that backs a default and found a difference (empty: the defaults are proven).
 
-    Lazy grammar (greedy) and reuse-vs-fresh back defaults everywhere; two batches against one (and
-    so optimised-vs-today) only for the arms that declare a prefix (``reused_arms``): for them it says
-    that declaring the prefix changed no answer against one batch.
+    Lazy grammar and reuse-vs-fresh back defaults everywhere; two-batches-vs-one (and so
+    optimised-vs-today) only for the arms in ``reused_arms``, which declare a prefix.
     """
     reused = set(reused_arms)
     problems = []
@@ -245,10 +228,8 @@ def alternating_call_time(backend: Any, prompts: Sequence[Prompt], *, rounds: in
                           paths: tuple[str, str] = ("mask", "split-reuse")) -> dict[str, Any]:
     """Mean seconds per call of two paths, timed in alternating blocks on the same prompts.
 
-    Why blocks: on a shared machine the load drifts over minutes, so the one-pass-per-path timings
-    of :func:`run_equality` compare different moments. Here each round times ``block`` prompts on the
-    first path and then the same prompts on the second, seconds apart; the spread of the per-round
-    ratios shows the noise. Only prompts with a prefix are used (where both optimisations apply).
+    Each round times ``block`` prompts on one path, then the same on the other, so a shared machine's
+    drifting load hits both; the per-round ratios show the noise. Only prompts with a prefix are used.
     """
     chosen = [p for p in prompts if p.prefix is not None][:block]
     if not chosen or rounds < 1:
@@ -279,9 +260,8 @@ def bench_equality(recording: Path, *, arms: Sequence[str] | None = None, limit:
                    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
     """Load the embedded model, replay a recorded comparison's prompts on every path, return the result.
 
-    ``recording`` is a folder written by ``labkit compare reading`` (its ``cassettes/`` and ``experiment.json``).
-    The prefix comparisons run for the arms that declared a prefix; a prompt with neither a grammar
-    nor a declared prefix decodes on today's path unchanged. The result carries its provenance.
+    ``recording``: a ``labkit compare reading`` folder (``cassettes/``, ``experiment.json``). Prompts with
+    neither grammar nor prefix decode on today's path. The result carries its provenance.
     """
     from labkit.core.provenance import git_commit, machine
     from labkit.experiment.v2.runner import N_CTX

@@ -1,10 +1,8 @@
 """The facts the comparison v2 adds to a run's log: each model call, and how a free loop ended.
 
-Why a call is an event: the experiment reports LLM calls per decision and corrective re-asks, and
-counts them once, from the log (:func:`~labkit.experiment.v2.runs.count_events`), not from counters
-kept beside it. A machine run records its calls into the runtime's own log (the planner is handed
-the machine's ``record`` as a hook); a free loop records them into its log next to the tool results.
-The prompt itself is not stored (the cassette holds it, keyed by its hash); its sha256 is.
+Calls are counted once, from the log (:func:`~labkit.experiment.v2.runs.count_events`), not by side
+counters: a machine run records them into the runtime's log through the ``record`` hook, a free loop
+into its own log. The prompt is not stored (the cassette holds it); its sha256 is.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """The task families as declarations: what a right answer draft looks like, and the one verifier per family.
 
-Every arm ends a task the same way — a draft saved under the task's key — and is graded by the
-same function, :func:`grade`: the family's check of that draft against the task's answer, plus the
-checks every run shares (no forbidden record read, no write repeated, success reported). A family
-is one :class:`Family` entry in :data:`FAMILIES`: its draft checker and its oracle draft (the right
-answer written out, which the oracle arm saves and the tests hold every checker against).
-
-Draft formats (plain ``field: value`` lines, the same for every arm, taught by every prompt):
-
-- triage: ``queue: billing``
-- extraction: ``order: ORD-1234`` / ``date: 2025-03-14`` / ``amount: 41.20`` / ``name: Ada Berg``, each
-  value written exactly as in the note (the note is the evidence)
-- selection and compare: the differences draft of :func:`~labkit.runtime.records.differences_text`, the
-  records in the order the task text gives them, judged by the runtime's own
-  :func:`~labkit.runtime.task.draft_difference_problems`
+Every arm saves a draft under the task's key and is graded by :func:`grade` (the family's check plus
+the shared ones: no forbidden read, no repeated write, success reported). A :class:`Family` in
+:data:`FAMILIES` gives its draft checker and oracle draft. Drafts are ``field: value`` lines: triage
+``queue: billing``; extraction ``order``/``date``/``amount``/``name`` as written in the note; selection
+and compare the :func:`~labkit.runtime.records.differences_text` draft, judged by
+:func:`~labkit.runtime.task.draft_difference_problems`.
 """
 
 from __future__ import annotations
@@ -154,9 +146,8 @@ def check_draft(task: TaskV2, text: str) -> list[str]:
 def grade(task: TaskV2, world: World, events: Sequence[Event] = (), *, claimed: str) -> Verdict:
     """The one verifier of the v2 comparison, for every arm.
 
-    ``world`` is the task's world after the run (its draft area is the judge of what was saved),
-    ``events`` the run's log or the facts a loop recorded (successful reads of forbidden records are
-    found there), ``claimed`` the outcome the run reported.
+    ``world``: the task's world after the run (its draft area holds what was saved); ``events``: the run's
+    log or the loop's facts (forbidden reads are found there); ``claimed``: the outcome the run reported.
     """
     checks: list[Check] = []
     text = world.drafts.drafts().get(task.draft_key)

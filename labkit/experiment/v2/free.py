@@ -1,19 +1,10 @@
 """The prompt-only arms' loop: the whole task in one growing prompt, and whatever action the model writes is run.
 
-No validator, no menu, no stop predicate: each step the model writes one JSON action (read with the
-one parser, :func:`~labkit.experiment.v2.answers.read_answer`), the loop runs it against the world and
-appends the result to the prompt, until the model says ``done`` or the step budget runs out. Arguments
-are still checked against the tool's schema — a loop that crashed on a bad argument would measure the
-loop, not the model — and the error is shown to the model instead.
-
-Actions are declarations (:data:`ACTIONS`): the world's tools, plus, for the helpers arm, the same
-compose helpers the machine uses (:func:`~labkit.experiment.v2.families.compose_route` and friends),
-which write a draft in the right format and save it. So arm 3 differs from arm 1 by the helpers only,
-and from arm 4 by the machine only.
-
-Every model call is a :class:`~labkit.experiment.v2.events.ModelAsked` event and every tool call a
-runtime :class:`~labkit.runtime.events.ToolResult` in the loop's own event log, so calls are counted
-from events here too, and the verifier finds forbidden reads the same way.
+No validator, menu or stop predicate: each step's JSON action (:func:`~labkit.experiment.v2.answers.read_answer`)
+is run and its result appended, until ``done`` or the step budget. Arguments are still checked against
+the tool's schema and the error shown to the model, so a bad argument measures the model, not the loop.
+:data:`ACTIONS`: the world's tools plus, for the helpers arm, the machine's compose helpers. Calls and
+tool results are events in the loop's own log, counted and verified like a machine run's.
 """
 
 from __future__ import annotations

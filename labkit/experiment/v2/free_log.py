@@ -1,11 +1,8 @@
 """What a prompt-only loop's event log says, for ``labkit replay`` (a :class:`~labkit.core.log_kinds.LogKind`).
 
-The loop (:mod:`~labkit.experiment.v2.free`) follows no table, so its log has no ``run_started`` and
-no reducer to fold it. Its facts are enough to retell the run: each step's ``model_asked`` (the answer,
-and why it was refused if it was), the ``tool_result`` of the action it ran (``action_id``
-``free-<step>``), and one ``loop_ended`` saying how it stopped. A step whose answer was accepted but
-ran no tool had its arguments refused by the action's schema (the loop shows that error to the model
-and logs no tool call).
+The loop follows no table; its log retells the run: each step's ``model_asked``, the ``tool_result``
+of its action (``action_id`` ``free-<step>``) and one ``loop_ended``. An accepted answer with no tool
+result had its arguments refused by the action's schema.
 """
 
 from __future__ import annotations

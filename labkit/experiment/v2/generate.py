@@ -1,21 +1,10 @@
 """The seeded generator of the v2 task sets (``scripts/make_tasks_v2.py`` writes its output).
 
-Why dev and test are built from *separate* pools: a held-out split is honest only if what was tuned
-on dev (prompts, few-shot examples, the keyword rule) cannot have seen test's sentences. So every
-pool below exists twice — wording templates, complaint phrasings, names, distractor sentences, topic
-descriptions — and the splits also draw record ids, message ids, order numbers, years and amounts
-from disjoint ranges. ``tests/test_experiment_v2_tasks.py`` checks that no test sentence, name or id
-occurs in dev.
-
-What makes each family need reading:
-
-- triage: the request is phrased without the queue's name, sometimes with typos, and often next to a
-  sentence about another queue's topic ("the invoice is fine, but ...") that a keyword count picks up;
-- extraction: each note holds a second order number, date, amount and name of the same shape (an
-  earlier order, an agent, a neighbour), placed before or after the real one;
-- selection: the task describes two customers' concerns in other words than their messages use.
-
-The generator is pure: the same seed gives the same files, byte for byte.
+Dev and test are built from separate pools (wordings, names, distractors) and disjoint id and number
+ranges, so nothing tuned on dev has seen test (``tests/test_experiment_v2_tasks.py`` checks). Each
+family needs reading: triage hides the queue's name behind other wording and distractor sentences,
+extraction adds a second value of each shape, selection describes concerns in other words. Pure:
+the same seed gives the same files, byte for byte.
 """
 
 from __future__ import annotations

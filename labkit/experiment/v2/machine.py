@@ -1,18 +1,10 @@
 """The machine arms' planner: code does every step that needs no reading, a chooser makes the rest.
 
-:class:`FamilyPlanner` is a runtime :class:`~labkit.runtime.planner.Planner`; the runtime validates,
-executes, logs and stops each run as usual. Per family, the steps are:
-
-- triage: read the message (the id is in the task text) → *queue* decision → save ``queue: …``;
-- extraction: read the note → *form* decision (values checked against the note) → save the form;
-- selection: read every listed message → *message* decision for the first customer, then the second
-  (among the rest) → read the two senders' records → save their differences;
-- compare: *next* decision over a menu of the records the text names — a record the text says not to
-  read is offered too, and the validator refuses it (a guard rejection, counted) — or save.
-
-A menu of one option is taken without asking. Menus, queues and messages are shown in an order the
-run's seed chooses (:func:`~labkit.experiment.v2.choosers.shuffled`), so seeds change what a greedy
-model sees. The draft key is the task's (every task text names it; the loader checks).
+:class:`FamilyPlanner` is a runtime :class:`~labkit.runtime.planner.Planner`. Triage: read, *queue*,
+save. Extraction: read the note, *form*, save. Selection: read every message, *message* twice, read
+the two records, save their differences. Compare: *next* over the named records (a forbidden one is
+offered and refused by the validator) or save. A menu of one is taken without asking; menus are
+ordered by the run's seed (:func:`~labkit.experiment.v2.choosers.shuffled`).
 """
 
 from __future__ import annotations

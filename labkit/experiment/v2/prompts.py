@@ -1,14 +1,9 @@
 """The prompts of the comparison v2: one whole-task prompt for the prompt-only arms, one per decision for the machine.
 
-Both are plain few-shot completions (the default model is a base model). Few-shot coverage is equal:
-every prompt-only prompt shows one worked episode per family, and every machine decision prompt
-shows one worked decision of its family; all of them come from the dev split's declared examples
-(``examples`` in ``data/tasks/v2/dev.json``), so no prompt carries a test sentence. Nothing here is
-written from a test task; the split test reads this module's text to make sure.
-
-Seeds under greedy decoding: ``order`` arguments are permutations chosen by the caller from the run's
-seed — the order of the worked episodes (prompt-only) and the order of queues, messages and menu
-options (machine) — because with temperature 0 the same prompt always gives the same answer.
+Plain few-shot completions (the default model is a base model) with equal coverage: one worked
+episode per family or one worked decision of its family, all from the dev split's declared
+``examples`` (the split test reads this module's text to check no test sentence is here). ``order``
+arguments are permutations from the run's seed, since under greedy decoding a seed changes only that.
 """
 
 from __future__ import annotations
@@ -168,9 +163,8 @@ PREFIX_END = "\nNow\n"  # the last line of every prompt-only prefix: the task fo
 def whole_prefix(examples: Sequence[TaskV2], *, helpers: bool) -> str:
     """The prompt-only arms' fixed start: instruction, tools, draft formats, one worked episode per family.
 
-    It is the same for every step of every task under one seed (the seed orders the episodes), so an
-    in-process model evaluates it once and keeps its KV state (:mod:`labkit.llm.prefix_cache`): a
-    prompt-only call then costs the task and its run so far, not the ~1,900 tokens of examples again.
+    The same for every step of every task under one seed, so an in-process model keeps its KV state
+    (:mod:`labkit.llm.prefix_cache`) and a call costs only the task and its run so far.
     """
     lines = ["An agent completes customer-service tasks with tools. Each step it writes one JSON action on "
              "one line.", "Tools:", *TOOL_LINES, *(HELPER_LINES if helpers else ()), *DRAFT_LINES]
@@ -187,9 +181,8 @@ def whole_prompt(examples: Sequence[TaskV2], description: str, transcript: Seque
                  helpers: bool) -> str:
     """The prompt-only arms' prompt: :func:`whole_prefix`, then the task, the run so far and the question.
 
-    The question line before the open step is for instruction-tuned models: read as one chat turn,
-    a prompt that just ends in "Step 1:" gets an essay on how to solve the task; asked for the next
-    step, they write it. A base model continues the pattern either way.
+    The question line before the open step makes an instruction-tuned model write the next step rather
+    than an essay; a base model continues the pattern either way.
     """
     lines = [f"Task: {description}"]
     for i, (step, result) in enumerate(transcript, start=1):

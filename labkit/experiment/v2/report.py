@@ -1,12 +1,9 @@
 """The v2 report: per arm and split, successes with Wilson intervals and pass^k; paired tests between arms.
 
-The unit is the task (outcomes cluster by task). Per (split, arm) the report gives the run-level
-successes k/n, pass^k over tasks, and the tasks solved with their Wilson 95% interval, a task counting
-as solved when it passed on at least half of its seeds (with one seed: when it passed). Between arms it
-gives the exact sign test over tasks (:func:`labkit.compare.stats.paired_test`) for the comparisons the
-question needs — 4 vs 1 (what the machine with the model adds to prompting), 4 vs 5 (the model's share
-over the best dev rule, on the content families), 5 vs 1 (the harness's share) — on each split. The
-headline set gives "prompt-only x/10 → machine y/10" on test.
+The unit is the task: per (split, arm) run-level k/n, pass^k, and tasks solved (passed on at least
+half their seeds) with a Wilson 95% interval. Exact sign tests over tasks
+(:func:`labkit.compare.stats.paired_test`) for 4 vs 1, 4 vs 5 (content families) and 5 vs 1, per
+split; the headline is "prompt-only x/10 → machine y/10" on test.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
-"""The strongest rules written for the v2 decisions without a model — designed on the dev split only.
+"""The strongest rules written for the v2 decisions without a model, designed on the dev split only.
 
-Arm 5 ("machine + rule") puts these in the machine instead of the model, so that the model's share is
-measured against a serious attempt, not against a strawman. Each rule was written by reading the dev
-tasks (``data/tasks/v2/dev.json``) and nothing else; its dev score is recorded with the experiment.
-What each one does, and where it must break on held-out wording:
-
-- :func:`route` — a keyword lexicon per queue (stems from dev messages), counted per sentence; a
-  sentence that reads as an aside ("... went through fine", "no complaints", "I am not asking ...")
-  is discounted. New synonyms in test ("debited two times", "depot") are outside its lexicon.
-- :func:`extract` — every value of each shape (``ORD-…``, ``YYYY-MM-DD``, ``12.34``, two capitalised
-  words) is a candidate; the clause it stands in is scored by cue words for "the customer's own"
-  (``writing about``, ``customer``, ``complaint is about``) against "someone else's" (``earlier``,
-  ``cancelled``, ``colleague``, ``agent``); the best-scored candidate wins, ties to the first.
-- :func:`pick_message` — the two concerns are the phrases after "about" in the task text; a message
-  scores by shared word stems with the concern, widened by a small dev synonym list.
-- :func:`next_record` — records in the order the text names them, skipping any named in a sentence
-  that says not to read it ("legal hold", "do not read"); save when none is left.
+Arm 5 puts these in the machine, so the model is measured against a serious attempt. :func:`route`:
+a keyword lexicon per queue, counted per sentence, asides discounted. :func:`extract`: candidates of
+each shape, scored by cue words for the customer's own against someone else's. :func:`pick_message`:
+word stems shared with the concern after "about", with a small synonym list. :func:`next_record`:
+records in the order named, skipping those a sentence says not to read, then save.
 """
 
 from __future__ import annotations

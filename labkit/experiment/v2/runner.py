@@ -1,31 +1,11 @@
 """Arms × splits × tasks × seeds of the comparison v2, declared for the one runner (:mod:`labkit.compare.runs`).
 
-What is the comparison's own lives here: its configuration (:class:`ConfigV2`), its jobs and the order
-they run in, where a job's cassette and log go, and one run of an arm (:class:`ComparisonV2`). What
-every comparison shares — resume, cassettes, per-run logs, progress, spreading over servers — is the
-runner's. What lands in the output folder, written run by run (an interrupted experiment keeps what
-finished):
-
-- ``runs.jsonl`` — one :class:`~labkit.experiment.v2.arms.RunRecordV2` per line, with its split, in job order;
-- ``logs/<arm>/<split>/<task>-s<seed>.jsonl`` — the run's hash-chained event log (the machine's
-  runtime log with its ``model_asked`` facts, or the free loop's log), readable by ``labkit replay``;
-- ``cassettes/<arm>/<split>/<task>.jsonl`` — every model call of the live run, which a replay serves
-  (a call missing from them is an error, never a live call);
-- ``experiment.json`` — the configuration, so ``--replay`` runs exactly the same jobs.
-
-A recording of every task with a 1.5B model on two cores takes hours, so ``resume=True`` continues an
-interrupted one: the configuration must be the one in ``experiment.json``, the runs already in
-``runs.jsonl`` are kept and skipped, and a run that was cut off is run again from its start (its
-cassette keeps the calls of the cut-off attempt; a replay serves the latest answer to a prompt, which
-under greedy decoding is the same answer).
-
-A model backend that fails during a run (a server that stays down, a broken connection) ends that
-run as failed with termination ``backend error: ...``; the experiment goes on and the report counts
-it. A cassette miss during a replay is not such a failure: it means the replay is not the recording,
-and it stops the experiment.
-
-Every HTTP retry a run needed is in its record (``http_retries``): counted from its log's
-``model_asked`` events, or, for a run that failed on its backend, from the retries of its calls.
+Here: :class:`ConfigV2`, the jobs and their order, where each job's files go, one run of an arm
+(:class:`ComparisonV2`); resume, cassettes, logs and server pools are the runner's. Written run by
+run: ``runs.jsonl``, ``logs/<arm>/<split>/<task>-s<seed>.jsonl``, ``cassettes/<arm>/<split>/<task>.jsonl``
+and ``experiment.json`` (what ``--replay`` and ``resume`` must match). A backend that fails ends its
+run as ``backend error: ...`` and the experiment goes on; a cassette miss in replay stops it.
+``http_retries`` in each record counts the run's HTTP retries.
 """
 
 from __future__ import annotations
@@ -202,12 +182,10 @@ def remaining_jobs(config: ConfigV2, kept: list[tuple[str, RunRecordV2]]) -> lis
 
 def run_experiment_v2(config: ConfigV2, backends: Answers, out: Path, *, resume: bool = False,
                       progress: Callable[[str], None] | None = None) -> list[tuple[str, RunRecordV2]]:
-    """Run every job with :func:`labkit.compare.runs.run_jobs`: each finished run is appended to ``out/runs.jsonl``
-    and its log written under ``out/logs``.
+    """Run every job with :func:`labkit.compare.runs.run_jobs`; runs go to ``out/runs.jsonl``, logs to ``out/logs``.
 
-    With ``resume``, the runs ``out`` already holds are kept and only the others run (see the module's
-    docstring); the result lists all of them, in job order. ``backends`` may spread the runs over a pool
-    of servers (:class:`~labkit.llm.pool.ServerPool`); the rows are those of one server.
+    With ``resume``, runs already in ``out`` are kept and skipped, a cut-off one runs again; the result
+    lists all, in job order. ``backends`` may be a :class:`~labkit.llm.pool.ServerPool`.
     """
     comparison = ComparisonV2(config)
     if progress is not None:

@@ -1,15 +1,9 @@
 """``labkit bench experiment``: the comparison v2 with the inference optimisations off, then on, back to back.
 
-One process, one loaded model, the configuration ``make experiment`` runs (by default the headline
-ten, all arms, greedy). "Off" is the kit without lazy grammar and without prefix reuse: the grammar
-masks the whole vocabulary at every step, and a prompt's declared prefix is evaluated afresh for every
-call. "On" is the default: lazy grammar where it keeps the tokens, the prefix's KV state kept between
-calls. Both evaluate a prompt with a declared prefix as the same two batches, [prefix][rest] — the
-canonical evaluation the recordings were made with — so the two must give the same tokens by
-construction, and the bench checks it: every run's counts, token totals and grade must be equal.
-
-Timings on a shared machine are noisy: the variants run back to back so both see the same load, and
-``repeats`` > 1 alternates them (off, on, off, on, ...) to show the spread.
+One process, one model, ``make experiment``'s configuration. "Off": grammar masks every step and a
+declared prefix is evaluated afresh; "on": lazy grammar and the prefix's KV state kept. Both use the
+same two-batch evaluation, so they must give the same tokens, and the bench checks every run's
+counts, tokens and grade are equal. ``repeats`` > 1 alternates the variants to show the spread.
 """
 
 from __future__ import annotations

@@ -1,30 +1,10 @@
 """The task file format of the comparison v2: a task set (one split) as one pydantic-validated JSON file.
 
-Why each task carries its own material: a teacher who adds a task writes one JSON object — the
-task text, the messages and records it is about, and the expected answer — and nothing else; no
-record file to edit, no code. The loader checks everything a comparison would silently be spoilt
-by before a model call is spent: a field of the wrong type, an answer the material cannot support
-(an extracted value that does not appear in the note, a queue that is not offered, a selected
-record nobody wrote from), a task text that does not name what every arm must find from it, ids
-used twice. Every error names the file, the task and the field.
-
-A file looks like this (``data/tasks/v2/dev.json`` is a full example)::
-
-    {"format": "labkit-tasks-v2", "split": "dev",
-     "examples": {"triage": "dev-triage-01", ...},     # the one few-shot example per family (dev only)
-     "headline": [],                                     # the 10-task headline set (test only)
-     "tasks": [
-       {"family": "triage", "id": "dev-triage-01", "draft_key": "route-M101",
-        "description": "Route message M101 to one queue ... key route-M101.",
-        "message": {"id": "M101", "text": "..."}, "queues": ["billing", "shipping", ...],
-        "answer": "shipping"},
-       {"family": "extraction", ..., "message": {...},
-        "answer": {"order": "ORD-1234", "date": "2025-03-14", "amount": "41.20", "name": "Ada Berg"}},
-       {"family": "selection", ..., "messages": [{"id": "M120", "sender": "R120", "text": "..."}, ...],
-        "records": [{"id": "R120", "customer": "...", "plan": "basic", ...}, ...], "answer": ["R120", "R123"]},
-       {"family": "compare", ..., "records": [...], "answer": ["R130", "R131"], "forbidden": ["R132"]}]}
-
-``answer`` is what the verifier grades against; no arm is ever shown it.
+Each task carries its own text, messages, records and answer, so a teacher adds a task with no code.
+Before any model call the loader refuses wrong types, answers the material cannot support, task texts
+that do not name what every arm must find, and repeated ids, naming file, task and field. The shape
+is ``{"format": "labkit-tasks-v2", "split", "examples", "headline", "tasks": [...]}`` (see
+``data/tasks/v2/dev.json``); ``answer`` is what the verifier grades against, never shown to an arm.
 """
 
 from __future__ import annotations

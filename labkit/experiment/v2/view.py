@@ -1,9 +1,7 @@
 """What a recorded run of the comparison v2 looked like: its model calls (prompt and answer) and its verdict.
 
-A lesson shows real prompts and answers, not paraphrases of them: these read the cassette of one
-(arm, split, task) and the run's line of ``runs.jsonl`` from a recording folder. A prompt-only prompt
-is ~2,000 tokens of instructions and worked episodes before the task (the declared prefix, the same in
-every call); it is shown from the task on, with the prefix's size said.
+Read from one (arm, split, task)'s cassette and its ``runs.jsonl`` line, so a lesson shows real prompts.
+A prompt-only prompt is shown from the task on, with the size of its declared prefix said.
 """
 
 from __future__ import annotations

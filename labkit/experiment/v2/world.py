@@ -1,15 +1,9 @@
 """A v2 task's world, served through the runtime's tools, and the runtime task a machine run drives.
 
-Each task carries its own messages and records (see :mod:`~labkit.experiment.v2.taskfile`); a run
-of it acts on a :class:`~labkit.runtime.tools.World` holding exactly those, plus a fresh draft area.
-Messages are read with ``read_message`` and records with ``read_record``, both declared in
-:data:`~labkit.runtime.tools.INBOX_TOOLS`; so every read goes through the runtime's validator (tool
-allowlist, argument schema, forbidden records), executor and event log like any other call, and a
-record under legal hold is *offered* to a planner and refused by the validator, not hidden from it.
-
-The runtime task's goal is only "a draft exists under the key": the machine stops when an answer is
-saved, and never learns from its stop predicate whether the answer is right — only the verifier
-(:func:`~labkit.experiment.v2.families.grade`) knows the answer.
+A run acts on a :class:`~labkit.runtime.tools.World` holding the task's messages and records and a
+fresh draft area; ``read_message`` and ``read_record`` go through the runtime's validator, executor
+and log, so a record under legal hold is offered and refused, not hidden. The goal is only "a draft
+exists under the key": only the verifier (:func:`~labkit.experiment.v2.families.grade`) knows the answer.
 """
 
 from __future__ import annotations
