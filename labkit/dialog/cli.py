@@ -59,6 +59,29 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_generate_users(args: argparse.Namespace) -> int:
+    """Write the generated users of every scenario that declares a population; say how many per trait."""
+    from collections import Counter
+
+    from labkit.compare.command import split_list
+    from labkit.dialog.population import write_users
+    from labkit.dialog.simulate import load_scenarios
+
+    scenarios = {name: s for name, s in load_scenarios(args.scenarios).items()
+                 if (Path(s.path).parent / "population.yaml").exists()}
+    wanted = split_list(args.only) or []
+    unknown = sorted(set(wanted) - set(scenarios))
+    if unknown:
+        raise LabkitError(f"no scenario with a population.yaml named {', '.join(unknown)} in {args.scenarios}",
+                          f"use some of: {', '.join(scenarios)}.")
+    chosen = {n: s for n, s in scenarios.items() if not wanted or n in wanted}
+    users = write_users(chosen, Path(args.out), {"dev": args.dev, "test": args.test}, args.seed)
+    print(f"{len(users)} users written to {args.out}, each followed to its end by the ideal bot")
+    for trait, n in sorted(Counter(t for u in users for t in u.traits).items()):
+        print(f"  {trait}: {n}")
+    return 0
+
+
 def _plan(args: argparse.Namespace) -> Any:
     """A live recording of the dialog comparison: every arm with every scripted user, scored on the measure."""
     from labkit.compare.command import Plan, recorded_model, split_list
@@ -164,3 +187,12 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core; on a shared, busy machine "
                    "1 thread was several times faster than 2 here, because busy threads wait for each other)")
     p.set_defaults(func=_cmd_chat)
+    p = commands.add_parser("generate-users", help="generate, check and write many scripted users per scenario "
+                            "from its population.yaml (dev and test pools disjoint)")
+    p.add_argument("--scenarios", default="data/dialog", help="a folder of <name>/scenario.yaml (default data/dialog)")
+    p.add_argument("--only", help="comma-separated scenario names (default: every scenario with a population.yaml)")
+    p.add_argument("--dev", type=int, default=200, help="dev users per scenario (default 200)")
+    p.add_argument("--test", type=int, default=300, help="test users per scenario (default 300)")
+    p.add_argument("--seed", type=int, default=2026, help="the generator's seed (default 2026)")
+    p.add_argument("--out", required=True, help="the folder the user files go to (give it to compare dialog --tasks)")
+    p.set_defaults(func=_cmd_generate_users)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -277,3 +277,18 @@ def table(summaries: dict[tuple[str, str], dict[str, Any]]) -> str:
         cells = [f"{row[h]['count']} [{row[h]['ci95'][0]:.2f}, {row[h]['ci95'][1]:.2f}]" for h in heads]
         lines.append(f"| {model} | {arm} | {row['conversations']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def by_trait(scores: Sequence[Score], traits: Mapping[str, Sequence[str]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Adherence per (trait, arm) with its Wilson interval: every score counts once under each trait of its
+    user (``traits``: user name -> traits, as :func:`labkit.dialog.population.traits_of` reads them)."""
+    groups: dict[tuple[str, str], list[Score]] = {}
+    for s in scores:
+        for trait in traits.get(s.user, ()):
+            groups.setdefault((trait, s.arm), []).append(s)
+    out = {}
+    for key in sorted(groups):
+        group = groups[key]
+        k = sum(s.adhered for s in group)
+        out[key] = {"adhered": k, "of": len(group), "ci95": list(wilson_interval(k, len(group)))}
+    return out
