@@ -439,8 +439,7 @@ class DialogBot(_Bot):
             return Checked(None, Violation("invalid_results", f"signal '{corrections.signal}' may not change "
                                            f"{', '.join(refused)}: {hint}"))
         if set(changed) <= own:
-            # The step's own value is its answer, not a correction: live, after a `back` to the deadline the
-            # model "corrected" the deadline and the step stayed, asking again. It moves on as its answer would.
+            # The step's own value is its answer, not a correction: it moves on as its answer would.
             forward = step.signal("next")
             known = {**self.state.variables, **checked.answer.results}
             ready = forward is not None and not any(unknown(known.get(n)) for n in forward.needs)
@@ -667,11 +666,10 @@ class DialogBot(_Bot):
         return " ".join([*kept, self._question(step)])
 
     def _asks(self, sentence: str) -> bool:
-        """Whether a sentence of the model's message is a question: it ends with "?", or, with
-        ``request_question``, it opens as a request (:data:`REQUEST`). Live, on the dev users, the model at the
-        support bot's confirmation wrote "Please provide the email address you want to use for the ticket." for
-        an email it had: no question mark, so the message was kept and the bot never asked about filing. A
-        message that requests nothing (a do-nothing bot's "OK.") is still kept as it is (the floors)."""
+        """Whether a sentence of the model's message is a question: it ends with "?", or, with ``request_question``,
+        it opens as a request (:data:`REQUEST`) such as "Please provide ...". A message that requests nothing (a
+        do-nothing bot's "OK.") is still kept as it is (the floors).
+        """
         return sentence.endswith("?") or (self.has("request_question") and REQUEST.match(sentence) is not None)
 
     def _question(self, step: Step) -> str:
