@@ -1,21 +1,12 @@
 """Dialog scripts as state machines: a YAML scenario owns the script, the model answers one step at a time.
 
-- :func:`load_scenario` — a YAML scenario (instructions in Markdown files) compiled into a checked table;
-- :class:`DialogBot` — the engine (four-field contract, one corrective re-ask, variables with history);
-- :class:`PromptOnlyBot` — the comparison: the whole script in one prompt (``checked``: its claimed moves
-  held to the script's moves and ``needs``);
-- :mod:`labkit.dialog.features` — the machine's switchable features, each declared once with what it does and
-  the hooks it acts in;
-- :mod:`labkit.dialog.arms` — the arms ``labkit compare dialog --arms`` runs, named by content: ``machine``,
-  ``bare_machine``, ``prompt_only``, ``prompt_only_checked`` and ``machine_without_<feature>``;
-- :mod:`labkit.dialog.history` — the arms committed recordings name (the design rounds), to read them;
-- :mod:`labkit.dialog.comparison` — ``labkit compare dialog``: arms × scripted users on the one runner
-  (:mod:`labkit.compare.runs`), recorded, resumed, replayed;
-- :func:`run_user` / :func:`summarize` — one scripted conversation, and the first recording's legacy check;
-- :func:`score` / :func:`summarize_scores` / :func:`compare_arms` — the five-part measure a do-nothing bot cannot
-  pass (:mod:`labkit.dialog.measure`); :func:`score_runs` re-scores recordings from their logs;
-  :mod:`labkit.dialog.floors` holds the floor bots;
-- :func:`conversation_view` / :class:`ChatViewer` — the chat-style viewer with expandable system logs.
+:func:`load_scenario` compiles a scenario into a checked table; :class:`DialogBot` runs it (four-field contract,
+one corrective re-ask, variables with history); :class:`PromptOnlyBot` is the whole script in one prompt.
+Features and arms: :mod:`~labkit.dialog.features`, :mod:`~labkit.dialog.arms` (older recordings' names:
+:mod:`~labkit.dialog.history`); ``labkit compare dialog``: :mod:`~labkit.dialog.comparison`. :func:`run_user` plays
+one scripted conversation (:func:`summarize`: the legacy check); :func:`score`, :func:`summarize_scores`,
+:func:`compare_arms` and :func:`score_runs` are the five-part measure (:mod:`~labkit.dialog.measure`, floor bots in
+:mod:`~labkit.dialog.floors`); :func:`conversation_view` / :class:`ChatViewer` the chat viewer with system logs.
 """
 
 from labkit.compare.stats import wilson_interval

@@ -1,12 +1,9 @@
 """What each feature of the dialog machine buys: the declared ablation pairs, scored and paired by user.
 
-Each row is one :class:`~labkit.dialog.arms.Ablation` — the same arm with and without one feature (or one
-rule inside a feature) — read from recordings that hold both arms. It counts the users each arm adhered
-on, over the users both arms ran, the users only one of them adhered on, the exact sign test, and how
-the five parts of the measure moved (so a feature that buys no adherence can still show what it changes).
-
-A pair is read from the first recording given that holds both of its arms: the arms of one recording
-ran the same users on the same code and model, which is what makes the pairing fair.
+Each row is one :class:`~labkit.dialog.arms.Ablation` (an arm with and without one feature or rule): the users
+each arm adhered on among those both ran, those only one adhered on, the exact sign test, and how the five
+parts of the measure moved. A pair is read from the first recording given that holds both arms: one
+recording ran both on the same users, code and model, which makes the pairing fair.
 """
 
 from __future__ import annotations

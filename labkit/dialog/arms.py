@@ -1,16 +1,9 @@
 """The arms of the dialog comparison, named by what they contain; ``labkit compare dialog --arms`` reads them.
 
-An arm is a bot (the machine or the prompt-only bot) plus its contract: for the machine, a set of
-features from :mod:`labkit.dialog.features`; for the prompt-only bot, whether its claimed moves are
-checked like the machine's (``needs`` and the script's moves).
-
-- ``machine``: every feature; ``machine_without_<feature>`` lacks one feature or one part (the ablation);
-- ``bare_machine``: the engine with no feature (what the features buy is measured against it);
-- ``prompt_only``: the whole script in one prompt; ``prompt_only_checked``: the same, its claimed moves
-  held to the script's moves and needs, so a violation means the same thing in both bots.
-
-Recordings made under the design rounds' names are read through :mod:`labkit.dialog.history`.
-Recording them (a live model; one folder per split and model, :mod:`labkit.dialog.comparison`)::
+An arm is a bot plus its contract: ``machine`` (every feature of :mod:`labkit.dialog.features`),
+``machine_without_<feature>`` (one feature or part off: the ablation), ``bare_machine`` (no feature),
+``prompt_only`` (the whole script in one prompt) and ``prompt_only_checked`` (its claimed moves held to the
+script's moves and needs). Older recordings' names are read through :mod:`labkit.dialog.history`. To record::
 
     labkit compare dialog --model qwen2.5-coder-1.5b --threads 2 --split test \
         --out data/dialog/runs_test/qwen2.5-coder-1.5b --arms machine,prompt_only_checked,bare_machine

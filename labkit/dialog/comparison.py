@@ -1,18 +1,11 @@
-"""The dialog measurement as a comparison of the one runner (:mod:`labkit.compare.runs`): arms × scripted users.
+"""``labkit compare dialog``: arms × scripted users on the one runner (:mod:`labkit.compare.runs`).
 
-What is the dialog's own: a job is one arm talking to one scripted user (seed 0: decoding is greedy);
-a run plays the user's messages to the arm's bot, writes the conversation's event log as it goes
-(``logs/<arm>/<user>.jsonl``), and scores it on the measure (:mod:`labkit.dialog.measure`). The
-runner does the rest, as for the other comparisons: ``runs.jsonl`` (one row per conversation),
-cassettes (``cassettes/<arm>.jsonl``), resume after a stop, a progress line with an estimate, and
-spreading the conversations over several servers. A conversation stopped half-way runs again from
-its first message (its log is started anew; the calls it had made are answered alike, greedy).
-
-A recording's configuration (``dialog.json``) names the model, the arms, the split and every user
-of it, and says ``arm_names: "content"`` (arms as :mod:`labkit.dialog.arms` names them); without it
-the arms are the design rounds' names, read through :mod:`labkit.dialog.history`. ``--only`` narrows
-one stretch of recording to some users, and a later stretch (``--resume``) adds the rest, or more
-arms: rows already recorded are kept and paired on the same users.
+A job is one arm talking to one scripted user (seed 0: greedy): the user's messages go to the arm's bot, the
+event log is written as it goes (``logs/<arm>/<user>.jsonl``) and the conversation is scored
+(:mod:`labkit.dialog.measure`). The runner gives ``runs.jsonl``, cassettes, resume, progress and several servers;
+a conversation stopped half-way runs again from its first message. ``dialog.json`` names the model, arms, split
+and users; ``arm_names: "content"`` marks :mod:`labkit.dialog.arms` names (else :mod:`labkit.dialog.history`'s).
+``--only`` records some users; a later ``--resume`` adds the rest or more arms, paired on the same users.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The four-field contract every model turn must keep, its validator and the corrective re-ask.
 
-Every answer is one JSON object: ``message`` (what the user reads), ``signal`` (one of the current
-step's signals; the grammar allows no other), ``results`` (the step's structured results, checked
-against the step's pydantic model) and ``summary`` (one short line about the step so far, which
-later prompts carry instead of the whole conversation).
-
-Why validate although a grammar constrains decoding: a grammar guarantees the shape, not the
-meaning. A signal may be emitted before the results it needs are known, a value may break a rule
-the grammar cannot enforce, and a cut-off answer is not JSON at all. :func:`check_answer` names
-each such violation; :func:`reask_prompt` turns it into the one follow-up call that asks again.
+Every answer is one JSON object: ``message`` (what the user reads), ``signal`` (one of the step's signals),
+``results`` (checked against the step's pydantic model) and ``summary`` (one line that later prompts carry
+instead of the conversation). A grammar guarantees the shape, not the meaning (a signal before its needed
+results, a value breaking a rule, a cut-off answer): :func:`check_answer` names each violation and
+:func:`reask_prompt` builds the one follow-up call that asks again.
 """
 
 from __future__ import annotations
@@ -137,27 +133,12 @@ def grammar_schema(step: Step, known: dict[str, Any],
                    first: Sequence[str] = ()) -> dict[str, Any]:
     """The ``results_grammar`` schema: one alternative per signal, each with its own results object.
 
-    In the alternative of a signal, every value the signal ``needs`` that is not ``known`` yet is a
-    required, non-empty, typed property; the other fields are optional. The signal is the first
-    thing decoded after the message, so once a model has chosen ``next`` the grammar does not let it
-    close ``results`` before the needed values are written: an empty result for a ``next`` is
-    impossible rather than refused.
-
-    The other way round, a signal that stays in the step cannot write a value that a move on from
-    the step needs and that is not known yet: live, the model recorded the deadline and emitted
-    ``stay``, and asked for the deadline again and again. A value given is a reason to move on.
-
-    ``only`` narrows a signal's results to the named fields (the correction signal may write only
-    the earlier steps' known values: live, the model "corrected" the step's own value with it).
-    ``without`` leaves signals out (a re-ask may not take the move just refused). ``stay_keeps_needs=False``
-    drops the stay rule of the paragraph above (its ablation). ``needs_decide`` (with ``results_first``) takes
-    the rule further: a value a move on needs can be written only under a signal that needs it, so once the
-    model has written it, the move that needs it is the only one left (live, on the dev users, results first
-    let the model write the issue and then emit ``cancel``).
-
-    ``first`` names fields that every alternative offering them requires, non-empty, and lists before the
-    others, so the model writes them before anything else in ``results`` (``split_required``: the re-ask after
-    a value mixed two variables' parts must write the other variable's own value first).
+    A signal's alternative requires (non-empty, typed) every value it ``needs`` that is not ``known``, so a
+    ``next`` cannot close ``results`` empty; a staying signal cannot write a not-yet-known value a move on needs
+    (``stay_keeps_needs=False`` drops this rule). ``needs_decide`` (with ``results_first``): such a value only
+    under a signal that needs it. ``only`` narrows a signal's results to the named fields; ``without`` leaves
+    signals out (a re-ask may not take the move just refused); ``first`` fields are required and written first
+    wherever they are offered.
     """
     forward = ({n for s in step.signals if s.to != step.name for n in s.needs if unknown(known.get(n))}
                if stay_keeps_needs else set())

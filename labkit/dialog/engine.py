@@ -1,15 +1,10 @@
 """The dialog engine: a scenario's machine owns the script, the model answers one step at a time.
 
-One user message is one turn: record it, build a small prompt (the current step's instructions,
-the variables, the summaries of past steps and the last few turns — never the whole script), call
-the model under the step's grammar, check the four-field contract, and on a violation make ONE
-corrective re-ask. A kept contract moves variables (each change an event), records the reply and
-fires the signal through :class:`~labkit.core.machine.LabMachine`; a second violation is recorded as
-:class:`~labkit.dialog.events.ContractFailed` and the step stays where it was.
-
-:class:`PromptOnlyBot` is the comparison: the whole script in one prompt, the whole conversation
-after it, no machine. It answers under the same contract and the same re-ask, with its "signal"
-being the step it believes it is in, so both are measured by the same adherence check.
+One user message is one turn: a small prompt (the step's instructions, the variables, past steps' summaries,
+the last few turns; never the whole script), a call under the step's grammar, the four-field contract checked
+with ONE corrective re-ask. A kept contract moves variables, records the reply and fires the signal through
+:class:`~labkit.core.machine.LabMachine`; a second violation is :class:`~labkit.dialog.events.ContractFailed`
+and the step stays. :class:`PromptOnlyBot` is the comparison, under the same contract and re-ask.
 """
 
 from __future__ import annotations
@@ -250,10 +245,9 @@ class _Bot:
 class DialogBot(_Bot):
     """The scenario's machine runs the dialog; the model sees only the current step.
 
-    ``recent_turns``: how many past messages (user and bot) the prompt carries.
-    Pass an existing ``log`` (e.g. a :class:`~labkit.core.store.JsonlLog`) to resume a conversation.
-    ``features``: names from :mod:`labkit.dialog.features`; none (the default) is the machine as
-    first recorded, whose prompts and schemas the recorded cassettes hold.
+    ``recent_turns``: past messages (user and bot) the prompt carries; an existing ``log`` (e.g. a
+    :class:`~labkit.core.store.JsonlLog`) resumes a conversation; ``features``: names from
+    :mod:`labkit.dialog.features` (none: the bare machine, whose prompts the recorded cassettes hold).
     """
 
     def __init__(self, scenario: Scenario, backend: Backend, *, log: EventLog | None = None,
@@ -295,10 +289,9 @@ class DialogBot(_Bot):
     def contract_step(self, step: Step) -> Step:
         """The step the model answers under: the step itself, widened by the features that are on.
 
-        ``vars_memory`` and ``corrections`` let ``results`` hold the other steps' variables too
-        (values given early, values corrected late); ``corrections`` adds the declared correction
-        signal (it records values and never moves, so the transition table does not change) once an
-        earlier step holds a value it could correct.
+        ``vars_memory`` and ``corrections`` let ``results`` hold other steps' variables (given early, corrected late);
+        ``corrections`` also adds the correction signal (it records values and never moves) once an earlier step
+        holds a value it could correct.
         """
         if not (self.has("vars_memory") or self.has("corrections")):
             return step
@@ -376,16 +369,10 @@ class DialogBot(_Bot):
     def _grounded(self, checked: Checked, step: Step) -> Checked:
         """``grounded_values``: free-text values holding words the user never said are taken out.
 
-        A dropped value that the emitted move does not need is simply left out (the log says so).
-        A move that needed it is refused once; the re-ask is shown no example (live, the re-ask of
-        the first form of this feature copied the example again: "user@example.com") and, under
-        ``results_grammar``, cannot take that move again (live, on the dev users, 3 of 3 re-asks took
-        it again with other invented words and the turn ended in the fallback); the model has to
-        stay, or to take another declared move such as a correction. If the re-ask is ungrounded too, its grounded
-        values are kept, the move stays in the step, and the reply says the bot did not understand:
-        the model's message was written for a move that did not happen, and a machine that asked its
-        own question here would let a bot that copies the examples pass the users who should be
-        asked again (the floor tests).
+        A dropped value the move does not need is left out (the log says so). A move that needed it is refused once;
+        the re-ask shows no example and, under ``results_grammar``, cannot take that move again. If the re-ask is
+        ungrounded too, its grounded values are kept, the step stays and the reply says the bot did not understand
+        (a question of the machine's own here would let a bot that copies the examples pass).
         """
         answer = checked.answer
         assert answer is not None
@@ -452,8 +439,7 @@ class DialogBot(_Bot):
             return Checked(None, Violation("invalid_results", f"signal '{corrections.signal}' may not change "
                                            f"{', '.join(refused)}: {hint}"))
         if set(changed) <= own:
-            # The step's own value is its answer, not a correction: live, after a `back` to the deadline the
-            # model "corrected" the deadline and the step stayed, asking again. It moves on as its answer would.
+            # The step's own value is its answer, not a correction: it moves on as its answer would.
             forward = step.signal("next")
             known = {**self.state.variables, **checked.answer.results}
             ready = forward is not None and not any(unknown(known.get(n)) for n in forward.needs)
@@ -468,11 +454,9 @@ class DialogBot(_Bot):
         """``split_values``: a free-text value holding another variable's part is refused once, naming it
         (:mod:`labkit.dialog.splitting`); ``split_required`` makes the re-ask write the named variables first.
 
-        ``split_cut`` keeps the answer instead: code cuts the parts out of the value (``ValuesCut``), and only
-        while a variable named is still unknown is the model asked again — for those values alone, which are
-        merged into the cut answer, its move unchanged (live, on the dev users, the required re-ask wrote the
-        other variable's value and then stayed, leaving the step's own value unwritten). A correction is
-        refused as without it (the correction rules judge the whole answer).
+        ``split_cut`` keeps the answer instead: code cuts the parts out (``ValuesCut``) and, only while a named variable
+        is still unknown, asks again for those values alone, merged into the cut answer with its move unchanged.
+        A correction is refused as without it (the correction rules judge the whole answer).
         """
         answer = checked.answer
         assert answer is not None
@@ -651,12 +635,9 @@ class DialogBot(_Bot):
     def _late(self, answer: Answer, step: Step, target: Step) -> bool:
         """``carry_over``: whether the move recorded earlier words, leaving the latest message unread.
 
-        Live, the model often recorded a step's value one message late: asked for the product after
-        "The checkout button on the website does nothing", and told "High, I cannot buy anything",
-        it recorded ``product = website`` and moved on, and the severity the user had just given was
-        lost. Every value the move recorded for this step holds a word of earlier messages that the
-        latest message does not: the latest message then belongs to the step moved to, which reads
-        it in the same turn (once: the carried call is never carried again).
+        True when every value the move recorded for this step holds a word of earlier user messages that the latest
+        does not: the latest message then belongs to the step moved to, which reads it in the same turn (once: a
+        carried call is never carried again).
         """
         if not self.has("carry_over") or self._carrying or answer.signal == "back" or target.name == step.name:
             return False
@@ -670,15 +651,10 @@ class DialogBot(_Bot):
     def _asking(self, message: str, step: Step, *, moved: bool = False) -> str:
         """``step_question``: the model's questions replaced by the step's declared one.
 
-        Live, the model's questions were often the last step's ("Who else will use the project?"
-        after the users were known). Where the model asked nothing the message stays as it is, except
-        after a move into a step that still needs something (``moved``): the machine has changed the
-        step, so it asks what the new step needs (live, the model wrote "The first version must be
-        ready by June." on its way into the review); ``correction_question`` treats a correction that changed
-        a value the same way, since the step's own answer is still owed (live, on the dev users, "Email updated
-        to lena@example.com." ended the bot's turn at the confirmation). The machine never adds a question in a step the
-        model did not leave: a model that never does anything would then pass the users who should be
-        asked again and again, because the machine would be doing the asking for it (the floor bots).
+        Where the model asked nothing the message stays, except after a move into a step that still needs something
+        (``moved``): the machine changed the step, so it asks; ``correction_question`` does the same after a correction
+        that changed a value. The machine never adds a question in a step the model did not leave, or a bot that does
+        nothing would pass the users who should be asked again (the floor bots).
         """
         question = self.scenario.questions.get(step.name)
         if not self.has("step_question") or not question or not step.still_needs(self.state.variables):
@@ -690,11 +666,10 @@ class DialogBot(_Bot):
         return " ".join([*kept, self._question(step)])
 
     def _asks(self, sentence: str) -> bool:
-        """Whether a sentence of the model's message is a question: it ends with "?", or, with
-        ``request_question``, it opens as a request (:data:`REQUEST`). Live, on the dev users, the model at the
-        support bot's confirmation wrote "Please provide the email address you want to use for the ticket." for
-        an email it had: no question mark, so the message was kept and the bot never asked about filing. A
-        message that requests nothing (a do-nothing bot's "OK.") is still kept as it is (the floors)."""
+        """Whether a sentence of the model's message is a question: it ends with "?", or, with ``request_question``,
+        it opens as a request (:data:`REQUEST`) such as "Please provide ...". A message that requests nothing (a
+        do-nothing bot's "OK.") is still kept as it is (the floors).
+        """
         return sentence.endswith("?") or (self.has("request_question") and REQUEST.match(sentence) is not None)
 
     def _question(self, step: Step) -> str:
@@ -811,10 +786,9 @@ class PromptOnlyBot(_Bot):
     def _check(self, raw: str, step: Step) -> Checked:
         """The same contract; ``checked``: the claimed move must also be the script's, with its needs known.
 
-        The prompt-only bot's signal is the step it claims to be in after the reply. Checked, that
-        claim is held to what the machine is held to: a move the script has from the claimed step,
-        and the values the move ``needs`` known (given now or earlier), else the same violation
-        codes and the same one re-ask.
+        The signal is the step the bot claims to be in after the reply; checked, it must be a move the script has
+        from the claimed step with the move's ``needs`` known (now or earlier), else the same violation codes and
+        the same one re-ask.
         """
         result = check_answer(raw, step, self.state.variables)
         if not self.checked or result.answer is None:

@@ -1,12 +1,9 @@
 """The dialog machine's optional features: each declared once, with what it does and the hooks it acts in.
 
-An arm is the machine plus a set of these names (:mod:`labkit.dialog.arms`); the ablation arms are
-generated from this table (every feature but one). A name that is not declared here is an error
-wherever it is used (:meth:`labkit.dialog.engine.DialogBot.has`, building an arm).
-
-A :class:`~labkit.compare.features.Part` is one rule inside a feature that an ablation switches off
-while the feature stays on; a conversation's ``RunStarted`` records the features and the parts
-switched off, so a log says which contract the model was held to.
+An arm is the machine plus a set of these names (:mod:`labkit.dialog.arms`); the ablation arms are generated
+from this table. An undeclared name is an error wherever it is used. A :class:`~labkit.compare.features.Part`
+is one rule inside a feature that an ablation switches off while the feature stays on; ``RunStarted`` records
+the features and the parts off, so a log says which contract the model was held to.
 """
 
 from __future__ import annotations

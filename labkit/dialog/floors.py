@@ -1,22 +1,11 @@
 """Floor bots: backends that answer without understanding, run over the real machine.
 
-Why: a measure is only as good as the worst bot it rejects. A bot that never moves, and a bot
-that copies each step's example phrases, must both score 0 adherence on every scripted user; if
-one of them passes a user, that user (or the measure) tests nothing. Both are plain
-:class:`~labkit.llm.backend.Backend` objects, so :class:`~labkit.dialog.engine.DialogBot` runs them
-exactly like a model, with its contract checks and event log.
-
-- :class:`NeverMoves` — every answer keeps the contract, emits ``stay``, records nothing and says
-  an acknowledgement that asks for nothing;
-- :class:`CopiesExamples` — every answer emits ``next`` where the step has one (else the first
-  signal), fills each result with the step's example (the step's declared worked example, which
-  the ``step_example`` feature shows the model; else a quoted phrase from its instructions, the
-  first enum value, else the field's description) and says the first sentence of the instructions.
-
-:func:`floor_bot` runs a floor under any declared arm (:mod:`labkit.dialog.arms`); :func:`floor_runs` runs
-one over every user. Under a
-prompt-only arm, whose signal is the step the bot claims to be in, a floor's signal is translated
-into the step it leads to.
+A measure is only as good as the worst bot it rejects, so both must score 0 adherence on every scripted user:
+:class:`NeverMoves` keeps the contract, emits ``stay``, records nothing and asks nothing; :class:`CopiesExamples`
+emits ``next`` (else the first signal), fills each result with the step's example (its worked example, else a
+quoted phrase of its instructions, the first enum value or the field's description) and says the instructions'
+first sentence. :func:`floor_bot` runs one under any arm (under a prompt-only arm, its signal becomes the step
+it leads to); :func:`floor_runs` runs one over every user.
 """
 
 from __future__ import annotations

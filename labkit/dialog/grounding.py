@@ -1,19 +1,10 @@
 """Whether a value the model records was said by the user: the ``grounded_values`` check.
 
-The first live run of the machine with its features (dev users, Qwen 1.5B) showed the model
-filling ``results`` with words the user never said: ``users = "me and my accountant"`` (the step
-instructions' own example), a constraint ``"it must run on old Android phones"`` (another step's
-example), a deadline ``"May 1st"`` when the user said "before the marathon in May". A grammar
-cannot catch this (the shape is right); code can, because every free-text value the script asks for
-is the user's own words: each content word of the value must occur in what the user has said so
-far. Enum values are the script's words, not the user's, so the current step's are not checked; a
-later step's choice recorded early is (see :func:`ungrounded`).
-
-What counts as the same word is kept simple and declared here, so a learner can predict it: case
-and punctuation are ignored, short function words are skipped (and "none", the word the scripts ask for when a user has
-no limits), and two words match when they are
-equal or share their first :data:`STEM` letters ("plans" / "planning"). The check refuses; it never
-edits a value, so what the log records is what the model said.
+A grammar cannot catch invented values (the shape is right); code can, since every free-text value the script
+asks for is the user's own words: each content word must occur in what the user has said so far. Enum values
+are the script's words, so the current step's are not checked (a later step's taken early is: :func:`ungrounded`).
+Case and punctuation are ignored, short function words (and "none") skipped, and two words match when equal or
+sharing their first :data:`STEM` letters ("plans" / "planning"). The check refuses; it never edits a value.
 """
 
 from __future__ import annotations
@@ -66,9 +57,8 @@ def ungrounded(results: Mapping[str, Any], fields: Iterable[ResultField], said: 
                enums: Collection[str] = ()) -> dict[str, list[str]]:
     """For each free-text field of ``results`` holding words the user never said: those words.
 
-    ``enums`` names enum fields checked too: a later step's choice taken early must be the user's
-    word (live, the model recorded ``severity = medium`` from "The app logs me out"); the current
-    step's own choice may be inferred ("I cannot use it at all" is ``high``).
+    ``enums`` names enum fields checked too (a later step's choice taken early must be the user's word); the
+    current step's own choice may be inferred ("I cannot use it at all" is ``high``).
     """
     said = list(said)
     free = {f.name for f in fields if f.type in ("string", "list") or (f.type == "enum" and f.name in enums)}

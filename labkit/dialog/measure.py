@@ -1,26 +1,13 @@
 """The adherence measure a do-nothing bot cannot pass: five parts per conversation, each reported.
 
-Why a new measure: the legacy check (:func:`labkit.dialog.simulate.adherence`) looked at the end
-step and at words each value must *contain*. A bot that never moves passed the users who should
-stay in the first step, ``me`` matched any value containing "me", and the bot's questions and its
-invented values were never judged. Here a conversation adheres only if all five parts hold:
-
-- ``end_step`` — the conversation stands in the step the user script expects;
-- ``values`` — every expected variable is right: its normalised value (casefold, whitespace
-  collapsed, trailing punctuation stripped) equals one declared phrasing exactly; a list matches
-  item by item, no item missing and none extra;
-- ``no_invented`` — no variable is set that the user never gave (the user file's ``values``
-  lists every variable the user gives);
-- ``moves`` — every move the bot made is one the script allows from where it stood, with the
-  values the move ``needs`` known at the time (the machine's ``Transitioned`` events, or the
-  prompt-only bot's claimed steps);
-- ``asks`` — after every turn that leaves the dialog in a step that still needs something (a
-  value not yet known, or a confirmation), the bot's reply contains one of the step's declared
-  ``ask_keywords`` (whole words, case-insensitive).
-
-Also per conversation: a *false completion* (the dialog stands in a final step the user did not
-reach) and a *cancel* (it stands in the target of a ``cancel`` signal). Everything is read from
-the conversation's event log, so a recording is re-scored without a model.
+A conversation adheres only if all hold: ``end_step`` (it stands in the step the user script expects);
+``values`` (each expected variable's normalised value, casefold with whitespace collapsed and trailing
+punctuation stripped, equals a declared phrasing; a list item by item, none missing or extra); ``no_invented``
+(no variable set that the user file's ``values`` do not list); ``moves`` (every move, from ``Transitioned`` or
+the prompt-only bot's claimed steps, is one the script allows from where it stood, its ``needs`` known then);
+``asks`` (after every turn leaving a step that still needs something, the reply holds one of the step's
+``ask_keywords``, whole words, case-insensitive). Also: a *false completion* (a final step the user did not
+reach) and a *cancel* (a ``cancel`` signal's target). All is read from the event log, so no model is needed.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""Re-score recorded conversations on the new measure, from their event logs alone (no model).
+"""Re-score recorded conversations on the measure, from their event logs alone (no model).
 
-Why from the logs: ``data/dialog/runs/<model>/logs/<arm>/<user>.jsonl`` holds every message,
-variable change and move of each recorded conversation, so a new measure applies to an old
-recording without loading a model or replaying a cassette. Users a recording does not cover are
-left out (never scored as failures); :func:`score_runs` says which users each recording covers.
+``logs/<arm>/<user>.jsonl`` holds every message, variable change and move, so a new measure applies to an old
+recording without a model or a cassette. Users a recording does not cover are left out (never scored as
+failures); :func:`score_runs` says which users each recording covers.
 """
 
 from __future__ import annotations

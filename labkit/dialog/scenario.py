@@ -1,16 +1,10 @@
 """A dialog scenario written in YAML, compiled into a checked transition table.
 
-Why YAML plus Markdown: the script of a conversation is domain knowledge, not code. One YAML file
-says which steps exist, which signals each step may emit and where they lead, and which results a
-step must produce; each step's detailed instructions live in their own Markdown file. The same
-engine then runs an analyst bot or a ticket intake without a code change.
-
-Why compile into :class:`~labkit.core.table.TransitionTable`: the table's build checks (unknown
-targets, unreachable steps, dead ends) then apply to every scenario before a model is called.
-A mistake in the file itself (bad YAML, an unknown field type, a signal without a target) is a
-:class:`ScenarioError` naming the place as ``file:line:column`` and saying what to do.
-
-Format (see ``data/dialog/analyst/scenario.yaml``)::
+The script is domain knowledge, not code: one YAML file declares the steps, each step's signals and their
+targets, and the results a step must produce; each step's instructions are a Markdown file. Compiling into
+:class:`~labkit.core.table.TransitionTable` applies the table's checks (unknown targets, unreachable steps,
+dead ends) before a model is called; a mistake in the file is a :class:`ScenarioError` at ``file:line:column``
+saying what to do. Format (see ``data/dialog/analyst/scenario.yaml``)::
 
     name: analyst
     title: Project scoping
@@ -26,59 +20,30 @@ Format (see ``data/dialog/analyst/scenario.yaml``)::
       done:
         final: true
 
-``ask_keywords`` (optional, non-final steps): words one of which a reply contains when it asks for
-what the step still needs; :mod:`labkit.dialog.measure` judges the bot's questions by them.
+Result field types: ``string``, ``integer``, ``number``, ``boolean``, ``list`` (of strings), or ``enum`` with
+``values``. Every result is optional in one answer; a signal's ``needs`` must be known (given now or earlier)
+before it may be emitted. ``ask_keywords`` (non-final steps): words one of which a reply asking for what the
+step still needs contains (:mod:`labkit.dialog.measure` judges questions by them).
 
-Optional keys that only the machine's features read (:mod:`labkit.dialog.features`; the arms
-without them send the same prompts as before):
+Optional top-level keys that only the machine's features read (:mod:`labkit.dialog.features`, in brackets):
 
-- ``examples`` (top level, by step name): one worked example answer per non-final step, on a
-  conversation that is no user's (at the end of the file, so the script above reads as before)::
+- ``examples`` (by step): one worked answer per non-final step, on a conversation that is no user's, checked
+  against its step: its signal, its schema, what the signal ``needs`` (``step_example``)::
 
       examples:
         goal: {user: I want an app that reminds my family to water the plants., signal: next,
                message: Noted. Who will use it?, results: {goal: remind my family to water the plants}}
 
-  each checked against its step: the signal is the step's, the results fit its schema and give
-  what the signal ``needs`` (``step_example``);
-- ``more_examples`` (top level, by step name): a list of further worked answers where the user gives
-  more than the step asks (values of later steps) or corrects an earlier value (the correction
-  signal), each checked against the step as the features widen it: any scenario variable in its
-  results, the step's signals and the correction signal (``more_examples``)::
-
-      more_examples:
-        goal: [{user: A tool for my reading list, just for me., signal: next, message: Noted.,
-                results: {goal: a tool for my reading list, users: just me}}]
-
-- ``corrections`` (top level): the declared correction signal (``corrections``)::
-
-      corrections: {signal: correct, when: 'the user corrects a value given earlier ("actually ...")',
-                    fields: [goal, users],   # the variables a correction may change (default: all)
-                    cues: [actually, I meant, typo]}   # words that mark a message as a correction
-                                                       # (correction_cues)
-
-- ``cancel_question`` (top level): what the bot asks before a ``cancel`` ends the conversation
-  (``cancel_confirm``);
-- ``questions`` (top level, by step name): the question the bot asks while a step still needs
-  something from the user (``step_question``)::
-
-      questions: {goal: What should the project achieve?, users: Who will use it?}
-
-- ``cues`` (top level, by variable name): words or phrases that mark a part of a message as that
-  variable's; a free-text value holding a later part with another variable's cue mixed two values into
-  one (``split_values``), and a correction's cues beside one of them name the value corrected
-  (``correction_cues``)::
-
-      cues: {users: [for me, will use it], deadline: [Friday, next week]}
-
-- ``move_cues`` (top level, by signal name): words or phrases one of which the user's message must hold
-  for the model to be offered that signal (``move_cues``)::
-
-      move_cues: {back: [go back, change, wrong]}
-
-Result field types: ``string``, ``integer``, ``number``, ``boolean``, ``list`` (of strings), or
-``enum`` with ``values``. Every result is optional in a single answer; a signal's ``needs`` lists
-the results that must be known (given now or earlier) before the signal may be emitted.
+- ``more_examples`` (by step): a list of further answers giving later steps' values or a correction, checked
+  against the step as the features widen it (``more_examples``);
+- ``corrections``: the correction signal, ``{signal, when, fields, cues}``: ``fields`` the variables it may
+  change (default: all), ``cues`` words that mark a message as a correction (``corrections``, ``correction_cues``);
+- ``cancel_question``: what the bot asks before a ``cancel`` ends the conversation (``cancel_confirm``);
+- ``questions`` (by step): the question asked while a step still needs something (``step_question``);
+- ``cues`` (by variable): phrases marking a part of a message as that variable's, e.g.
+  ``{users: [for me, will use it]}`` (``split_values``, ``correction_cues``);
+- ``move_cues`` (by signal): phrases one of which the user's message must hold for the model to be offered
+  that signal, e.g. ``{back: [go back, change, wrong]}`` (``move_cues``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""Scripted users, one conversation (:func:`run_user`), and the first recording's adherence check.
+"""Scripted users, one conversation (:func:`run_user`), and the legacy adherence check.
 
-The recording itself is :mod:`labkit.dialog.comparison` (arms × users on the one runner).
-
-A user script (:mod:`labkit.dialog.users`) is a YAML file with the scenario it talks to, the user's
-messages in order, and the expected end state. :func:`adherence` here is the legacy check the
-recorded runs were made with: the end step, and for each variable the words its value must contain
-(case-insensitive substrings; a list's items are joined). It is kept so that replaying a recording
-gives its recorded verdicts; :mod:`labkit.dialog.measure` is the measure a do-nothing bot cannot pass.
+A user script (:mod:`labkit.dialog.users`) names its scenario, messages and expected end state; recording is
+:mod:`labkit.dialog.comparison`. :func:`adherence` checks the end step and the words each value must contain
+(case-insensitive substrings; a list's items joined): the recorded runs were made with it, so replaying one
+gives its recorded verdicts. :mod:`labkit.dialog.measure` is the measure a do-nothing bot cannot pass.
 """
 
 from __future__ import annotations

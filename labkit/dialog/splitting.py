@@ -1,29 +1,11 @@
 """Whether a free-text value the model records mixes in another variable's part of the message: ``split_values``.
 
-On the dev users, three of the six failures of the machine with every earlier feature
-(``machine_plus_next2``) were messages that give several values at once, although a worked example of
-exactly that split is in the prompt (``more_examples``). The model wrote the whole message, or most of
-it, as one value:
-
-- "A tool that plans my running training, just for me." -> ``goal`` with ", just for me" in it, and
-  the users never recorded;
-- "My invoice shows the wrong VAT, it is a billing problem, medium urgency, write to me at
-  ivo@example.com" -> all of it as the ``issue``, and the email never recorded;
-- "It must use Python and be done by Friday." -> ``constraints = [it must use Python, it must be done
-  by Friday]``, the deadline kept as a constraint.
-
-A grammar cannot see this (the shape is right) and the grounding check cannot (every word was said).
-Code can see where a value changes subject: the value is cut into parts at commas, semicolons,
-sentence ends and "and", and a part after the first that holds a *cue* of another variable (a word or
-phrase the scenario declares under ``cues:``, e.g. "for me" for the users or "Friday" for the
-deadline) and none of the value's own is that variable's. The check only refuses (the machine re-asks
-once, naming each part and the variable it belongs to); it never edits a value, so what the log
-records is what the model said.
-
-What counts as a cue is declared, so a learner can predict it: a cue matches case-insensitively, as
-whole words where it begins or ends with a letter or digit ("@" matches inside an email address).
-The first part of a value is never taken: it is where the user's answer to the current question
-starts, even when it names another variable ("the app logs me out" is an issue that names a product).
+Neither the grammar (the shape is right) nor grounding (every word was said) sees several values written as
+one ("A tool that plans my running, just for me." as the ``goal``). The value is cut into parts at commas,
+semicolons, sentence ends and "and"; a later part holding a *cue* of another variable (declared under
+``cues:``) and none of the value's own is that variable's. The first part is never taken (the answer to the
+current question starts there). A cue matches case-insensitively, as whole words where it begins or ends
+with a letter or digit ("@" matches inside an email). The check only refuses; it never edits a value.
 """
 
 from __future__ import annotations

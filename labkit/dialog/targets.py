@@ -1,9 +1,8 @@
 """The dialog machine's targets, checked on one arm of a scored recording.
 
-Why a module: the targets are what a recording is judged by (docs/results.md, notebook 05, the
-issue's "done when"); a notebook that computed them in a cell could quietly judge another way
-than the text says. Each target is a line saying what it asks and the measured value, and whether
-it is met.
+The targets judge a recording (docs/results.md, notebook 05), so they are computed here rather than in a
+notebook cell that could judge another way than the text. Each is a line: what it asks, the measured
+value, and whether it is met.
 """
 
 from __future__ import annotations

@@ -18,13 +18,9 @@ script ends with::
         product: [billing]
         must_haves: [[import PDF invoices, PDF import], [export a CSV file, CSV export]]   # a list: one entry per item
 
-Why both ``variables`` and ``values``: the recorded runs in ``data/dialog/runs`` were checked with
-the legacy substring words, and replaying them must give the recorded verdicts; the measure in
-:mod:`labkit.dialog.measure` reads ``values`` only. A string value is a list of phrasings (any one
-matches, after normalising); a list value is a list of items, each a phrasing or a list of them.
-
-Why positions: a teacher editing twenty-five files needs "a03.yaml:7:5: 'turns' must be a list",
-not a traceback.
+``variables`` keeps replays of the recorded runs (``data/dialog/runs``) giving their verdicts; the measure
+(:mod:`labkit.dialog.measure`) reads ``values`` only: a string value is a list of phrasings (any one matches,
+after normalising), a list value a list of items, each a phrasing or a list of them.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """A chat-style view of a conversation: user and bot bubbles, each turn's system log expandable.
 
-:func:`conversation_view` turns a conversation's events into plain data (one :class:`TurnView`
-per user message: what was said, the step before and after, and the system log — every prompt,
-raw answer, verdict, re-ask and variable change). :func:`render_html` draws it with ``<details>``
-blocks, so the log folds open without JavaScript. :class:`ChatViewer` is the ipywidget: give its
-:meth:`ChatViewer.push` to a bot as ``on_event`` and it redraws while the conversation runs.
+:func:`conversation_view` turns events into plain data (one :class:`TurnView` per user message: what was said,
+the step before and after, every prompt, raw answer, verdict, re-ask and variable change); :func:`render_html`
+draws it with ``<details>`` (no JavaScript); :class:`ChatViewer` is the ipywidget: give :meth:`ChatViewer.push`
+to a bot as ``on_event`` and it redraws while the conversation runs.
 """
 
 from __future__ import annotations

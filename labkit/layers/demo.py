@@ -1,9 +1,9 @@
 """Run the writing demo from the command line: scripted (for the crash test) or live (the recording).
 
-``python -m labkit.layers.demo --db run.sqlite`` runs (or resumes) the demo with the scripted writer
-in a SQLite log. ``--live DIR`` runs it once with the embedded model and writes the event log, the
-cassette of every completion and the provenance of both into DIR, so notebook 08 can replay the run
-exactly without the model. Wrap live runs in ``flock /tmp/labkit-live.lock``: one model at a time.
+``python -m labkit.layers.demo --db run.sqlite`` runs (or resumes) it with the scripted writer in a SQLite log;
+``--live DIR`` runs it once with the embedded model and writes the event log, the cassette of every completion
+and their provenance into DIR, so notebook 08 replays it without the model. Wrap live runs in
+``flock /tmp/labkit-live.lock``: one model at a time.
 """
 
 from __future__ import annotations

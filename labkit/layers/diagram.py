@@ -25,11 +25,9 @@ def _kind(spec: LayeredSpec, layer: Layer) -> str:
 def draw_layer_stack(spec: LayeredSpec, current: Mapping[str, Any], ax: Any = None, title: str = "") -> Any:
     """Draw ``spec`` as a stack of bands, one per layer, with the state each layer is in filled.
 
-    Where the Mermaid flowchart shows every row, this picture shows what the rows hide: the layers
-    are separate machines, each in one state at a time, tied only by the cross-layer rules (dotted)
-    and by the lifecycle, which is computed from the persisted layers (the arrows on the right).
-    ``current`` maps a layer's name to its state (a :func:`labkit.layers.timeline` row fits, and
-    may carry the lifecycle too). Returns the matplotlib axes drawn on.
+    It shows what the flowchart's rows hide: separate machines, each in one state, tied only by the cross-layer
+    rules (dotted) and the lifecycle computed from the persisted layers (arrows on the right). ``current`` maps a
+    layer's name to its state (a :func:`labkit.layers.timeline` row fits, lifecycle included). Returns the axes.
     """
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch

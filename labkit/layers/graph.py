@@ -1,18 +1,10 @@
 """The workflow graph of a layered machine: nodes, fixed edges, and routers whose keys are declared.
 
-The graph answers "what runs next". A node does one piece of work; after it, either a fixed edge
-or a router picks the next node. A router is a function whose *possible* return values are
-declared in its return annotation (a ``Literal[...]`` or an ``Enum``), next to the map from each
-key to a node. Declaring them lets the build compare the two sets — every declared key mapped,
-every mapped key declared — so a typo in a map is a :class:`~labkit.core.errors.TableError` on one page,
-not a ``KeyError`` in the middle of a run. A router that still returns an undeclared key at run
-time (Python does not enforce ``Literal``) is recorded as a typed error event by the machine.
-
-Nodes declare which layer states they work in (``enters``) and leave behind (``leaves``); the
-machine makes those moves, each checked by the layer's table. Because the moves are declared, the
-build can also check every edge against every layer's whitelist: a router that may send the run
-from a node that leaves the flow in REWRITING to a node that needs REVIEWING is refused before the
-run, which is the "router vs whitelist" conflict the seed warns about.
+After a node, a fixed edge or a router picks the next one. A router declares its possible keys in its return
+annotation (``Literal[...]`` or ``Enum``) beside its key-to-node map, so the build checks both sets match (a
+typo is a :class:`~labkit.core.errors.TableError`, not a mid-run ``KeyError``); an undeclared key at run time is
+recorded as a typed error event. Nodes declare the layer states they enter and leave, so the build also checks
+every edge against every layer's whitelist (the seed's "router vs whitelist" conflict is refused before the run).
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """One layer of a layered machine, and the rules that tie two layers together.
 
-A layer is one dimension of a run's state with its own checked :class:`~labkit.core.table.TransitionTable`:
-the phase of a book ("where are we"), the writing flow ("what are we doing"). Layers are moved *by
-destination* — "flow to REVIEWING" — and the table is the whitelist that says which moves exist, so
-a node asks for the state it needs and the layer answers yes (the row's event) or no (a sentence).
-
-A layer may be *forward-only*: it declares an ordinal order of its states, a row that goes back in
-that order is a :class:`~labkit.core.errors.TableError` when the layer is built, and a backward move is
-refused at run time with the order named. That is the seed's "phase only moves forward", checked
-by the build instead of remembered by whoever writes the next row.
-
-A :class:`CrossRule` is a declared implication between two layers ("phase COMPLETE ⇒ flow IDLE").
-It becomes an :class:`~labkit.core.invariants.Invariant` checked after every step, and the diagram draws it.
+A layer is one dimension of a run's state (the phase: "where are we"; the flow: "what are we doing") with its
+own checked :class:`~labkit.core.table.TransitionTable`. It is moved *by destination* ("flow to REVIEWING"); the
+table is the whitelist answering yes (the row's event) or no (a sentence). A *forward-only* layer orders its
+states: a backward row is a :class:`~labkit.core.errors.TableError` at build, a backward move refused at run
+time. A :class:`CrossRule` ("phase COMPLETE ⇒ flow IDLE") becomes an invariant checked after every step.
 """
 
 from __future__ import annotations
@@ -37,12 +30,10 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Layer:
-    """A named dimension with its own table; ``order`` makes it forward-only.
+    """A named dimension with its own table; ``order`` makes it forward-only. Build one with :meth:`build`.
 
-    ``question`` is the one question this layer answers ("where are we"); the notebook and the
-    diagram show it. ``persisted`` says whether the layer survives a restart: a transient layer (the
-    workflow graph's position) starts again from its initial state whenever a run is (re)started.
-    Build one with :meth:`build`.
+    ``question`` is the one question it answers (shown by the notebook and the diagram); ``persisted=False``
+    makes it transient (like the graph's position): it restarts from its initial state on every (re)start.
     """
 
     name: str

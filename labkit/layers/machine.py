@@ -1,20 +1,12 @@
 """LayeredMachine: several checked layers, a workflow graph and a lifecycle view, over one event log.
 
-The layers (say a forward-only phase and a whitelisted flow) are the persisted source of truth. The
-graph's position is a transient layer that a (re)start puts back at its start node, whose router
-then reads the persisted layers to decide where the work continues. The lifecycle ("idle",
-"running", "paused", "completed") is a view: a declared function of the state, recomputed after
-every event and after a restart, with no setter anywhere.
-
-One step of the loop: honour a pending abort, make the node's declared layer moves (each checked by
-its layer's table), run the node (whose model and tool calls are checkpoints for an abort), make
-its declared exit moves, then follow its fixed edge or ask its router — whose key must be one it
-declared. Every fact is a sealed event; the cross-layer rules are checked after each one. A refused
-move, an undeclared route key or a broken rule is recorded and stops the run ("paused"): a person
-looks, and nothing half-done is left unrecorded.
-
-The three checks can be switched off (``check_rules``, ``check_routes``, ``abort_checkpoints``) so
-that the notebook and the tests can show what each one prevents.
+The persisted layers are the source of truth; the graph's position is a transient layer a (re)start puts
+back at its start node, whose router reads the persisted layers. The lifecycle (idle, running, paused,
+completed) is a declared view of the state with no setter. A step honours a pending abort, makes the node's
+declared moves, runs it (its model and tool calls are abort checkpoints), makes its exit moves and follows
+its edge or router. Every fact is an event, rules are checked after each; a refused move, undeclared route
+key or broken rule is recorded and pauses the run. ``check_rules``, ``check_routes`` and ``abort_checkpoints``
+switch the checks off only to show what each prevents.
 """
 
 from __future__ import annotations
@@ -96,9 +88,8 @@ class Ctx:
 class LayeredMachine:
     """A run of a :class:`LayeredSpec`. Everything it knows is in ``self.log``; pass a log to resume.
 
-    ``model`` is any :class:`labkit.llm.Backend` (scripted, cassette, or the embedded model).
-    ``clock`` stamps events. The three ``check_*``/``abort_checkpoints`` switches exist to *show* the
-    traps; leave them on.
+    ``model`` is any :class:`labkit.llm.Backend` (scripted, cassette, or the embedded model); ``clock`` stamps
+    events. The ``check_*``/``abort_checkpoints`` switches exist to *show* the traps; leave them on.
     """
 
     def __init__(self, spec: LayeredSpec, *, model: Any = None, log: EventLog | None = None,

@@ -1,11 +1,8 @@
 """LayeredSpec: what a layered machine is made of — its layers, workflow graph, cross-layer rules and lifecycle view.
 
-The spec is checked when built (unique names, rules that speak of known layers and states) and draws
-itself as one Mermaid flowchart, so ``labkit diagram`` reads it like any catalog table: one subgraph per
-layer, titled with the layer's name and the question it answers (forward-only layers say so), the
-cross-layer rules as dotted links, graph edges chosen by a router labelled ``router: key``, and the
-lifecycle drawn too, labelled as a view, because a reader should see that it has its own (small) table
-even though nothing ever sets it.
+It is checked when built (unique names, rules over known layers and states) and draws itself as one Mermaid
+flowchart for ``labkit diagram``: a subgraph per layer (its name, question, forward-only mark), rules as dotted
+links, router edges labelled ``router: key``, and the lifecycle marked as a view with its own small table.
 :mod:`labkit.layers.machine` runs a spec; :mod:`labkit.layers.diagram` draws it as a stack of bands.
 """
 

@@ -30,10 +30,9 @@ from labkit.layers.events import (
 class LayeredState:
     """Where every layer is, the memo nodes wrote, and the control facts (running, aborted, halted).
 
-    ``status`` mirrors the graph layer's position so that core tools that expect a ``status``
-    (``labkit replay``) print something meaningful. ``halted`` names what stopped the run for good
-    (a refused move or route, a broken rule); ``aborted`` is the seq of a pending abort request;
-    ``transient`` maps each transient layer to the state a (re)start puts it back in.
+    ``status`` mirrors the graph layer's position for core tools (``labkit replay``); ``halted`` names what stopped
+    the run for good; ``aborted`` is the seq of a pending abort request; ``transient`` maps each transient layer to
+    the state a (re)start puts it back in.
     """
 
     status: str = ""

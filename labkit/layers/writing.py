@@ -1,18 +1,11 @@
 """The demo: a small writing workflow in four layers.
 
-* **phase** — where are we: INIT < PREMISE < OUTLINE < WRITING < COMPLETE, forward-only;
-* **flow** — what are we doing: IDLE, WRITING, REVIEWING, REWRITING, POLISHING, STEERING, by whitelist
-  (a rewrite or a polish must go back to WRITING before the next review; STEERING is reachable from
-  every other state);
-* **writing** (the graph) — what runs next: load → premise → outline → plan → draft → review →
-  rewrite/polish → review … → checkpoint → plan (next section) or finish;
-* **lifecycle** — may it run at all: idle / running / paused / completed, a view of the others.
-
-The model writes one- or two-sentence sections (the layers, not the prose, are the point); the
-review is a plain rule on the draft's length, so every branch is reachable with any writer.
-:func:`scripted_writer` answers deterministically for tests; the notebook replays a cassette of
-the embedded model. ``bug=`` stages the seed's traps: ``"skip_checkpoint"`` (the last accepted
-section goes straight to finish, so the flow is still REVIEWING when the phase completes) and
+**phase** (INIT < PREMISE < OUTLINE < WRITING < COMPLETE, forward-only); **flow** (IDLE, WRITING, REVIEWING,
+REWRITING, POLISHING, STEERING by whitelist: a rewrite or polish goes back to WRITING before the next review,
+STEERING is reachable from all); **writing**, the graph (load → premise → outline → plan → draft → review →
+rewrite/polish → … → checkpoint → plan or finish); **lifecycle**, a view. The review is a rule on the draft's
+length, so every branch is reachable with any writer; :func:`scripted_writer` is deterministic. ``bug=`` stages
+the seed's traps: ``"skip_checkpoint"`` (the flow is still REVIEWING when the phase completes) and
 ``"typo_route"`` (the checkpoint router returns ``"finsh"``).
 """
 

@@ -1,30 +1,11 @@
 """The planner–executor runtime: a small model proposes, an explicit state machine decides.
 
-Modules (one concept each):
-
-- :mod:`~labkit.runtime.table` — the transition table, the declared faults, the catalog entry
-- :mod:`~labkit.runtime.events` — the typed facts a run records
-- :mod:`~labkit.runtime.state` — the run state and its reducer (``reduce_run``)
-- :mod:`~labkit.runtime.invariants` — the three invariants
-- :mod:`~labkit.runtime.records`, :mod:`~labkit.runtime.redact` — synthetic data and redaction
-- :mod:`~labkit.runtime.tools` — the tools (one :class:`ToolSpec` each), the draft area (SQLite) and the
-  :class:`World`
-- :mod:`~labkit.runtime.inject` — the fault injector: how a fault changes one call (executor and free loop)
-- :mod:`~labkit.runtime.policy` — permissions and budgets
-- :mod:`~labkit.runtime.validator`, :mod:`~labkit.runtime.executor` — allow with a token; run only with one,
-  once per attempt, in EXECUTING
-- :mod:`~labkit.runtime.faults` — seeded fault schedules and the coverage matrix
-- :mod:`~labkit.runtime.fuzz` — random schedules and the checks a run must pass after every step
-- :mod:`~labkit.runtime.bench` — ``labkit bench fuzz`` and ``labkit bench crash``
-- :mod:`~labkit.runtime.planner` — the planner interface and scripted planners
-- :mod:`~labkit.runtime.task` — tasks as data, the goal predicate and the verifier
-- :mod:`~labkit.runtime.loop` — the runtime that drives one step at a time
-- :mod:`~labkit.runtime.free_loop` — the free agent loop it is compared with
-- :mod:`~labkit.runtime.report` — text tables and readable traces
-- :mod:`~labkit.runtime.metrics` — per-run numbers read from a log
-- :mod:`~labkit.runtime.batch` — batches of seeded runs (coverage matrix)
-- :mod:`~labkit.runtime.traces` — the five lesson traces in ``data/traces``
-- :mod:`~labkit.runtime.clock` — a deterministic clock
+One concept per module: ``table`` (the table, faults, catalog entry); ``events`` and ``state`` (facts, the reducer
+``reduce_run``); ``invariants``; ``records`` and ``redact`` (synthetic data, redaction); ``tools`` (:class:`ToolSpec`,
+the draft area, :class:`World`); ``inject`` (how a fault changes one call); ``policy`` (permissions, budgets);
+``validator`` and ``executor`` (allow with a token; run only with one, once per attempt, in EXECUTING); ``faults``,
+``fuzz`` and ``bench``; ``planner``; ``task`` (tasks, goal predicate, verifier); ``loop`` and the ``free_loop`` it is
+compared with; ``report``, ``metrics``, ``batch`` (seeded batches), ``traces`` (``data/traces``) and ``clock``.
 """
 
 from labkit.runtime.clock import TickClock

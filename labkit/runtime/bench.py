@@ -1,16 +1,11 @@
 """``labkit bench fuzz`` and ``labkit bench crash``: the runtime's guarantees, checked at scale.
 
-- *fuzz*: N seeded random schedules (:func:`labkit.runtime.fuzz.draw_schedule`, the generator the
-  Hypothesis stateful test uses) run in-process, each checked after every step. It reports
-  schedules/s, the table rows the runs took (of all rows) and every violation with the command
-  lines that reproduce it. Goal: 10,000 schedules, 0 violations, 100% of rows, < 10 min on 2 cores.
-- *crash*: real runner processes (``python -m labkit.runtime.cli run``) killed with SIGKILL at
-  random points (a random number of logged events plus a random delay, so kills also land inside
-  tool calls), then resumed from the SQLite log. Each resumed run must end as an uninterrupted run
-  of the same task and faults ends, with no write repeated in the draft area's own audit table.
-
-The logs live on a RAM disk (``/dev/shm``) when there is one: the benchmark measures the runtime,
-not the disk's fsync. Nothing here is a timed test; the numbers are recorded in ``data/bench/``.
+*fuzz* runs N seeded random schedules (:func:`labkit.runtime.fuzz.draw_schedule`) in-process, checked after every
+step, and reports schedules/s, the table rows taken and every violation with the lines that reproduce it (goal:
+10,000 schedules, 0 violations, every row, < 10 min on 2 cores). *crash* SIGKILLs real runner processes at random
+points (also inside tool calls) and resumes them from the SQLite log: each must end as the uninterrupted run ends,
+no write repeated in the draft area's audit table. Logs live on ``/dev/shm`` when there is one (the runtime is
+measured, not fsync); numbers go to ``data/bench/``, not to timed tests.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """The facts a planner–executor run records, besides the core's transitions.
 
-Each step of a run writes one or more *facts* and then one transition. Keeping them apart is
-the point of the lesson: ``Proposed`` is what the planner suggested (with a short rationale, never
-hidden reasoning), ``Interpreted`` is what the planner made of the last observation, ``Validation``
-is the validator's verdict, ``ToolCalled``/``ToolResult`` are what the executor did and what the
-tool answered, ``ExecutionRefused`` is an attempt the executor did not let through (the tool never
-ran), ``Observation`` is the typed fact taken from a successful answer. A reader (or an auditor)
-can always tell a fact from somebody's reading of it, and an attempt from a call.
-
-Every fact that decides the next transition names it (see ``RunState.owed`` in
-:mod:`labkit.runtime.state`): if a process dies between writing the fact and firing the
-transition, a resumed runtime fires the owed transition instead of asking the planner or the
-tool again.
-
-Nothing here is stored unredacted: tool data and proposed arguments pass through
-:mod:`labkit.runtime.redact` before they are recorded.
+Each step writes facts, then one transition, kept apart so that a reader can tell a fact from a reading of
+it and an attempt from a call: ``Proposed``, ``Interpreted`` (the planner's reading of the last observation),
+``Validation``, ``ToolCalled``/``ToolResult``, ``ExecutionRefused`` (the tool never ran) and ``Observation``.
+A fact that decides the next transition names it (``RunState.owed``), so a run that died in between fires it
+on resume. Tool data and proposed arguments are redacted (:mod:`labkit.runtime.redact`) before recording.
 """
 
 from __future__ import annotations
@@ -107,11 +97,9 @@ class Finding(BaseModel):
 class Validation(Event):
     """The validator's decision on a proposal; ``verdict`` is the transition it owes.
 
-    When allowed, ``action_id`` is the logical action id, ``args`` the exact arguments (they passed
-    the schema and the privacy check, so nothing is redacted), ``args_sha256`` their digest and
-    ``token`` the HMAC that binds action, arguments, policy version and action id. The token is
-    what the executor checks; the key that made it is never stored. When not allowed, ``code`` is
-    the typed reason (the deciding finding's), ``reason`` its wording for people.
+    Allowed: ``action_id``, the exact ``args`` (schema- and privacy-checked, so unredacted), ``args_sha256`` and
+    the HMAC ``token`` binding action, arguments, policy version and action id (its key is never stored).
+    Refused: ``code`` (the deciding finding's typed reason) and ``reason`` (its wording for people).
     """
 
     type: Literal["validation"] = "validation"
@@ -175,10 +163,9 @@ class ExecutionRefused(Event):
 class ToolResult(Event):
     """What the tool answered (the observation as a raw fact, redacted).
 
-    ``outcome`` is typed: ``ok`` (done), ``error`` (definitely not done), ``denied`` (not allowed,
-    not done), ``timeout`` (no answer: for a write the effect may or may not have happened) and
-    ``interrupted`` (the runner stopped before the answer was recorded; treated like a timeout).
-    ``args_sha256`` is the digest of the arguments the tool actually ran with.
+    ``outcome``: ``ok`` (done), ``error`` (not done), ``denied`` (not allowed, not done), ``timeout`` (no answer:
+    a write may have happened) or ``interrupted`` (stopped before the answer; like a timeout).
+    ``args_sha256`` digests the arguments the tool actually ran with.
     """
 
     type: Literal["tool_result"] = "tool_result"
@@ -206,10 +193,8 @@ class DuplicateDelivery(Event):
 class Observation(Event):
     """A typed success fact taken from a tool's ``ok`` answer or from a status query.
 
-    ``kind`` is ``record_read`` (facts: the redacted record) or ``draft_saved`` (facts: key, sha256,
-    and the draft text): the observation kinds of :data:`labkit.runtime.state.OBSERVATION_KINDS`,
-    which each tool's declaration picks from. ``via`` says where it came from: ``tool_result`` or
-    ``status_query``.
+    ``kind``: ``record_read`` (the redacted record) or ``draft_saved`` (key, sha256, draft text), from
+    :data:`labkit.runtime.state.OBSERVATION_KINDS`; ``via``: ``tool_result`` or ``status_query``.
     """
 
     type: Literal["observation"] = "observation"
@@ -258,10 +243,8 @@ class FaultInjected(Event):
 class Resumed(Event):
     """A runtime picked the run up again from its log (after a crash, or in a new process).
 
-    ``down_seconds`` is the time since the last event the run recorded before it stopped: nobody
-    worked on the run then, so the time budget leaves it out, as it leaves out waits for people
-    (the reducer adds it to ``RunState.down`` unless the run was already waiting for a person).
-    ``status`` is the state the run is resumed in.
+    ``down_seconds``: time since the run's last event, left out of the time budget (the reducer adds it to
+    ``RunState.down`` unless the run was waiting for a person); ``status``: the state it resumes in.
     """
 
     type: Literal["resumed"] = "resumed"

@@ -1,23 +1,11 @@
 """The executor: runs a validated action, once per attempt, and nothing else.
 
-Running is two steps, so that the log can say what happened rather than what was attempted:
-
-1. :meth:`Executor.authorize` looks at the run state it is handed. The run must be in EXECUTING
-   with the action in flight; the token is recomputed from that action (other arguments, another
-   tool, another policy version, another run or key: refused); and the attempt — the action's next
-   attempt number — must not have been authorized before. It returns an :class:`Attempt`, good
-   for one execution, or raises :class:`UnauthorizedAction` with a typed ``code``.
-2. :meth:`Executor.execute` runs the tool for an attempt that ``authorize`` issued and that has not
-   run yet; anything else (a hand-made attempt, or the same one twice) is refused.
-
-The runtime records ``ToolCalled`` between the two (write-ahead), and ``ExecutionRefused`` when
-step 1 refuses, so a refused attempt never reads as a call. Binding each execution to one attempt
-of one action in EXECUTING is what makes a replayed or out-of-state execution fail here, at the
-door, and not only in the runtime that should not have asked.
-
-Faults are applied here, between the executor and the tool, because that is where real timeouts,
-denials and duplicate deliveries happen; how each strikes is :func:`labkit.runtime.inject.deliver`,
-the one path the free loop uses too.
+:meth:`Executor.authorize` requires EXECUTING with the action in flight, recomputes the token from it, and
+issues an :class:`Attempt` for an attempt number not authorized before (else :class:`UnauthorizedAction`
+with a typed ``code``); :meth:`Executor.execute` runs only such an attempt, once. The runtime records
+``ToolCalled`` between the two (write-ahead) and ``ExecutionRefused`` on refusal, so a replayed or
+out-of-state execution fails at the door. Faults strike here, where real ones happen, through
+:func:`labkit.runtime.inject.deliver`, as in the free loop.
 """
 
 from __future__ import annotations

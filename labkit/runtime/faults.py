@@ -1,14 +1,10 @@
 """Seeded fault schedules, and the fault × state coverage matrix of a batch of runs.
 
-A ``Fault`` strikes the ``nth`` call of its target (a tool, the status query, or the planner),
-counted from the run's own log, so the same schedule strikes the same calls on every run of the
-same task. The fault kinds and the state each strikes in are declared beside the table
-(:data:`labkit.runtime.table.FAULTS`).
-
-``crash`` kills the runner: ``crash/TOOL@n`` during the nth call of TOOL (``:landed``, the default:
-after the tool acted; ``:lost``: before), ``crash@n`` at the first step boundary once the log holds
-n events. Each crash strikes once: it is logged as a ``fault_injected`` fact before the runner
-dies, and a resumed run that finds that fact does not strike again.
+A ``Fault`` strikes the ``nth`` call of its target (a tool, the status query or the planner), counted from
+the run's own log, so a schedule strikes the same calls on every run of a task; kinds and states are declared
+in :data:`labkit.runtime.table.FAULTS`. ``crash/TOOL@n`` kills the runner during the nth call of TOOL
+(``:landed``, default: after the tool acted; ``:lost``: before); ``crash@n`` at the first step boundary
+once the log holds n events. A crash is logged as ``fault_injected`` first and never strikes twice.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """The free agent loop, for contrast: "while not done: ask the model, run what it says".
 
-It uses the same planner interface, the same tools, the same world and the same seeded fault
-schedule as the machine, and nothing else: no validator, no token, no typed UNKNOWN, no status
-query, no goal predicate, no event log. Its state lives in a few Python variables. Two common
-ways of handling a tool timeout are offered, because both are what such loops do in practice:
-
-- ``on_timeout="assume_ok"``: a write that timed out is taken as saved (an unknown outcome
-  recorded as success);
-- ``on_timeout="retry"``: the timeout is told to the model, which asks again (a write that did
-  happen is repeated).
-
-:func:`compare` runs the machine and both loops over the same seeds and scores every arm with the
-same :func:`score`: the verifier's grade of the world, the run's own claim, a write audit read from
-the run's log (the machine's events, or the loop's transcript) and the draft area's call table.
-These loops are deliberately naive baselines written here, not measurements of any particular agent
-framework.
+Same planner interface, tools, world and fault schedule as the machine; no validator, token, typed UNKNOWN,
+status query, goal predicate or event log. On a tool timeout, ``on_timeout="assume_ok"`` takes the write as
+saved and ``"retry"`` tells the model, which asks again. :func:`compare` runs the machine and both loops on
+the same seeds and scores each with :func:`score` (verifier grade, the run's claim, a write audit from its
+log, the draft area's call table). Naive baselines, not measurements of any agent framework.
 """
 
 from __future__ import annotations

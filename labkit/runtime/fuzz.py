@@ -1,25 +1,12 @@
 """Random schedules for the planner–executor runtime, and the checks every step of a run must pass.
 
-A :class:`Schedule` is everything that makes one run differ from another: the task (a built-in task
-with some fields set: its reads, forbidden records, whether denials escalate, its budget), the fault
-plan (timeouts of reads, writes and status queries, lost and landed writes, duplicates, denials,
-bad proposals, crashes of the runner) and what a person answers each time the run pauses. It prints
-as the ``labkit run`` line (plus ``labkit decide`` lines) that reproduces it.
-
-:func:`draw_schedule` builds a schedule from a :class:`Chooser`, so the same generator serves the
-Hypothesis stateful test (a chooser that draws from Hypothesis, which can then shrink the choices)
-and the ``labkit bench fuzz`` loop (a chooser over ``random.Random(seed)``, which is fast).
-
-:class:`FuzzRun` runs a schedule in-process over a real SQLite log and draft area. A crash fault
-raises :class:`RunnerDied` instead of killing the process; the run is then resumed the way
-``labkit run`` resumes one: a new :class:`~labkit.runtime.loop.Runtime` built from the persisted log
-alone. :meth:`FuzzRun.check` is called after every step and returns every rule the run breaks:
-
-- no invariant violation recorded, and the log's replay re-checks the three invariants clean;
-- the replay of the log equals the live state;
-- at most one side effect per idempotency key, read from the draft area's own ``calls`` table
-  (one save per (key, text) and one per logical action id), not from the log being checked;
-- a finished run stays finished: every event and every fact is refused, and the log does not change.
+A :class:`Schedule` is the task's variant, the fault plan and a person's answers; it prints as the
+``labkit run``/``labkit decide`` lines that reproduce it. :func:`draw_schedule` draws one from a
+:class:`Chooser` (Hypothesis, which shrinks, or ``random.Random(seed)``, fast). :class:`FuzzRun` runs it
+in-process on a real SQLite log and draft area; a crash raises :class:`RunnerDied` and the run resumes from
+the log alone. :meth:`FuzzRun.check` requires: no invariant violation (live and on replay), replay equal to
+the live state, one side effect per idempotency key (from the draft area's ``calls`` table, not the log),
+and a finished run that refuses every event and fact.
 """
 
 from __future__ import annotations
@@ -277,11 +264,10 @@ class FuzzRun:
     def check(self, full: bool = False) -> list[str]:
         """Every rule the run breaks now ([] when none); see the module docstring.
 
-        Each new event is folded into a replayed state and checked against the table and the
-        invariants once (the log is append-only, so an event checked stays checked; a changed
-        prefix is itself a problem). ``full`` also re-reads the whole log from the SQLite file,
-        verifies its hash chain and replays it from scratch; :meth:`run` does that at the end and
-        after every resume."""
+        Each new event is checked once against the table and the invariants (the log is append-only; a changed
+        prefix is a problem). ``full`` also re-reads the SQLite log, verifies its hash chain and replays it from
+        scratch, as :meth:`run` does at the end and after every resume.
+        """
         events = self.runtime.events
         problems = self._fold(events)
         problems += [f"invariant {e.invariant} recorded at seq {e.seq}: {e.detail}"

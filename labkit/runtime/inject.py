@@ -1,17 +1,10 @@
 """The fault injector: how one injected fault changes one call, read from the tool's declaration.
 
-The machine's executor and the free loop call tools through :func:`deliver`, and both disturb a
-planner's proposal through :func:`disturb`, so a fault strikes the same way in every arm; what
-differs between the arms is only what they make of the answers.
-
-A fault changes a call the way the real failure would:
-
-- ``read_timeout`` (and ``write_timeout`` ``:lost``): no answer, and the tool did not act;
-- ``write_timeout`` ``:landed``: the tool acted, then its reply was lost (the tool's declared
-  ``lost_reply`` is the answer);
-- ``denied``: the data owner refused; the tool did not act;
-- ``duplicate_result``: the same answer arrives twice;
-- ``crash``: the runner dies before or after the tool acted (``die`` must not return).
+The executor and the free loop call tools through :func:`deliver` and disturb proposals through
+:func:`disturb`, so a fault strikes alike in every arm. As the real failure would: ``read_timeout`` (and
+``write_timeout:lost``) gives no answer and the tool did not act; ``write_timeout:landed``: the tool acted and
+its declared ``lost_reply`` is the answer; ``denied``: refused, not acted; ``duplicate_result``: the answer
+twice; ``crash``: the runner dies before or after the tool acted (``die`` must not return).
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """The three invariants of the planner–executor machine, checked after every event.
 
-1. ``executed_implies_validated``: every tool execution (``ToolCalled``, and the ``ToolResult`` that
-   says what actually ran) matches an allowed ``Validation`` of the same logical action: same tool,
-   same argument digest, same policy version.
-2. ``committed_implies_observed``: a step is committed only after a typed success was observed for
-   its action (an ``Observation`` or a status query that found the draft).
-3. ``single_side_effect``: a logical action has at most one side effect, counting the effects an
-   unanswered or timed-out write may have had until a status query settles them.
-
-Each check looks at the newest event and searches the history before it for what it requires, so
-a violation is reported at the event that broke the rule, live and on replay alike.
+``executed_implies_validated``: every ``ToolCalled``/``ToolResult`` matches an allowed ``Validation`` of the
+same action (tool, argument digest, policy version); ``committed_implies_observed``: a step commits only
+after a typed success (an ``Observation`` or a status query that found the draft); ``single_side_effect``:
+at most one effect per logical action, counting unanswered or timed-out writes until settled. A violation
+is reported at the event that broke the rule, live and on replay alike.
 """
 
 from __future__ import annotations
@@ -62,10 +57,8 @@ def _committed_implies_observed(state: Any, events: Sequence[Event]) -> str | No
 def side_effect_count(events: Sequence[Event], action_id: str) -> int:
     """Side effects of one logical write that have happened *or may have happened*.
 
-    A successful answer is one effect. A call without an answer yet, or one that timed out or was
-    interrupted, may have taken effect, so it counts until a status query settles it (present:
-    one effect; absent: none). Counting the possible effects is what makes a blind retry of an
-    unknown write a violation *before* the second write runs.
+    An ``ok`` answer is one effect; a call unanswered, timed out or interrupted counts until a status query
+    settles it (present: one; absent: none), so a blind retry of an unknown write is a violation before it runs.
     """
     done = pending = unsettled = 0
     for e in events:

@@ -1,12 +1,9 @@
 """The runtime: drives a planner–executor run one transition at a time.
 
-One cycle is planner -> validator -> executor -> observation -> reducer -> invariants -> append,
-with the table choosing every next state. Each step writes the facts it learnt and then fires the
-transition they call for; because the reduced state remembers a transition that is owed, a run
-killed between the two resumes exactly where it was (see :mod:`labkit.runtime.state`).
-
-A run stops only on the table's terms: SUCCEEDED when the goal predicate holds over the state,
-FAILED (with outcome ``failed``, ``incomplete`` or ``needs_review``) when a budget runs out, a
+One cycle is planner -> validator -> executor -> observation -> reducer -> invariants -> append, the table
+choosing every next state. A step writes its facts, then fires their transition; the state remembers an owed
+transition, so a run killed in between resumes where it was. A run stops on the table's terms: SUCCEEDED when
+the goal predicate holds, FAILED (``failed``, ``incomplete`` or ``needs_review``) when a budget runs out, a
 denial is final or an invariant breaks; WAITING_HUMAN pauses it until :meth:`Runtime.decide`.
 """
 
@@ -82,10 +79,8 @@ class RunResult:
 class Runtime:
     """One run of a :class:`Task` with a planner, over a :class:`World`, into an event log.
 
-    Pass an existing non-empty ``log`` to resume the run it holds (the task, fault plan, budget and
-    policy then come from its ``run_started`` event; unless a planner is given, the one the run was
-    started with is rebuilt by its logged name, ``params["planner"]``, which may differ from the
-    task's default when the run was started with another planner).
+    A non-empty ``log`` resumes its run: task, fault plan, budget and policy come from ``run_started``, and
+    without a ``planner`` the logged one (``params["planner"]``) is rebuilt by name.
     """
 
     def __init__(

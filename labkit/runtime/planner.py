@@ -1,15 +1,10 @@
 """The planner interface: given a short context, propose at most K candidate actions.
 
-A planner owns no permission. It sees a small, redacted slice of the run (the goal, the tools it
-may name, what has been read and saved, the last piece of feedback, the remaining budget) and
-returns a :class:`Proposal`: candidates ``{action, args, rationale_summary}``, optionally a short
-``note`` (its reading of the latest observation, recorded apart from the facts) and its ``usage``.
-Everything else — validation, execution, retries, stopping — belongs to the machine.
-
-To plug in a language model, implement ``name`` and ``propose(context) -> Proposal`` (raise
-:class:`PlannerError` when the model's answer cannot be read; the run records it and asks again),
-and register a factory with :func:`register_planner` so that ``labkit run --planner NAME`` and
-resumed runs can rebuild it.
+A planner owns no permission: it sees a small, redacted slice of the run and returns a :class:`Proposal`
+(candidates ``{action, args, rationale_summary}``, optionally a ``note`` and its ``usage``); validation,
+execution, retries and stopping belong to the machine. To plug in a model, implement ``name`` and
+``propose(context) -> Proposal`` (raise :class:`PlannerError` on an unreadable answer: it is recorded and
+asked again) and register a factory with :func:`register_planner` for ``--planner NAME`` and resumed runs.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The synthetic record set the tools read: customer cases with some restricted and sensitive data.
 
-``generate_records(seed)`` is pure: the same seed gives the same records, and
-``scripts/make_records.py`` writes them to ``data/records.json`` byte for byte the same every time.
-The set is built to exercise the lesson: some records are restricted (reading them is denied
-without a human's approval), every record has a national id and a phone number that must never
-reach the log, and a few notes contain text that tries to make a model call other tools.
+``generate_records(seed)`` is pure (``scripts/make_records.py`` writes ``data/records.json`` byte-identically).
+Some records are restricted (denied without a human's approval), each has a national id and a phone number
+that must never reach the log, and a few notes try to make a model call other tools.
 """
 
 from __future__ import annotations

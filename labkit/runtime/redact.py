@@ -1,9 +1,8 @@
 """Redaction: personal data never reaches the planner or the event log.
 
-Records carry two sensitive fields (``national_id``, ``phone``). They are replaced by a marker
-before a tool answer is recorded, and free text is scrubbed for anything shaped like either
-(notes sometimes quote a phone number). Redaction happens at the executor, so the planner's
-context — which is built from the log — never sees the values either.
+``national_id`` and ``phone`` are replaced by a marker before a tool answer is recorded, and free text is
+scrubbed of anything shaped like either. It happens at the executor, so the planner's context, built from the
+log, never sees the values.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The run state of the planner–executor machine and the reducer that rebuilds it from the log.
 
-``RunState`` is immutable and is exactly what folding :func:`reduce_run` over a run's events gives,
-so a resumed run, ``labkit replay`` and the trace viewer all see the same thing. It holds only
-what decisions need: where the run is, the action in flight, what has been committed, what the
-budget has used, and ``owed`` — the transition that the latest fact calls for but that has not been
-fired yet (a crash can fall between the two; the runtime fires the owed transition on resume).
+``RunState`` is immutable and exactly the fold of :func:`reduce_run` over a run's events, so a resumed run,
+``labkit replay`` and the trace viewer see the same thing. It holds what decisions need, including ``owed``:
+the transition the latest fact calls for but not yet fired (fired on resume after a crash).
 """
 
 from __future__ import annotations

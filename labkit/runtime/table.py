@@ -1,22 +1,11 @@
 """The planner–executor machine as a checked transition table, with the faults it must survive.
 
-The table answers, for every state, what each event means there. Events come from one component
-each (planner, validator, executor, status query, human, budget check), and each component runs
-only in some states; ``EVENT_SOURCES`` writes that contract down, and every pair outside it is
-declared impossible, so ``table.unhandled()`` is empty only when every reachable situation has a
-row. Faults are declared next to the table (``FAULTS``): which state each one strikes in and
-which event it turns into, so the fault × state coverage matrix has a fixed vocabulary.
-
-Guards (resolved by :mod:`labkit.runtime.loop`):
-
-- ``goal_met``: the task's goal predicate holds over the state *after* the pending commit;
-- ``escalate``: the policy sends denials to a human instead of failing the run;
-- ``side_effect_possible``: the action in flight is a write (a timeout may have changed the world);
-- ``status_checked``: a status query recorded since the action's last attempt found the write
-  absent, so running it again cannot repeat an effect (a blind retry has no row to take).
-
-The last two read the run state alone (:func:`state_guards`), so ``labkit replay`` checks them on
-every logged transition as well; the first two need the task and the policy and are checked live.
+``EVENT_SOURCES`` declares which component may raise each event in which state, every other pair is
+impossible, so ``table.unhandled()`` is empty only when every reachable situation has a row; ``FAULTS`` says
+where each fault strikes and what event it becomes. Guards: ``goal_met`` (the goal holds after the pending
+commit) and ``escalate`` (denials go to a human) are checked live; ``side_effect_possible`` (the action in
+flight writes) and ``status_checked`` (a status query since the last attempt found the write absent, so a
+retry cannot repeat an effect) read the state alone (:func:`state_guards`), so ``labkit replay`` checks them too.
 """
 
 from __future__ import annotations

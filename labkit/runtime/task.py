@@ -1,17 +1,9 @@
 """Tasks as data, the goal predicate the machine stops on, and the verifier that grades a run.
 
-A :class:`Task` (pydantic, loadable from JSON) names a goal over the world, the records that are
-off limits, a fault schedule, a budget and a planner. Two checks use the goal, on purpose apart:
-
-- :func:`goal_met` is the machine's stop condition: a predicate over the *run state* (what the
-  log says was read and saved). The planner saying "done" never counts.
-- :func:`verify` grades a finished run from outside: it reads the *world* (the draft area, the
-  record set) and the event log, and checks the draft, the forbidden records, repeated side
-  effects and the outcome. Every arm of an experiment is graded by the same ``verify``.
-
-Both judge a differences draft with one function, :func:`draft_difference_problems`, so the stop
-predicate and the grade cannot disagree about what a right draft is (they differ only in where the
-records come from: what the run read, or the world's record set).
+A :class:`Task` (pydantic, JSON) names a goal over the world, off-limits records, a fault schedule, a budget
+and a planner. :func:`goal_met` is the stop condition over the *run state* (the planner's "done" never counts);
+:func:`verify` grades a finished run from the *world* and the log, alike for every arm. Both judge a draft
+with :func:`draft_difference_problems`, so stop and grade agree on what a right draft is.
 """
 
 from __future__ import annotations
@@ -85,10 +77,8 @@ class Task(BaseModel):
 def _difference_lines(text: str) -> list[str]:
     """The lines of ``text`` that state a difference, without their bullet.
 
-    Those are its ``- ...`` bullet lines, the draft format :func:`~labkit.runtime.records.differences_text`
-    writes (and the prompts teach), and also any line that starts like one without the bullet
-    (``plan: ...`` for a compared field), so that an unbulleted wrong line cannot hide beside the right
-    ones. The header and other prose are not difference lines.
+    Its ``- ...`` lines (the :func:`~labkit.runtime.records.differences_text` format) and any line that starts
+    like one without the bullet (``plan: ...``), so an unbulleted wrong line cannot hide; not header or prose.
     """
     lines = []
     for raw in text.splitlines():
@@ -104,17 +94,9 @@ def draft_difference_problems(text: str, records: Sequence[Mapping[str, Any]],
                               reads: Sequence[str]) -> list[str]:
     """What is wrong with ``text`` as the differences draft of ``records`` (the goal's ``reads``); [] if right.
 
-    Exact, not "contains": the draft's difference lines must be exactly the expected lines (the
-    ``- ...`` lines of ``differences_text(records)``), and the draft must name no record id outside
-    ``reads``. A substring test let a draft that also listed a record left out of the goal pass
-    whenever that record came last on each line (``plan: R03=basic, R05=basic, R11=pro, R07=plus``
-    contains ``plan: R03=basic, R05=basic, R11=pro``).
-
-    The lines are compared as a *set*: each line is one independent fact (one field and its values),
-    so listing ``status`` before ``plan`` says the same thing, and grading their order would grade
-    layout, not content. Within a line the text must be exact, records in the goal's order, as
-    ``differences`` writes it: the line is the unit of the format, and a line in another shape is
-    not the expected one. A repeated right line adds no wrong fact and is not counted against a draft.
+    The difference lines must be exactly the ``- ...`` lines of ``differences_text(records)`` (not contain them),
+    and no record id outside ``reads`` may be named. Lines compare as a set (each is one fact; order is layout),
+    each line exact with records in the goal's order; a repeated right line is not counted against a draft.
     """
     expected = set(_difference_lines(differences_text(records)))
     found = set(_difference_lines(text))

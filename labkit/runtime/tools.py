@@ -1,28 +1,11 @@
 """The tools a run may use, over synthetic data: one read, one write, one status query.
 
-- ``read_record(id)`` reads a record (read-only). Restricted records answer ``denied`` unless a
-  human approved this very action.
-- ``save_draft(text, key)`` writes a draft into the draft area, a real SQLite table. It is
-  idempotent by key: saving the same text under the same key again changes nothing.
-- ``draft_status(key)`` says whether a draft exists and its digest. It is not offered to the
-  planner; the runtime uses it to settle an UNKNOWN write.
-- ``read_message(id)`` reads a customer's message or note (read-only). It is declared in
-  :data:`INBOX_TOOLS`, the tool set of worlds that hold messages (the comparison v2); the default
-  :data:`TOOLS` stay the three above, so runs over records alone are unchanged.
-
-Each tool is one declaration, a :class:`ToolSpec`: its argument schema, whether it writes, how the
-world runs it, what its answer is observed as, which faults may strike its calls, and (for a write)
-the status query that settles an unknown outcome. The validator, executor, runtime, free loop,
-fault injector (:mod:`labkit.runtime.inject`) and fuzzer read these declarations; adding a tool is
-adding one declaration to a tool set (a mapping name -> ToolSpec passed as ``tools=``).
-
-Every call that reaches the draft area is written to its ``calls`` table in the same transaction
-as the draft itself, so "was this side effect repeated?" is answered by the world, not by the
-log that is being checked.
-
-Keys name drafts and become file names on :meth:`DraftStore.export`, so a key must be a plain name:
-no folder separators, no ``..``, no absolute path. Both the argument schema (before validation)
-and the store (before writing) refuse anything else.
+``read_record(id)`` (restricted records are ``denied`` unless a human approved this action), ``save_draft(text,
+key)`` (a real SQLite draft area, idempotent by key) and ``draft_status(key)`` (not offered to the planner: it
+settles an UNKNOWN write) are :data:`TOOLS`; :data:`INBOX_TOOLS` adds ``read_message(id)``. Each tool is one
+:class:`ToolSpec` that every component reads. Each call reaching the draft area is written to its ``calls``
+table in the draft's transaction, so repeats are answered by the world. Keys become file names, so must be
+plain names (no separators, ``..`` or absolute paths); the schema and the store both refuse others.
 """
 
 from __future__ import annotations
@@ -305,11 +288,9 @@ DRAFT_OBSERVED = Observes("draft_saved", _draft_facts)  # key and digest from th
 class StatusQuery:
     """How the runtime settles a write whose outcome is unknown (a timeout, a crash during the call).
 
-    ``tool`` is the query (a declared, planner-invisible tool whose answer holds ``exists`` and
-    ``sha256``), ``key`` the name of the effect in the write's arguments, and ``digest`` what the
-    effect's digest must be for the write to count as done. The ``status_checked`` fact records the
-    key and the digest found; a ``present`` answer is committed as the write's ``draft_saved``
-    observation (key, digest, the write's ``text``), so a write settled this way is keyed like a draft.
+    ``tool``: the planner-invisible query (its answer holds ``exists`` and ``sha256``); ``key``: the effect's name
+    in the write's arguments; ``digest``: what the effect's digest must be. ``status_checked`` records key and
+    digest; a ``present`` answer commits the write's ``draft_saved`` observation (key, digest, ``text``).
     """
 
     tool: str
@@ -341,13 +322,10 @@ STATUS_FAULTS = ("status_timeout",)
 class ToolSpec:
     """One tool, declared once; everything that handles a tool reads this.
 
-    - ``args``: the argument schema (the validator checks it; the executor and free loop parse with it);
-    - ``side_effect``: whether it writes (a timeout then leaves the outcome UNKNOWN, never a success);
-    - ``run``: how the world runs it (default: the :class:`World` method named ``name``);
-    - ``observes``: what an ``ok`` answer is observed as (default: a read's data, or a saved draft);
-    - ``faults``: the fault kinds that may strike its calls (default by ``side_effect``);
-    - ``lost_reply``: a write's answer when a timeout strikes after it acted;
-    - ``status``: for a write, the query that settles an unknown outcome (default: ``draft_status``).
+    ``args`` the argument schema; ``side_effect`` whether it writes (a timeout then is UNKNOWN); ``run`` how the
+    world runs it (default: the :class:`World` method ``name``); ``observes`` what ``ok`` is observed as;
+    ``faults`` the kinds that may strike it; ``lost_reply`` a write's answer when a timeout strikes after it
+    acted; ``status`` the query that settles an unknown write (default: ``draft_status``).
     """
 
     name: str

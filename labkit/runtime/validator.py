@@ -1,9 +1,8 @@
 """The validator: the only component that can allow an action, and the token that proves it did.
 
-It checks each candidate in order — allowlist, argument schema, privacy, policy, remaining budget —
-and allows the first that passes, binding it with an HMAC token to the exact tool, argument digest,
-policy version, logical action id, run id and human grant. The executor recomputes the token and
-refuses anything that does not match, so a planner (or a bug) cannot reach a tool around it.
+It checks candidates in order (allowlist, schema, privacy, policy, budget) and allows the first that passes
+with an HMAC token over tool, argument digest, policy version, action id, run id and human grant; the executor
+recomputes it and refuses a mismatch, so nothing reaches a tool around the validator.
 """
 
 from __future__ import annotations
