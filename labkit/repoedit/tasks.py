@@ -133,13 +133,20 @@ _MODELS: dict[tuple[str, ...], type[BaseModel]] = {
 """The model that validates each place of a task file (by its keys, list indexes left out)."""
 
 
+def is_benchmark_source(spec: str | Path) -> bool:
+    """Whether ``spec`` names a benchmark source (``humaneval:fix``, ``pypi:seeded``) rather than a file."""
+    from labkit.repoedit import humaneval, pypi_seeded
+
+    return str(spec).startswith(humaneval.SOURCE) or str(spec) == pypi_seeded.SOURCE
+
+
 def resolve_task_file(spec: str | Path) -> Path:
-    """A task file's path, or a benchmark source (``humaneval:fix``, ``humaneval:implement``) built into the cache.
+    """A task file's path, or a benchmark source (``humaneval:fix``, ``humaneval:implement``, ``pypi:seeded``)
+    built into the cache on first use. Every command that takes ``--tasks`` reads it through here."""
+    from labkit.repoedit import humaneval, pypi_seeded
 
-    Every command that takes ``--tasks`` reads it through here, so a teacher's own file and the public
-    benchmark are named the same way."""
-    from labkit.repoedit import humaneval
-
+    if str(spec) == pypi_seeded.SOURCE:
+        return pypi_seeded.tasks_file()
     if str(spec).startswith(humaneval.SOURCE):
         return humaneval.tasks_file(str(spec))
     return Path(spec)

@@ -1,0 +1,258 @@
+"""The ``pypi:seeded`` benchmark: seeded bugs in real Python packages, as repo-editing tasks.
+
+Each package of ``data/seeded/packages.yaml`` is an sdist pinned by version and sha256, fetched with pip
+from the package index the kit installs from (or read from a local path), and laid out as a project: its
+source folders and tests as the manifest maps them, nothing else (no packaging config, so pytest runs the
+same everywhere). Its own suite must pass in the sandbox. :mod:`labkit.repoedit.seeded` then makes mutants
+of its source and keeps those that 1 to ``FAILING_BOUND`` of its tests catch; each kept mutant is one task
+whose project is the package with that one change, whose requirement is a bug report (failing tests and a
+symptom, never the change), and whose oracle is the change turned back. The split is the package's: dev
+packages to design on, other packages to report on. Built once into the cache, keyed by the manifest entry,
+this builder's version and the seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from labkit.core.errors import LabkitError
+from labkit.repoedit.index import is_test_path
+from labkit.repoedit.seeded import FAILING_BOUND, Mutant, bug_report, definition_mutants, keep, sample
+from labkit.repoedit.workspace import Workspace
+
+SOURCE = "pypi:seeded"
+MANIFEST = Path(__file__).resolve().parents[2] / "data" / "seeded" / "packages.yaml"
+BUILDER_VERSION = 1
+SEED = 20261206
+TRIES_PER_TASK = 4  # mutants tried per wanted task before a package is built with fewer
+SUITE_TIMEOUT = 120.0
+
+
+class Package(BaseModel):
+    """One pinned sdist, how it is laid out as a project, and how many tasks it gives."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    version: str = Field(min_length=1)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    split: Literal["dev", "test"]
+    layout: dict[str, str] = Field(min_length=1)  # a path in the sdist -> its path in the project
+    drop: tuple[str, ...] = ()  # project paths left out, each with its reason in the manifest's comment
+    tasks: int = Field(ge=1, le=200)
+    path: str | None = None  # a local sdist instead of the index (tests; a machine without the index)
+
+    @property
+    def sdist_name(self) -> str:
+        return f"{self.name}-{self.version}"
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal[1]
+    packages: tuple[Package, ...] = Field(min_length=1)
+
+
+def load_manifest(path: Path = MANIFEST) -> Manifest:
+    """The manifest, validated; a bad one is an error naming the field."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        manifest = Manifest.model_validate(raw)
+    except OSError as exc:
+        raise LabkitError(f"cannot read the package manifest {path}: {exc.strerror}", "check the path.") from None
+    except (yaml.YAMLError, ValidationError) as exc:
+        raise LabkitError(f"the package manifest {path} is not valid: {exc}",
+                          "each package needs name, version, sha256, split, layout and tasks.") from None
+    names = [p.name for p in manifest.packages]
+    if len(set(names)) != len(names):
+        raise LabkitError(f"the package manifest {path} names a package twice", "name each package once.")
+    return manifest
+
+
+def fetch_sdist(package: Package, cache: Path, *, base: Path | None = None) -> Path:
+    """The package's sdist, checked against its sha256: a local ``path`` or one fetched once with pip."""
+    if package.path is not None:
+        found = Path(package.path) if base is None else base / package.path
+    else:
+        folder = cache / "sdists"
+        folder.mkdir(parents=True, exist_ok=True)
+        found = next(iter(sorted(folder.glob(f"{package.sdist_name}.tar.gz"))), folder / "missing")
+        if not found.is_file():
+            run = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                                  "--no-binary", ":all:", "--dest", str(folder),
+                                  f"{package.name}=={package.version}"], capture_output=True, text=True)
+            candidates = sorted(folder.glob(f"{package.name.replace('-', '_')}-{package.version}.tar.gz")
+                                ) + sorted(folder.glob(f"{package.sdist_name}.tar.gz"))
+            if run.returncode != 0 or not candidates:
+                raise LabkitError(f"could not fetch the sdist of {package.name} {package.version}: "
+                                  f"{(run.stderr or run.stdout).strip()[-400:]}",
+                                  "this needs the package index; or download it yourself and give its path.")
+            found = candidates[0]
+    if not found.is_file():
+        raise LabkitError(f"the sdist {found} of {package.name} is not there", "check the manifest's path.")
+    digest = hashlib.sha256(found.read_bytes()).hexdigest()
+    if digest != package.sha256:
+        raise LabkitError(f"the sdist {found} has sha256 {digest}, not the manifest's {package.sha256}",
+                          "the file is not the pinned release; delete it so it is fetched again.")
+    return found
+
+
+def lay_out(sdist: Path, package: Package, project: Path) -> None:
+    """The project folder: the manifest's paths copied out of the sdist, minus the dropped ones."""
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(sdist) as archive:
+        archive.extractall(tmp, filter="data")
+        tops = [p for p in Path(tmp).iterdir() if p.is_dir()]
+        if len(tops) != 1:
+            raise LabkitError(f"{sdist} does not hold one top folder", "an sdist has one; check the file.")
+        for inside, target in package.layout.items():
+            source = tops[0] / inside
+            if not source.exists():
+                raise LabkitError(f"{package.name}: the layout's {inside!r} is not in its sdist",
+                                  f"name paths inside {tops[0].name}/.")
+            (shutil.copytree if source.is_dir() else shutil.copy2)(source, project / target)
+    for drop in package.drop:
+        gone = project / drop
+        if not gone.exists():
+            raise LabkitError(f"{package.name}: the dropped path {drop!r} is not in the project",
+                              "name paths as the layout places them.")
+        shutil.rmtree(gone) if gone.is_dir() else gone.unlink()
+    for cache in project.rglob("__pycache__"):
+        shutil.rmtree(cache)
+
+
+def source_files(project: Path) -> list[str]:
+    """The package's source files a bug may be seeded in (not its tests, not conftest files)."""
+    return sorted(p.relative_to(project).as_posix() for p in project.rglob("*.py")
+                  if not is_test_path(p.relative_to(project).as_posix()) and p.name != "conftest.py")
+
+
+def candidates(project: Path, seed: int) -> list[Mutant]:
+    """Every mutant of the package's source, in the seeded order that spreads them over definitions."""
+    found: list[Mutant] = []
+    for file in source_files(project):
+        try:
+            found += definition_mutants((project / file).read_text(encoding="utf-8"), file)
+        except (SyntaxError, UnicodeDecodeError):
+            continue  # a file for another Python, or not text: nothing to seed there
+    return sample(found, len(found), seed)
+
+
+def oracle_search(text: str, mutant: Mutant) -> tuple[str, str]:
+    """The mutated lines, widened by whole lines until they occur once in the mutated file, and their fix."""
+    lines = mutant.text.splitlines(keepends=True)
+    at, k = mutant.line - 1, mutant.mutated.count("\n") + 1
+    before, after = 0, 0
+    while True:
+        search = "".join(lines[at - before:at + k + after])
+        if text.count(search) == 1:
+            head, tail = "".join(lines[at - before:at]), "".join(lines[at + k:at + k + after])
+            body = search[len(head):len(search) - len(tail)]
+            return search, head + body.replace(mutant.mutated, mutant.original, 1) + tail
+        if at - before > 0:
+            before += 1
+        elif at + k + after < len(lines):
+            after += 1
+        else:
+            raise LabkitError(f"{mutant.file}: no unique span around line {mutant.line}", "this is a bug.")
+
+
+def _safe_report(verdict_report: str, mutant: Mutant) -> str:
+    """The report without any line that quotes the changed code (a traceback may print it)."""
+    quoted = [s.strip() for s in (mutant.original + "\n" + mutant.mutated).splitlines() if len(s.strip()) >= 4]
+    return "\n".join(line for line in verdict_report.splitlines() if not any(q in line for q in quoted))
+
+
+def build_package(package: Package, sdist: Path, out: Path, seed: int = SEED,
+                  log=lambda message: None) -> list[dict]:
+    """Lay out one package, check its suite, and write its tasks' projects under ``out``; their entries."""
+    base = out / "_packages" / package.sdist_name
+    base.mkdir(parents=True)
+    lay_out(sdist, package, base)
+    with Workspace(base) as ws:
+        original = ws.run_tests(timeout=SUITE_TIMEOUT)
+    if original.outcome != "passed":
+        raise LabkitError(f"{package.name} {package.version}: its own suite does not pass as laid out "
+                          f"({original.outcome}; failing: {', '.join(original.failed[:5]) or 'none'})",
+                          "drop the test files that need what the sandbox lacks (in the manifest's drop).")
+    entries: list[dict] = []
+    tried = 0
+    for mutant in candidates(base, seed):
+        if len(entries) == package.tasks or tried == package.tasks * TRIES_PER_TASK:
+            break
+        tried += 1
+        verdict = keep(mutant, base, original, timeout=SUITE_TIMEOUT)
+        log(f"{package.name}: {mutant.file} {mutant.definition} {mutant.operator}: {verdict.why}")
+        if not verdict.kept:
+            continue
+        task_id = f"{package.name}-{len(entries) + 1:03d}"
+        project = out / task_id
+        shutil.copytree(base, project, copy_function=os.link)  # the unchanged files shared with the base
+        target = project / mutant.file
+        target.unlink()
+        target.write_text(mutant.text, encoding="utf-8")
+        search, replace = oracle_search(mutant.text, mutant)
+        entries.append({
+            "id": task_id, "project": task_id, "split": package.split, "kind": "mutation",
+            "requirement": _safe_report(bug_report(verdict, package.name), mutant),
+            "failing": list(verdict.broken),
+            "origin": f"{package.name} {package.version}: {mutant.file}:{mutant.line} in {mutant.definition} "
+                      f"({mutant.operator})",
+            "oracle": [{"path": mutant.file, "why": f"undo the seeded {mutant.operator} change in "
+                        f"{mutant.definition}", "edits": [{"search": search, "replace": replace}]}]})
+    return entries
+
+
+def build(manifest: Manifest, out: Path, cache: Path, *, base: Path | None = None, seed: int = SEED,
+          log=lambda message: None) -> list[dict]:
+    """Every package's tasks into ``out`` (with ``tasks.yaml``); the entries, in manifest order."""
+    out.mkdir(parents=True, exist_ok=True)
+    entries: list[dict] = []
+    for package in manifest.packages:
+        entries += build_package(package, fetch_sdist(package, cache, base=base), out, seed, log)
+    (out / "tasks.yaml").write_text(yaml.safe_dump({"format": 1, "tasks": entries}, sort_keys=False,
+                                                   allow_unicode=True, width=200), encoding="utf-8")
+    return entries
+
+
+def cache_key(manifest_path: Path, seed: int = SEED) -> str:
+    data = manifest_path.read_bytes()
+    return hashlib.sha256(data + f"|{seed}|{BUILDER_VERSION}|{FAILING_BOUND}".encode()).hexdigest()[:16]
+
+
+def tasks_file(cache_dir: Path | None = None, manifest_path: Path = MANIFEST,
+               log=lambda message: print(message, file=sys.stderr)) -> Path:
+    """The ``tasks.yaml`` of ``pypi:seeded``, built into the cache on first use (a partial build never counts)."""
+    from labkit.llm.modelfile import default_cache_dir
+
+    cache = cache_dir or default_cache_dir()
+    folder = cache / "pypi-seeded" / cache_key(manifest_path)
+    done = folder / "tasks.yaml"
+    if not done.exists():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=folder.name + ".partial-", dir=folder.parent))
+        log(f"labkit: building the pypi:seeded tasks into {folder} (once, about 10 min)")
+        try:
+            build(load_manifest(manifest_path), partial / "tasks", cache, base=manifest_path.parent, log=log)
+            (partial / "tasks").rename(folder)
+        except OSError:
+            if not done.exists():
+                raise
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+    return done
+
+
+__all__ = ["MANIFEST", "SOURCE", "Manifest", "Package", "build", "build_package", "candidates", "fetch_sdist",
+           "lay_out", "load_manifest", "oracle_search", "source_files", "tasks_file"]

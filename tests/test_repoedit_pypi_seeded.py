@@ -1,0 +1,78 @@
+"""The pypi:seeded builder (labkit.repoedit.pypi_seeded) on a local sdist: a real package layout, its own
+suite run in the sandbox, tasks whose oracle fixes them and whose report never shows the change."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from labkit.core.errors import LabkitError
+from labkit.repoedit.pypi_seeded import build, load_manifest
+from labkit.repoedit.tasks import check_task, load_tasks
+from labkit.repoedit.workspace import Workspace
+
+WORDCOUNT = Path(__file__).resolve().parents[1] / "data" / "repos" / "wordcount"
+
+
+def _sdist(tmp: Path) -> Path:
+    top = tmp / "src" / "wordcount-1.0"
+    shutil.copytree(WORDCOUNT, top / "pkg")
+    words = top / "pkg" / "words.py"
+    words.write_text(words.read_text().replace('split(" ")', "split()"), encoding="utf-8")  # the known fix
+    shutil.move(top / "pkg" / "tests", top / "tests")
+    path = tmp / "wordcount-1.0.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        archive.add(top, arcname="wordcount-1.0")
+    return path
+
+
+def _manifest(tmp: Path, sdist: Path, **change: object) -> Path:
+    entry = {"name": "wordcount", "version": "1.0", "sha256": hashlib.sha256(sdist.read_bytes()).hexdigest(),
+             "split": "dev", "layout": {"pkg/words.py": "words.py", "tests": "tests"}, "tasks": 2,
+             "path": sdist.name, **change}
+    path = tmp / "packages.yaml"
+    path.write_text(yaml.safe_dump({"format": 1, "packages": [entry]}), encoding="utf-8")
+    return path
+
+
+def test_a_local_sdist_builds_tasks_the_oracle_fixes_and_whose_report_hides_the_change(tmp_path: Path) -> None:
+    manifest = _manifest(tmp_path, _sdist(tmp_path))
+    entries = build(load_manifest(manifest), tmp_path / "out", tmp_path / "cache", base=tmp_path)
+    tasks = load_tasks(tmp_path / "out" / "tasks.yaml")
+    assert len(entries) == len(tasks) == 2
+    for task in tasks.values():
+        check_task(task, tmp_path / "out")
+        fix = task.oracle[0]
+        assert fix.edits[0].search.strip() not in task.requirement
+        assert fix.edits[0].replace.strip() not in task.requirement
+        project = tmp_path / "out" / task.project
+        with Workspace(project) as ws:
+            assert ws.run_tests().outcome == "failed"  # the seeded bug is there
+            target = ws.root / fix.path
+            text = target.read_text()
+            target.write_text(text.replace(fix.edits[0].search, fix.edits[0].replace, 1))
+            assert ws.run_tests().outcome == "passed"  # and the oracle takes it away
+
+
+def test_a_wrong_sha256_or_a_bad_manifest_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    sdist = _sdist(tmp_path)
+    with pytest.raises(LabkitError, match="not the manifest's"):
+        build(load_manifest(_manifest(tmp_path, sdist, sha256="0" * 64)), tmp_path / "o1", tmp_path, base=tmp_path)
+    with pytest.raises(LabkitError, match="not valid"):
+        load_manifest(_manifest(tmp_path, sdist, split="later"))
+    with pytest.raises(LabkitError, match="not in its sdist"):
+        build(load_manifest(_manifest(tmp_path, sdist, layout={"nowhere": "x"})), tmp_path / "o2", tmp_path,
+              base=tmp_path)
+
+
+def test_the_kits_manifest_splits_by_package_before_any_design() -> None:
+    manifest = load_manifest()
+    dev = [p for p in manifest.packages if p.split == "dev"]
+    test = [p for p in manifest.packages if p.split == "test"]
+    assert len(dev) >= 3 and len(test) >= 3 and not {p.name for p in dev} & {p.name for p in test}
+    assert sum(p.tasks for p in dev) >= 50 and sum(p.tasks for p in test) >= 150
