@@ -179,7 +179,7 @@ def dialog_headline_block(root: Path = ROOT) -> str:
 def code_headline_block(root: Path = ROOT) -> str:
     """The front page's code lines: each recording on the kit's projects and the HumanEval fix tasks in the seed's
     form (one prompt → the machine), and the free loop where the recording holds it."""
-    from labkit.repoedit.arms import ARMS
+    from labkit.repoedit.arms import arm as arm_named
     from labkit.repoedit.compare_report import seed_form_text, summarize
 
     folders = plus_folders(root) + [f for f in bench_folders(root) if f.parent.name == "humaneval-fix"]
@@ -188,7 +188,7 @@ def code_headline_block(root: Path = ROOT) -> str:
         line = "  - " + seed_form_text(folder)  # a list inside the front page's "Editing code" item
         loop = next((r for r in summarize(folder)["arms"] if r["arm"] == "prompt_tools"), None)
         if loop is not None:
-            line += (f" {ARMS['prompt_tools'].label.capitalize()}: {loop['tasks_solved']}/{loop['tasks']}, "
+            line += (f" {arm_named('prompt_tools').label.capitalize()}: {loop['tasks_solved']}/{loop['tasks']}, "
                      f"trees left with a test broken: {loop['broken_trees']}.")
         lines.append(line)
     return "\n".join(lines)

@@ -26,6 +26,7 @@ from labkit.repoedit.formats import FORMATS, edit_format
 from labkit.repoedit.free_loop import loop_head, run_free_loop
 from labkit.repoedit.machine import RepoEditRun
 from labkit.repoedit.planners import EditView, ModelPlanner, OraclePlanner, Planner, PlanView, Proposal
+from labkit.repoedit.prompt_excerpt import run_prompt_excerpt
 from labkit.repoedit.prompt_only import run_prompt_only
 from labkit.repoedit.prompt_whole import run_prompt_whole
 
@@ -53,7 +54,8 @@ PLANNERS: dict[str, Callable[[ArmInputs], Planner]] = {
     "model": _model_planner, "oracle": lambda i: OraclePlanner(i.task), "noop": lambda i: NoopPlanner()}
 """Who proposes in a machine arm (only ``model`` calls the model)."""
 PROMPT_RUNS: dict[str, Callable[[ArmInputs], ArmEnd]] = {
-    "prompt_only": run_prompt_only, "prompt_whole": run_prompt_whole, "free_loop": run_free_loop}
+    "prompt_only": run_prompt_only, "prompt_whole": run_prompt_whole, "prompt_excerpt": run_prompt_excerpt,
+    "free_loop": run_free_loop}
 """The arms without the machine, by their runner; each is its model's only contract."""
 
 
@@ -131,7 +133,8 @@ class Arm:
         return loop_head(budget) if self.runner == "free_loop" else FORMATS[self.edit_format].head
 
 
-RUNNER_FORMATS = {"prompt_only": "all_changes", "prompt_whole": "whole_files", "free_loop": "search_replace"}
+RUNNER_FORMATS = {"prompt_only": "all_changes", "prompt_whole": "whole_files", "prompt_excerpt": "definitions",
+                  "free_loop": "search_replace"}
 """The edit format each runner without the machine asks for (the free loop's apply_edit takes search/replace)."""
 BEST_OF = 3
 
@@ -148,6 +151,9 @@ PROMPT_ONLY = Arm("prompt_only", "prompt-only", "one prompt with every source fi
                   "as given; no retry", runner="prompt_only")
 PROMPT_WHOLE = Arm("prompt_whole", "prompt-only, whole files", "one chat prompt with every source file and the "
                    "failing output, answered with whole files", runner="prompt_whole")
+PROMPT_EXCERPT = Arm("prompt_excerpt", "prompt-only, what the failure names", "one prompt with the failing output "
+                     "and the file it names first (an excerpt of the blamed definitions if long), answered with "
+                     "whole definitions; no test run", runner="prompt_excerpt")
 MACHINE = Arm("machine", "machine (every feature)", "the machine with every feature of labkit.repoedit.features",
               features=ALL_FEATURES)
 ARMS: dict[str, Arm] = {arm.name: arm for arm in (
@@ -155,6 +161,7 @@ ARMS: dict[str, Arm] = {arm.name: arm for arm in (
     Arm("prompt_tools", "prompt + tools (free loop)", "a free loop of read_file / apply_edit / run_tests / done; "
         "no guards but the physical ones", runner="free_loop"),
     PROMPT_WHOLE,
+    PROMPT_EXCERPT,
     MACHINE,
     *(Arm(f"machine_without_{f.name}", f"machine without {f.name}", f"ablation: machine without {f.name} "
           f"({f.about})", features=ALL_FEATURES - {f.name}) for f in FEATURES),
@@ -168,6 +175,7 @@ ARMS: dict[str, Arm] = {arm.name: arm for arm in (
         "alone fixes", planner="noop"),
     best_of_arm(PROMPT_WHOLE),
     best_of_arm(MACHINE),
+    best_of_arm(PROMPT_EXCERPT, 6),
 )}
 BEST_OF_ARMS = tuple(name for name, arm in ARMS.items() if arm.tries > 1)
 ABLATION_ARMS = tuple(f"machine_without_{f.name}" for f in FEATURES)

@@ -20,8 +20,9 @@ from labkit.repoedit.features import FEATURES
 from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir, resolve_task_file
 
 PLANNERS = ("oracle", "model")
-ARM_NAMES = ("prompt_only", "prompt_tools", "prompt_whole", "machine", *(f"machine_without_{f.name}" for f in FEATURES),
-             "machine_bare", "oracle", "bare_oracle", "machine_noop", "prompt_whole_best_of_3", "machine_best_of_3")
+ARM_NAMES = ("prompt_only", "prompt_tools", "prompt_whole", "prompt_excerpt", "machine",
+             *(f"machine_without_{f.name}" for f in FEATURES), "machine_bare", "oracle", "bare_oracle", "machine_noop",
+             "prompt_whole_best_of_3", "machine_best_of_3", "prompt_excerpt_best_of_6")
 """The comparison's arms as the help text names them (labkit.repoedit.arms.ARMS is imported only when used;
 a test keeps the two equal)."""
 
@@ -188,7 +189,8 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> Any:
     """A live recording of the code comparison (every arm on every task of a split, one verifier)."""
     from labkit.compare.command import Plan, recorded_model, split_list
-    from labkit.repoedit.arms import ARMS, DEFAULT_ARMS
+    from labkit.repoedit.arms import DEFAULT_ARMS
+    from labkit.repoedit.arms import arm as arm_named
     from labkit.repoedit.compare import CompareConfig, run_compare
 
     arms = split_list(args.arms) or list(DEFAULT_ARMS)
@@ -211,8 +213,8 @@ def _plan(args: argparse.Namespace) -> Any:
                         progress=say)
 
     # each arm's fixed head (instructions and worked example) is evaluated once and kept
-    prefixes = tuple(head for a in arms if (head := ARMS[a].head(config.call_budget)) is not None)
-    return Plan(record, uses_model=any(ARMS[a].uses_model for a in arms), prefixes=prefixes)
+    prefixes = tuple(head for a in arms if (head := arm_named(a).head(config.call_budget)) is not None)
+    return Plan(record, uses_model=any(arm_named(a).uses_model for a in arms), prefixes=prefixes)
 
 
 @contextmanager

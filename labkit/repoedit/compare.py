@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +41,10 @@ from labkit.core.errors import LabkitError
 from labkit.core.provenance import read_provenance
 from labkit.llm.backend import Backend
 from labkit.repoedit.arm_io import ArmInputs
-from labkit.repoedit.arms import ARMS, DEFAULT_ARMS, arm
+from labkit.repoedit.arms import ARMS, DEFAULT_ARMS, Arm, arm
+from labkit.repoedit.arms import arm as arm_named
 from labkit.repoedit.budget import BudgetedBackend
-from labkit.repoedit.history import recorded_path, today
+from labkit.repoedit.history import features_then, recorded_path, today
 from labkit.repoedit.machine import Limits
 from labkit.repoedit.tasks import RepoTask, load_tasks, project_dir
 from labkit.repoedit.verify import Baseline, measure_baseline, verify
@@ -67,17 +68,27 @@ class CompareConfig:
     limits: dict[str, Any] = field(default_factory=lambda: asdict(Limits()))
     tasks_file: str = "data/repos/tasks.yaml"
     threads: int | None = None
+    as_recorded: dict[str, frozenset[str]] = field(default_factory=dict)  # arm -> the features it ran with
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        del data["as_recorded"]  # read from the arm names (history), never stored
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CompareConfig:
-        """A stored configuration; arm names it was recorded under are read as today's (:mod:`.history`)."""
-        known = {f.name for f in fields(cls)}
+        """A stored configuration; arm names it was recorded under are read as today's (:mod:`.history`), each
+        with the features it ran with where those are not today's."""
+        known = {f.name for f in fields(cls)} - {"as_recorded"}
         config = cls(**{k: v for k, v in data.items() if k in known})
+        config.as_recorded = {today(a): f for a in config.arms if (f := features_then(a)) is not None}
         config.arms = [today(a) for a in config.arms]
         return config
+
+    def arm(self, name: str) -> Arm:
+        """The arm ``name`` as this recording runs it: today's, or with the features it was recorded with."""
+        spec = arm(name)
+        return replace(spec, features=self.as_recorded[name]) if name in self.as_recorded else spec
 
     def check(self) -> None:
         if not self.arms:
@@ -329,7 +340,7 @@ def cassette_path(folder: Path, arm: str) -> Path:
 def run_one(task: RepoTask, name: str, config: CompareConfig, baseline: Baseline, backend: Backend | None,
             out: Path, *, clock: Callable[[], float] = time.perf_counter) -> RunRow:
     """Run one arm on one task in a fresh copy, judge the final tree, and write its log or transcript."""
-    spec = ARMS[name]
+    spec = config.arm(name)
     budgeted = BudgetedBackend(backend, config.call_budget) if spec.uses_model and backend is not None else None
     if spec.uses_model and budgeted is None:
         raise LabkitError(f"arm {name} needs a model backend", "this is a bug in the caller.")
@@ -391,11 +402,11 @@ class CodeComparison(Comparison):
                                       and set(recorded.get("arms", [])) <= set(config["arms"]))
 
     def jobs(self) -> list[Job]:
-        return [Job(arm, task.id, 0, task.split, ARMS[arm].uses_model) for task, arm in self._jobs]
+        return [Job(arm, task.id, 0, task.split, arm_named(arm).uses_model) for task, arm in self._jobs]
 
     def row_job(self, row: dict[str, Any]) -> Job:
         name = today(row["arm"])
-        return Job(name, row["task"], 0, row["split"], name in ARMS and ARMS[name].uses_model)
+        return Job(name, row["task"], 0, row["split"], arm_named(name).uses_model)
 
     def cassette(self, folder: Path, job: Job) -> Path:
         return cassette_path(folder, job.arm)

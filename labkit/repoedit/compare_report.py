@@ -19,6 +19,7 @@ from labkit.compare.stats import paired_test, solved_cell, stored_p, wilson_inte
 from labkit.core.errors import LabkitError
 from labkit.core.provenance import read_provenance
 from labkit.repoedit.arms import ARMS, BEST_OF
+from labkit.repoedit.arms import arm as arm_named
 from labkit.repoedit.compare import RunRow, load_rows, read_config
 from labkit.repoedit.features import FEATURES
 from labkit.repoedit.history import RENAMED, recorded_path, today
@@ -49,7 +50,7 @@ def arm_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
             continue
         fixed = sum(r.fixed for r in mine)
         out.append({
-            "arm": arm, "label": ARMS[arm].label, "tasks": len(mine), "tasks_solved": fixed,
+            "arm": arm, "label": arm_named(arm).label, "tasks": len(mine), "tasks_solved": fixed,
             "ci95": list(wilson_interval(fixed, len(mine))),
             "broken_trees": sum(bool(r.broken_left) for r in mine),
             "broken_tests": sum(len(r.broken_left) for r in mine),
@@ -95,7 +96,7 @@ def headline(rows: Sequence[RunRow]) -> str | None:
             x, y = sum(ca[t][0] for t in common), sum(cb[t][0] for t in common)
             if (lower, upper) == ("prompt_only", "machine_bare"):  # the seed's own words
                 return f"prompt-only {x}/{len(common)} → machine {y}/{len(common)}"
-            return f"{ARMS[lower].label} {x}/{len(common)} → {ARMS[upper].label} {y}/{len(common)}"
+            return f"{arm_named(lower).label} {x}/{len(common)} → {arm_named(upper).label} {y}/{len(common)}"
     return None
 
 
@@ -128,7 +129,7 @@ def seed_form_text(folder: Path) -> str:
     if f is None:
         return f"{folder}: no pair of one prompt and the machine recorded."
     where = ("the kit's projects" if f["tasks_file"] == DEFAULT_TASKS else f"tasks {f['tasks_file']}")
-    lower, upper, n = ARMS[f["lower"]].label, ARMS[f["upper"]].label, f["tasks"]
+    lower, upper, n = arm_named(f["lower"]).label, arm_named(f["upper"]).label, f["tasks"]
     return (f"{f['model']}, {where}, {f['split']} split: {lower} {f['lower_fixed']}/{n} → {upper} "
             f"{f['upper_fixed']}/{n}; only the machine fixed {f['upper_better']}, only the prompt "
             f"{f['lower_better']}, exact sign test p = {f['p_value']:.2g}; trees left with a test broken: "
@@ -175,7 +176,7 @@ def failure_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
     for arm in ARMS:
         mine = [failure_kind(r) for r in rows if r.arm == arm]
         if mine:
-            out.append({"arm": arm, "label": ARMS[arm].label, **{kind: mine.count(kind) for kind in FAILURES}})
+            out.append({"arm": arm, "label": arm_named(arm).label, **{kind: mine.count(kind) for kind in FAILURES}})
     return out
 
 
@@ -204,7 +205,7 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
     by = {r["arm"]: r for r in arms}
     said = []
     one = next((p for p in paired if p["a"].startswith("machine") and p["measure"] == "fixed"
-                and not ARMS[p["b"]].machine and ARMS[p["b"]].runner != "free_loop"), None)
+                and not arm_named(p["b"]).machine and arm_named(p["b"]).runner != "free_loop"), None)
     if one is not None:
         a, b, n = one["a_better"], one["b_better"], one["tasks"]
         if a == b == 0:
@@ -226,14 +227,14 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
     said.append("Trees left with a test broken that passed before: " + ", ".join(broken) + ".")
     kept = [p for p in paired if p["measure"] == "no test left broken" and p["a_better"] + p["b_better"]
             and p["a"].startswith("machine") and not p["b"].startswith("machine")]
-    said += [f"Leaving the tree no worse, {'the machine' if len(kept) == 1 else ARMS[p['a']].label} beat "
-             f"{ARMS[p['b']].label} on {p['a_better']} task(s) and lost on {p['b_better']} (exact sign test "
+    said += [f"Leaving the tree no worse, {'the machine' if len(kept) == 1 else arm_named(p['a']).label} beat "
+             f"{arm_named(p['b']).label} on {p['a_better']} task(s) and lost on {p['b_better']} (exact sign test "
              f"p = {p['p_value']:.3g})." for p in kept]
     for p in paired:
         if p["measure"] == "fixed" and p["a"] == f"{p['b']}_best_of_{BEST_OF}":  # best_of_arm's name
             said.append(f"Best of {BEST_OF} (the visible tests picking among up to {BEST_OF} tries) fixed "
                         f"{p['a_better']} "
-                        f"task(s) the greedy {ARMS[p['b']].label} did not and lost {p['b_better']} "
+                        f"task(s) the greedy {arm_named(p['b']).label} did not and lost {p['b_better']} "
                         f"(exact sign test p = {p['p_value']:.3g}).")
     machine = by.get("machine_bare") or by.get("machine") or by.get(BEST_M)
     if machine is not None:
@@ -318,7 +319,7 @@ def markdown(summary: Mapping[str, Any], *, meaning: bool = True) -> str:
     if summary["paired"]:
         lines += ["", "| measure | A vs B | tasks | only A | only B | tied | exact sign test p |",
                   "|---|---|---|---|---|---|---|"]
-        lines += [f"| {p['measure']} | {ARMS[p['a']].label} vs {ARMS[p['b']].label} | {p['tasks']} | "
+        lines += [f"| {p['measure']} | {arm_named(p['a']).label} vs {arm_named(p['b']).label} | {p['tasks']} | "
                   f"{p['a_better']} | {p['b_better']} | {p['ties']} | {p['p_value']:.3g} |" for p in summary["paired"]]
     graded = any(r.get("hidden_graded") for r in summary["arms"])
     if summary.get("failures") and len(summary["arms"]) > 1:
@@ -365,7 +366,8 @@ def pass_at_1_text(folder: Path, arm: str = "prompt_whole") -> str:
     if not p["tasks"]:
         return f"{folder}: no {arm} runs recorded."
     rate, (low, high) = p["passed"] / p["tasks"], p["ci95"]
-    text = (f"{p['model']}, {ARMS[arm].label}, one greedy answer per problem: {p['passed']}/{p['tasks']} HumanEval "
+    text = (f"{p['model']}, {arm_named(arm).label}, one greedy answer per problem: {p['passed']}/{p['tasks']} "
+            "HumanEval "
             f"problems pass their own tests, pass@1 {rate:.1%} (95% CI {low:.1%}–{high:.1%})")
     if p["tasks"] < p["planned"]:
         text += f"; {p['planned'] - p['tasks']} of {p['planned']} problems not recorded yet"
@@ -404,7 +406,7 @@ def models_table(folders: Sequence[Path | Sequence[Path]]) -> str:
             row = next((r for r in s["arms"] if r["arm"] == arm), None)
             cells += [solved_cell(row), str(row["broken_trees"])] if row else ["—", "—"]
         if any(c != "—" for c in cells):
-            lines.append(f"| {ARMS[arm].label} | " + " | ".join(cells) + " |")
+            lines.append(f"| {arm_named(arm).label} | " + " | ".join(cells) + " |")
     lines += [""] + [f"- headline ({s['split']} split), {s['model']}: {s['headline']}"
                      for s in summaries if s["headline"]]
     return "\n".join(lines)

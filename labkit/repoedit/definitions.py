@@ -42,6 +42,19 @@ def _assigned(node: ast.stmt) -> str:
     return ""
 
 
+def _leading_imports(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The file's first run of import statements (a later import, after code, is not part of it)."""
+    start = next((i for i, n in enumerate(body) if isinstance(n, ast.Import | ast.ImportFrom)), None)
+    if start is None:
+        return []
+    run = []
+    for node in body[start:]:
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            break
+        run.append(node)
+    return run
+
+
 def definitions(text: str) -> tuple[Definition, ...]:
     """The file's imports (as one entry), top-level functions, classes (and their methods) and single-name
     assignments, in file order.
@@ -53,7 +66,7 @@ def definitions(text: str) -> tuple[Definition, ...]:
     except SyntaxError:
         return ()
     found: list[Definition] = []
-    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    imports = _leading_imports(tree.body)
     if imports:  # the import lines, as one pseudo-definition: a rename must change them too
         found.append(Definition(IMPORTS, imports[0].lineno, imports[-1].end_lineno or imports[-1].lineno, 0))
 

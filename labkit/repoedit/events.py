@@ -137,6 +137,7 @@ class TestsRan(Event):
     digest: str = ""
     seconds: float = 0.0
     details: dict[str, str] = Field(default_factory=dict)  # failing node id -> short failure text (plan prompt)
+    selected: list[str] = Field(default_factory=list)  # the test files run (relevant_tests); empty: the whole suite
 
 
 @register_event
@@ -148,6 +149,29 @@ class RolledBack(Event):
     digest_after: str
     baseline: str
     restored: bool
+
+
+@register_event
+class CheckpointKept(Event):
+    """A red check run with fewer failures than any before and none new: its tree is a checkpoint
+    (``checkpoint``), the one a repair that ends worse goes back to."""
+
+    type: Literal["repo_checkpoint"] = "repo_checkpoint"
+    commit: str
+    digest: str
+    failed: int
+    file: str  # the file the run's failure points at: the next repair's
+
+
+@register_event
+class CheckpointRestored(Event):
+    """ROLLBACK_OR_FIX went back to the best tree so far (a checkpoint, or the baseline) instead of ending."""
+
+    type: Literal["repo_checkpoint_restored"] = "repo_checkpoint_restored"
+    commit: str
+    digest_before: str
+    digest_after: str
+    file: str
 
 
 @register_event
@@ -186,6 +210,7 @@ class RepoEditState:
     baseline_passed: tuple[str, ...] = ()
     last_outcome: str = ""
     last_failed: tuple[str, ...] = ()
+    last_selected: bool = False  # the last test run ran only some test files (relevant_tests)
     pending: str = ""
     rollbacks: int = 0
     restored: bool = False
@@ -209,7 +234,7 @@ RETRY_TRIGGERS = frozenset({"plan_refused", "edit_refused", "too_large", "reject
 def _on_transition(state: RepoEditState, event: Transitioned) -> RepoEditState:
     retry = event.trigger in RETRY_TRIGGERS
     changes: dict[str, Any] = {"status": event.dest, "attempts": state.attempts if retry else 0}
-    if event.trigger == "targeted_fix":
+    if event.trigger in ("targeted_fix", "to_checkpoint"):
         changes.update(queue=(str(event.payload.get("file", "")),), fixes=state.fixes + 1)
     if event.dest in ("DONE", "FAILED"):
         changes["reason"] = str(event.payload.get("reason", event.trigger))
@@ -248,7 +273,7 @@ def reduce_repoedit(state: RepoEditState, event: Event) -> RepoEditState:
         state = r(state, pending="", attempts=state.attempts + 1, refusals=(*state.refusals, "rejected_by_human"))
     elif isinstance(event, TestsRan):
         changes: dict[str, Any] = {"last_outcome": event.outcome, "last_failed": tuple(event.failed),
-                                   "test_runs": state.test_runs + 1}
+                                   "last_selected": bool(event.selected), "test_runs": state.test_runs + 1}
         if event.phase == "baseline":
             changes["baseline_passed"] = tuple(event.passed)
         state = r(state, **changes)

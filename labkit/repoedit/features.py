@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from labkit.compare.features import Feature, FeatureTable
 
-HOOKS = ("plan", "grammar", "prompt", "check", "after_answer", "format")
+HOOKS = ("plan", "grammar", "prompt", "check", "after_answer", "format", "tests")
 """Where a feature acts: who plans, the grammar the answer is held to, what the prompt shows, what the
-machine refuses, what it does after a test run, which edit format it asks for."""
+machine refuses, what it does after a test run, which edit format it asks for, which tests it runs."""
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,27 @@ REPAIR_FEEDBACK = CodeFeature("repair_feedback", "a retry is shown its previous 
 SAMPLED_REPAIR = CodeFeature("sampled_repair", "after a greedy answer failed, the next ones are sampled "
                              "(temperature and seed recorded), so a retry is not the same answer again",
                              "grammar")
+TRACEBACK_PLAN = CodeFeature("traceback_plan", "when the index is too long for the plan prompt, the plan "
+                              "chooses among the files the failing output names: the traceback's source files, "
+                              "then the files defining the names it uses, then what the failing tests import",
+                              "plan")
+DEFINITION_VIEW = CodeFeature("definition_view", "a file too long to show is shown as an excerpt: the "
+                              "definitions the failure points at and the ones they call; only those may be "
+                              "rewritten", "prompt")
+NO_REPEAT = CodeFeature("no_repeat", "an answer identical to one already tried for the file is refused "
+                        "('repeated'), and after a repeat or a no-change answer the next prompt leaves the old "
+                        "answer out and samples hotter", "check")
+CHECKPOINT = CodeFeature("checkpoint", "a test run with fewer failures than any before (and none new) is "
+                         "kept as a checkpoint; a repair that ends worse or spends its edit budget goes back to "
+                         "the checkpoint and tries again while fix rounds are left, not to the baseline",
+                         "after_answer")
+RELEVANT_TESTS = CodeFeature("relevant_tests", "in a suite of many test files, a check first runs only the "
+                             "files of the failing tests; the whole suite runs once they pass", "tests")
 
 FEATURES: tuple[CodeFeature, ...] = (CODE_PLAN, CLOSED_PLAN, PLAN_REFERENCES, PLAN_EXAMPLE, FIRST_FAILURE,
                                      DEFINITION_EDIT, TOLERANT_MATCH, BLAMED_SKIP, FOLLOW_TRACEBACK,
-                                     REPAIR_FEEDBACK, SAMPLED_REPAIR)
+                                     REPAIR_FEEDBACK, SAMPLED_REPAIR, TRACEBACK_PLAN, DEFINITION_VIEW,
+                                     NO_REPEAT, CHECKPOINT, RELEVANT_TESTS)
 TABLE = FeatureTable("code machine", FEATURES)
 ALL: frozenset[str] = TABLE.all
 checked = TABLE.checked

@@ -211,10 +211,12 @@ def closed_schema(model: type[BaseModel], field: str, choices: tuple[str, ...]) 
     return schema
 
 
-def as_definitions(content: str, edits: tuple[SearchReplace, ...]) -> list[dict[str, str]]:
+def as_definitions(content: str, edits: tuple[SearchReplace, ...],
+                   offered: tuple[str, ...] = ()) -> list[dict[str, str]]:
     """The definitions that ``edits`` change in ``content``, written out whole (the oracle's answer in the
     definition contract). Definitions are paired by position when the count is unchanged (so a rename
-    is the old name with the new code), else by name."""
+    is the old name with the new code), else by name. A changed class is written out whole, not its
+    methods again, unless ``offered`` (the names the view allows) leaves the class out."""
     after = content
     for edit in edits:
         after = after.replace(edit.search, edit.replace, 1)
@@ -227,11 +229,11 @@ def as_definitions(content: str, edits: tuple[SearchReplace, ...]) -> list[dict[
     for prior, new in pairs:
         code = "".join(new_lines[new.first - 1:new.last])
         same = prior is not None and "".join(old_lines[prior.first - 1:prior.last]) == code
+        name = prior.name if prior is not None else new.name
         inside_changed_class = any(new.name.startswith(c["name"] + ".") for c in changed)
-        if not same and not inside_changed_class:
-            changed.append({"name": prior.name if prior is not None else new.name, "code": code})
+        if not same and not inside_changed_class and (not offered or name in offered):
+            changed.append({"name": name, "code": code})
     return changed
-
 
 
 class FileChange(BaseModel):
@@ -358,7 +360,7 @@ class EditFormat:
     parse: Callable[..., Any]
     prompt: Callable[..., str]
     max_tokens: int | None  # None: the comparison's own --max-tokens
-    render_fix: Callable[[str, tuple[SearchReplace, ...]], str] | None = None
+    render_fix: Callable[..., str] | None = None  # (content, edits, offered names) -> the answer
 
 
 def _asked(view: EditView) -> tuple[str, str, str]:
@@ -410,11 +412,13 @@ def _definitions_parse(raw: str, content: str, view: EditView) -> FileAnswer:
 FILE_FORMATS: dict[str, EditFormat] = {f.name: f for f in (
     EditFormat("search_replace", "JSON search/replace edits of one file, under the schema's grammar", EDIT_HEAD,
                lambda view: EditProposal.model_json_schema(), _search_replace_parse, _search_replace_prompt, 320,
-               lambda content, edits: json.dumps({"status": "ok", "edits": [e.model_dump() for e in edits]})),
+               lambda content, edits, offered=(): json.dumps({"status": "ok",
+                                                              "edits": [e.model_dump() for e in edits]})),
     EditFormat("definitions", "whole definitions in fenced blocks, named from the file's own list "
                "(parse_definitions); no grammar", DEFINITION_HEAD, lambda view: None,
                _definitions_parse, _definitions_prompt, 600,
-               lambda content, edits: render([(c["name"], c["code"]) for c in as_definitions(content, edits)])),
+               lambda content, edits, offered=(): render([(c["name"], c["code"])
+                                                          for c in as_definitions(content, edits, offered)])),
 )}
 """The machine's formats: one file, one answer."""
 

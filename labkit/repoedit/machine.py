@@ -4,6 +4,7 @@
 
     DISCOVER_PROJECT --indexed--> PLAN_CHANGE --plan_ok--> EDIT_FILE --edited [not files_left]--> RUN_TESTS
     RUN_TESTS --green--> DONE | --targeted_fix--> EDIT_FILE | --rollback--> ROLLBACK_OR_FIX --rolled_back--> FAILED
+    ROLLBACK_OR_FIX --to_checkpoint [fix_rounds_left]--> EDIT_FILE  (the checkpoint feature: the best tree so far)
     EDIT_FILE --too_large--> HUMAN_APPROVAL --approved / rejected--> EDIT_FILE | RUN_TESTS | ROLLBACK_OR_FIX
 
 Code does what code can (indexing, checking, applying, testing, restoring); the planner only
@@ -42,6 +43,8 @@ from labkit.repoedit.edits import (
 from labkit.repoedit.events import (
     ApprovalDecided,
     ApprovalRequested,
+    CheckpointKept,
+    CheckpointRestored,
     EditApplied,
     EditSkipped,
     PlanAccepted,
@@ -58,13 +61,19 @@ from labkit.repoedit.events import (
 from labkit.repoedit.features import CodeFeature, FeatureSet
 from labkit.repoedit.formats import EditFormat, edit_format, parse_proposal
 from labkit.repoedit.index import index_project, is_test_path, summary_with_uses
+from labkit.repoedit.localize import candidate_files, excerpt
 from labkit.repoedit.notes import Notes, notes_from
 from labkit.repoedit.planners import EditView, Planner, PlanView
 from labkit.repoedit.routing import locate_failure, route_after_tests
 from labkit.repoedit.tools import EditResult, FileText, RollbackResult, ToolContext, call_tool
+from labkit.repoedit.verify import function_of
 from labkit.repoedit.workspace import Workspace
 
 TABLE_NAME = "repoedit"
+PLAN_MENU = 3
+"""traceback_plan: how many of the files the evidence names the plan may choose from."""
+STUCK = ("repeated", "no_change")
+"""Refusals after which no_repeat changes the next prompt: the old answer is left out and sampled hotter."""
 STATES = ("DISCOVER_PROJECT", "PLAN_CHANGE", "EDIT_FILE", "HUMAN_APPROVAL", "RUN_TESTS", "ROLLBACK_OR_FIX",
           "DONE", "FAILED")
 ROWS = (
@@ -86,6 +95,7 @@ ROWS = (
     Row("RUN_TESTS", "green", "DONE"),
     Row("RUN_TESTS", "targeted_fix", "EDIT_FILE"),
     Row("RUN_TESTS", "rollback", "ROLLBACK_OR_FIX"),
+    Row("ROLLBACK_OR_FIX", "to_checkpoint", "EDIT_FILE", "fix_rounds_left"),
     Row("ROLLBACK_OR_FIX", "rolled_back", "FAILED"),
 )
 
@@ -100,6 +110,7 @@ def repoedit_guards() -> dict[str, Guard]:
         "files_left": lambda s, p: bool(s.queue),
         "plan_retries_left": lambda s, p: s.attempts < s.plan_budget,
         "edit_retries_left": lambda s, p: s.attempts < s.edit_budget,
+        "fix_rounds_left": lambda s, p: s.fixes < s.fix_budget,
     }
 
 
@@ -111,6 +122,8 @@ def _edits_stay_in_plan(state: RepoEditState, events: Any) -> str | None:
 def _done_only_when_green(state: RepoEditState, events: Any) -> str | None:
     if state.status == "DONE" and state.last_outcome != "passed":
         return f"DONE after a test run that ended '{state.last_outcome}'"
+    if state.status == "DONE" and state.last_selected:
+        return "DONE after a test run of some test files only, not the whole suite"
     return None
 
 
@@ -127,7 +140,8 @@ def _failed_leaves_tree_as_it_was(state: RepoEditState, events: Any) -> str | No
 def repoedit_invariants() -> list[Invariant]:
     return [
         Invariant("edits_stay_in_plan", _edits_stay_in_plan, "only planned, non-test files are edited"),
-        Invariant("done_only_when_green", _done_only_when_green, "DONE only right after an all-green test run"),
+        Invariant("done_only_when_green", _done_only_when_green,
+                  "DONE only right after an all-green run of the whole suite"),
         Invariant("failed_leaves_tree_as_it_was", _failed_leaves_tree_as_it_was,
                   "a failed run ends with the baseline tree restored"),
     ]
@@ -148,6 +162,18 @@ class Limits:
     diff_limit: int = 30
     test_timeout: float = 60.0
     failure_chars: int = 900  # test output shown on a targeted fix
+    plan_index_chars: int = 2000  # traceback_plan: an index summary longer than this is planned by code
+    view_lines: int = 150  # definition_view: a file longer than this is shown as an excerpt
+    excerpt_lines: int = 80  # definition_view: the excerpt's size
+    relevant_from: int = 4  # relevant_tests: a suite of this many test files or more runs the relevant ones first
+
+    def params(self, features: FeatureSet) -> dict[str, Any]:
+        """The limits a run records: the budgets always, a feature's own limits when the feature is on."""
+        own = {"traceback_plan": ("plan_index_chars",), "definition_view": ("view_lines", "excerpt_lines"),
+               "relevant_tests": ("relevant_from",)}
+        names = ["plan_budget", "edit_budget", "fix_budget", "diff_limit", "test_timeout",
+                 *(k for f, keys in own.items() if features.on(f) for k in keys)]
+        return {k: getattr(self, k) for k in names}
 
 
 Approver = Callable[[str, int, str], bool]
@@ -189,9 +215,7 @@ class RepoEditRun:
         self.approver = approver
         self.copy_at = Path(copy_at) if copy_at is not None else None
         params = {"task": task_id, "project": self.source.name, "planner": planner.name,
-                  "plan_budget": limits.plan_budget, "edit_budget": limits.edit_budget,
-                  "fix_budget": limits.fix_budget, "diff_limit": limits.diff_limit,
-                  "test_timeout": limits.test_timeout}
+                  **limits.params(self.features)}
         if self.features:  # absent when no feature is on
             params["features"] = list(self.features)
         if self.edit_format.name != self.features.edit_format():  # recorded only where the arm chose another
@@ -306,16 +330,17 @@ class RepoEditRun:
         return None
 
     # ---------------------------------------------------------------- helpers
-    def _test_run(self, phase: str) -> TestsRan:
-        """Run the tests through the tool and record the run (timed by the injected clock)."""
+    def _test_run(self, phase: str, select: tuple[str, ...] = ()) -> TestsRan:
+        """Run the tests (``select``: these test files only) through the tool and record the run (timed by the
+        injected clock)."""
         assert self.ctx is not None
         start = self.clock()
-        run = call_tool("run_tests", self.ctx, {"timeout": self.limits.test_timeout})
+        run = call_tool("run_tests", self.ctx, {"timeout": self.limits.test_timeout, "select": list(select)})
         seconds = self.clock() - start
         event = self.machine.record(TestsRan(phase=phase, outcome=run.outcome, passed=list(run.passed),
                                              failed=list(run.failed), output=run.output, exit_code=run.exit_code,
                                              digest=self.workspace.digest(), seconds=round(seconds, 3),
-                                             details=dict(run.details)))
+                                             details=dict(run.details), selected=list(select)))
         assert isinstance(event, TestsRan)
         return event
 
@@ -376,12 +401,18 @@ class RepoEditRun:
             return ("bad_repo", {"reason": reason[event.outcome]}) if event.outcome in reason else ("indexed", {})
         if isinstance(event, TestsRan):
             assert self.ctx is not None
+            if event.selected and event.outcome == "passed":
+                return None  # the relevant tests pass: the whole suite runs next, in the same step
             suspect = locate_failure(event.output, tuple(event.failed), tuple(self.notes.steps), self.ctx.index)
+            if self.on(feature.CHECKPOINT) and self._worse_than_best(event):
+                return "rollback", {"why": "worse than the best tree so far: back to it"}
             route = route_after_tests(event.outcome, len(event.passed), len(event.failed), suspect,
                                       self.state.fixes, self.limits.fix_budget)
             if route.trigger == "targeted_fix":
                 return "targeted_fix", {"file": route.file, "why": route.why}
             return route.trigger, {"why": route.why}
+        if isinstance(event, CheckpointRestored):
+            return "to_checkpoint", {"file": event.file, "why": "repair again from the best tree so far"}
         if isinstance(event, RolledBack):
             cause = next(e for e in reversed(self.events) if isinstance(e, Transitioned))
             reason = {"abort": "aborted", "edit_refused": "edit_budget_spent", "rejected": "edit_budget_spent",
@@ -421,8 +452,16 @@ class RepoEditRun:
                         for node in notes.baseline.failed)
         summary = (summary_with_uses(self.workspace.root, self.ctx.index) if self.on(feature.PLAN_REFERENCES)
                    else self.ctx.index.summary())
-        view = PlanView(self.requirement, summary, failing, notes.refused,
-                        menu=sources if self.on(feature.CLOSED_PLAN) else (), example=self.on(feature.PLAN_EXAMPLE))
+        menu = sources if self.on(feature.CLOSED_PLAN) else ()
+        if self.on(feature.TRACEBACK_PLAN) and len(summary) > self.limits.plan_index_chars:
+            evidence = "\n".join([notes.baseline.output, *notes.baseline.details.values()])
+            found = candidate_files(evidence, notes.baseline.failed, self.ctx.index)[:PLAN_MENU]
+            if found:  # the index is too long to show: the plan chooses among the files the evidence names
+                lines = {line.split(":", 1)[0]: line for line in summary.splitlines()}
+                summary = "\n".join(f"{lines.get(path, path)[:400]} ({why})" for path, why in found)
+                menu = tuple(path for path, _ in found)
+        view = PlanView(self.requirement, summary, failing, notes.refused, menu=menu,
+                        example=self.on(feature.PLAN_EXAMPLE))
         raw = self._propose("PLAN_CHANGE", "", lambda: self.planner.propose_plan(view))
         if raw is None:
             return
@@ -454,15 +493,36 @@ class RepoEditRun:
         names = tuple(d.name for d in definitions(content)) if self.on(feature.DEFINITION_EDIT) else ()
         pointed = blamed(path, content, output) if names else ()
         names = (*pointed, *(n for n in names if n not in pointed))
+        shown = content
+        if names and self.on(feature.DEFINITION_VIEW) and content.count("\n") > self.limits.view_lines:
+            part, held = excerpt(content, pointed, self.limits.excerpt_lines)
+            if held:  # only what the excerpt holds may be rewritten
+                shown, names, pointed = part, held, tuple(n for n in pointed if n in held)
         retry = self.state.attempts > 0 or not first
-        previous = self._previous_answer(path) if retry and self.on(feature.REPAIR_FEEDBACK) else ""
-        sampled = retry and self.on(feature.SAMPLED_REPAIR)
-        view = EditView(self.requirement, path, notes.steps.get(path, ""), content, failure, notes.refused,
+        stuck = self.on(feature.NO_REPEAT) and self._last_refusal(path) in STUCK
+        previous = self._previous_answer(path) if retry and self.on(feature.REPAIR_FEEDBACK) and not stuck else ""
+        temperature = 1.0 if retry and stuck else (0.7 if retry and self.on(feature.SAMPLED_REPAIR) else 0.0)
+        view = EditView(self.requirement, path, notes.steps.get(path, ""), shown, failure, notes.refused,
                         format=self.edit_format.name, definitions=names, blamed=pointed, previous=previous,
-                        temperature=0.7 if sampled else 0.0,
-                        seed=sum(isinstance(e, Proposed) for e in self.events) if sampled else 0, first=first,
-                        offer_skip=not (self.on(feature.BLAMED_SKIP) and path == suspect))
+                        temperature=temperature,
+                        seed=sum(isinstance(e, Proposed) for e in self.events) if temperature else 0, first=first,
+                        offer_skip=not (self.on(feature.BLAMED_SKIP) and path == suspect),
+                        whole=content if shown is not content else "")
         return view, suspect
+
+    def _last_refusal(self, path: str) -> str:
+        """The code of the refusal that ended the last answer for ``path`` ('' if it was not refused)."""
+        for event in reversed(self.events):
+            if isinstance(event, ProposalRefused) and event.state == "EDIT_FILE" and event.file == path:
+                return event.code
+            if isinstance(event, EditApplied | EditSkipped) and event.file == path:
+                return ""
+        return ""
+
+    def _repeats(self, path: str, raw: str) -> int:
+        """The attempt whose answer for ``path`` ``raw`` repeats (0: none); the answer just recorded is left out."""
+        answers = [e for e in self.events if isinstance(e, Proposed) and e.state == "EDIT_FILE" and e.file == path]
+        return next((i + 1 for i, e in enumerate(answers[:-1]) if str(e.raw).strip() == raw.strip()), 0)
 
     def _previous_answer(self, path: str) -> str:
         """The last answer proposed for ``path`` and what became of it (refused, or applied and then red)."""
@@ -479,6 +539,11 @@ class RepoEditRun:
         view, suspect = self._edit_view(path, content)
         raw = self._propose("EDIT_FILE", path, lambda: self.planner.propose_edit(view), view.temperature, view.seed)
         if raw is None:
+            return
+        repeated = self._repeats(path, raw) if self.on(feature.NO_REPEAT) else 0
+        if repeated:
+            self._refuse("EDIT_FILE", Refusal("repeated", f"the same answer as answer {repeated} for {path}, "
+                                              "which did not make the tests pass", "write a different fix."), path)
             return
         answer = self.edit_format.parse(raw, content, view)
         changes, status, reason = answer.changes, answer.status, answer.reason
@@ -536,10 +601,46 @@ class RepoEditRun:
         self._applied(result, decided.by)
 
     def _run_tests(self) -> None:
-        ran = self._test_run("check")
+        assert self.ctx is not None
+        relevant = self._relevant_tests()
+        ran = self._test_run("check", relevant) if relevant else None
+        if ran is None or ran.outcome == "passed":
+            ran = self._test_run("check")  # the whole suite, the only run that can end DONE
         if self.on(feature.FOLLOW_TRACEBACK) and ran.outcome in ("failed", "error"):
             self._follow_traceback(ran)
+        best = self._checkpoint()
+        if self.on(feature.CHECKPOINT) and ran.outcome == "failed" and not self._breaks(ran) and \
+                len(ran.failed) < (best.failed if best else len(self.notes.baseline.failed)):
+            blamed_file = locate_failure(ran.output, tuple(ran.failed), tuple(self.notes.steps), self.ctx.index)
+            self.machine.record(CheckpointKept(commit=self.workspace.head(), digest=ran.digest, failed=len(ran.failed),
+                                               file=blamed_file or self.state.applied[-1]))
         self._settle(ran)
+
+    def _relevant_tests(self) -> tuple[str, ...]:
+        """The test files of the baseline's failing tests, when ``relevant_tests`` is on and the suite is big."""
+        assert self.ctx is not None
+        every = self.ctx.index.test_files
+        if not self.on(feature.RELEVANT_TESTS) or len(every) < self.limits.relevant_from:
+            return ()
+        files = tuple(sorted({node.split("::", 1)[0] for node in self.notes.baseline.failed} & set(every)))
+        return files if files and len(files) < len(every) else ()
+
+    def _checkpoint(self) -> CheckpointKept | None:
+        """The best checkpoint kept so far (fewest failures, the earliest of equals), or None."""
+        kept = [e for e in self.events if isinstance(e, CheckpointKept)]
+        return min(kept, key=lambda e: e.failed) if kept else None
+
+    def _breaks(self, ran: TestsRan) -> bool:
+        """Whether ``ran`` fails a test function that had no failing case at the baseline (ids of parametrized
+        cases may move between runs, so functions are compared)."""
+        failing = {function_of(n) for n in self.notes.baseline.failed}
+        return any(function_of(n) not in failing for n in ran.failed)
+
+    def _worse_than_best(self, ran: TestsRan) -> bool:
+        """A red check run with more failures than the checkpoint, or breaking a test; False with no checkpoint."""
+        best = self._checkpoint()
+        return best is not None and ran.outcome in ("failed", "error") and (
+            self._breaks(ran) or len(ran.failed) > best.failed)
 
     def _follow_traceback(self, ran: TestsRan) -> None:
         """Add the source file a failure is raised in to the plan when the plan left it out (a missed caller)."""
@@ -555,6 +656,14 @@ class RepoEditRun:
 
     def _rollback(self) -> None:
         assert self.ctx is not None
+        cause = next(e for e in reversed(self.events) if isinstance(e, Transitioned))
+        best = self._checkpoint() if self.on(feature.CHECKPOINT) else None
+        if best is not None and cause.trigger != "abort" and self.state.fixes < self.limits.fix_budget:
+            before = self.workspace.digest()
+            self.workspace.rollback(best.commit)
+            self._settle(self.machine.record(CheckpointRestored(commit=best.commit, digest_before=before,
+                                                                digest_after=self.workspace.digest(), file=best.file)))
+            return
         result = call_tool("rollback", self.ctx, {})
         assert isinstance(result, RollbackResult)
         self._settle(self.machine.record(RolledBack(digest_before=result.digest_before,
@@ -585,7 +694,7 @@ def _check_resumable(existing: list[Any], params: Mapping[str, Any]) -> None:
 
 def _digest_of(event: Event) -> str:
     """The tree digest an event recorded, if it recorded one."""
-    if isinstance(event, RolledBack):
+    if isinstance(event, RolledBack | CheckpointRestored):
         return event.digest_after
     return str(getattr(event, "digest", "")) if isinstance(event, RepoIndexed | EditApplied | TestsRan) else ""
 

@@ -16,6 +16,7 @@ from labkit.core.events import Event, Transitioned
 from labkit.repoedit.events import (
     ApprovalDecided,
     ApprovalRequested,
+    CheckpointRestored,
     EditApplied,
     EditSkipped,
     PlanAccepted,
@@ -50,14 +51,18 @@ def notes_from(events: Iterable[Event], failure_chars: int) -> Notes:
     baseline = TestRun("failed")
     failure = refused = ""
     last_check = ""
+    output_of: dict[str, str] = {}  # tree digest -> the output of its last test run
     request: ApprovalRequested | None = None
     for e in events:
         if isinstance(e, TestsRan):
+            output_of[e.digest] = e.output
             if e.phase == "baseline":
                 baseline = as_test_run(e)
             else:
                 last_check = e.output
-        elif isinstance(e, Transitioned) and e.trigger == "targeted_fix":
+        elif isinstance(e, CheckpointRestored):
+            last_check = output_of.get(e.digest_after, "")
+        elif isinstance(e, Transitioned) and e.trigger in ("targeted_fix", "to_checkpoint"):
             failure = last_check[-failure_chars:]
         elif isinstance(e, ProposalRefused):
             refused = f"{e.code}: {e.detail}. {e.hint}"

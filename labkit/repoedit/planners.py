@@ -60,6 +60,7 @@ class EditView:
     seed: int = 0
     first: bool = True  # the file's first edit in the run (False on a targeted fix)
     offer_skip: bool = True  # False for the file the failure blames (blamed_skip): prevent, not only refuse
+    whole: str = ""  # definition_view: the whole file when ``content`` is an excerpt of it
 
 
 class Planner(Protocol):
@@ -94,7 +95,7 @@ class OraclePlanner:
         self._done.add(view.path)
         render = edit_format(view.format, per_file=True).render_fix
         assert render is not None
-        return Proposal(render(view.content, fix.edits))
+        return Proposal(render(view.whole or view.content, fix.edits, view.definitions if view.whole else ()))
 
 
 class ScriptedPlanner:

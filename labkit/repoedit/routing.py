@@ -29,6 +29,11 @@ class Route:
     why: str = ""
 
 
+def trace_files(output: str) -> list[str]:
+    """The Python files a failing output's traceback frames name, in the order printed (deepest last)."""
+    return [m.group(1) for m in _TRACE_FILE.finditer(output)]
+
+
 def locate_failure(output: str, failed: Sequence[str], planned: Sequence[str], index: RepoIndex) -> str | None:
     """The planned file a failure points at, or None.
 
@@ -37,7 +42,7 @@ def locate_failure(output: str, failed: Sequence[str], planned: Sequence[str], i
     targeted fix may touch it: None. If they name no source file at all (an assertion in a test
     blames the code it imports), a planned file imported by a failing test module.
     """
-    named = [m.group(1) for m in _TRACE_FILE.finditer(output)]
+    named = trace_files(output)
     in_plan = [path for path in named if path in planned]
     if in_plan:
         return in_plan[-1]

@@ -56,6 +56,7 @@ class ApplyEditArgs(BaseModel):
 class RunTestsArgs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     timeout: float = Field(default=60.0, gt=0, le=600)
+    select: tuple[str, ...] = ()  # test files to run; empty: the whole suite
 
 
 class RollbackArgs(BaseModel):
@@ -151,7 +152,7 @@ def _apply_edit(ctx: ToolContext, args: ApplyEditArgs) -> EditResult | Refusal:
 
 
 def _run_tests(ctx: ToolContext, args: RunTestsArgs) -> TestRun:
-    return ctx.workspace.run_tests(timeout=args.timeout)
+    return ctx.workspace.run_tests(timeout=args.timeout, select=args.select)
 
 
 def _rollback(ctx: ToolContext, args: RollbackArgs) -> RollbackResult:

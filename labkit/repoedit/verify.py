@@ -18,6 +18,8 @@ per task in a copy of its own, so every arm is judged against the same facts.
 from __future__ import annotations
 
 import sys
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,6 +83,31 @@ def outside_changes(workspace: Workspace, baseline: Baseline) -> tuple[str, ...]
     return tuple(found)
 
 
+def function_of(node: str) -> str:
+    """A node id without its parameters: ``t.py::test_f[3-x]`` -> ``t.py::test_f``."""
+    return node.split("[", 1)[0]
+
+
+def broken_tests(before: Sequence[str], after: Sequence[str]) -> tuple[str, ...]:
+    """The tests that passed ``before`` and do not pass ``after``.
+
+    A parametrized test's generated ids may differ between two runs of the same tree (cases drawn from a
+    set whose order follows object ids), so a missing id counts as broken only as far as its test
+    function passes fewer cases than before."""
+    passing = set(after)
+    missing = [node for node in before if node not in passing]
+    now = Counter(function_of(n) for n in after)
+    then = Counter(function_of(n) for n in before)
+    shown: Counter[str] = Counter()
+    broken = []
+    for node in missing:
+        function = function_of(node)
+        if shown[function] < then[function] - now[function]:
+            shown[function] += 1
+            broken.append(node)
+    return tuple(broken)
+
+
 def judge(run: TestRun, hashes: dict[str, str], outside: tuple[str, ...], baseline: Baseline,
           digest: str, hidden_passed: bool | None = None) -> Verdict:
     """The verdict from a final test run and the final tree's hashes (pure; :func:`verify` gathers the facts).
@@ -88,8 +115,7 @@ def judge(run: TestRun, hashes: dict[str, str], outside: tuple[str, ...], baseli
     With a hidden grader, a fix also needs the grader green: visible tests alone can be passed by a
     function that special-cases the examples."""
     tests_changed = changed_tests(baseline.hashes, hashes)
-    passing = set(run.passed)
-    broken = tuple(node for node in baseline.passed if node not in passing)
+    broken = broken_tests(baseline.passed, run.passed)
     fixed = run.green and not tests_changed and not outside and hidden_passed is not False
     return Verdict(fixed, run.outcome, len(run.passed), tuple(run.failed), broken, tests_changed, outside, digest,
                    hidden_passed)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -169,6 +170,10 @@ class Workspace:
         self._git("commit", "-q", "--allow-empty", "-m", message)
         return self._git("rev-parse", "HEAD")
 
+    def head(self) -> str:
+        """The commit the copy is at."""
+        return self._git("rev-parse", "HEAD")
+
     def rollback(self, commit: str | None = None) -> None:
         """Restore the tree of ``commit`` (default: the baseline): tracked and untracked changes go."""
         self._git("reset", "-q", "--hard", commit or self.baseline)
@@ -187,7 +192,7 @@ class Workspace:
         return tree_digest(self.root)
 
     # ------------------------------------------------------------------ tests
-    def run_tests(self, *, timeout: float = 60.0) -> TestRun:
+    def run_tests(self, *, timeout: float = 60.0, select: Sequence[str] = ()) -> TestRun:
         """Run the project's tests with pytest, confined by :func:`labkit.core.sandbox.run_sandboxed`.
 
         The code under test was partly written by a model, so it runs in the sandbox: under bwrap it
@@ -196,14 +201,17 @@ class Workspace:
         ``timeout`` s is killed with every process it started. Which mode ran is
         :func:`labkit.core.sandbox.sandbox_mode`; the outputs do not depend on it. Plugin autoloading is
         off: the projects need plain pytest, and the kit's own plugins (nbval, ...) made each run
-        about five times slower to start.
+        about five times slower to start. The hash seed is fixed, so the ids of tests parametrized over
+        a set are the same in every run (the verifier compares ids between runs). ``select`` names
+        test files to run instead of the whole suite.
         """
         report = self._tmp / "junit.xml"
         report.unlink(missing_ok=True)
         cmd = [self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short", "-o", "addopts=",
-               "--rootdir", str(self.root), f"--junitxml={report}"]
+               "--rootdir", str(self.root), f"--junitxml={report}", *select]
         env = {k: v for k, v in os.environ.items() if k not in CALLER_ONLY_ENV}
-        env.update({"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "COLUMNS": "80"})
+        env.update({"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "COLUMNS": "80",
+                    "PYTHONHASHSEED": "0"})
         result = run_sandboxed(cmd, cwd=self.root, writable=[self._tmp], timeout=timeout, env=env,
                                limits=limits_for_tests(timeout))
         out = result.output

@@ -1,0 +1,92 @@
+"""Where a failure lives in a project too big to show whole: read from the failing output and the index.
+
+Both steps go by evidence in the output, never by a guess. The file: the deepest traceback frame in a
+source file; else the source files that define names the output uses (most names first); else the
+sources the failing test modules import. The definitions, in a file too long to show: the ones the
+failure points at (:func:`~labkit.repoedit.definitions.blamed`) and the ones of the same file they call,
+shown as an excerpt with the lines left out marked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from labkit.repoedit.definitions import IMPORTS, Definition, definitions
+from labkit.repoedit.index import RepoIndex
+from labkit.repoedit.routing import trace_files
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def short_name(symbol: str) -> str:
+    """``Class.method()`` -> ``method``; ``add()`` -> ``add``."""
+    return symbol.rstrip("()").rsplit(".", 1)[-1]
+
+
+def candidate_files(output: str, failed: Sequence[str], index: RepoIndex) -> list[tuple[str, str]]:
+    """The source files a failure may live in, best first, each with the evidence for it."""
+    found: dict[str, str] = {}
+    for path in reversed(trace_files(output)):  # the deepest frame is printed last
+        if path in index.source_files:
+            found.setdefault(path, "the failing traceback passes through it")
+    used = set(_IDENT.findall(output))
+    scored = []
+    for path in index.source_files:
+        entry = index.entry(path)
+        names = sorted({short_name(s) for s in (entry.symbols if entry else ()) if short_name(s) in used})
+        if names:
+            scored.append((-len(names), path, names))
+    for _, path, names in sorted(scored):
+        found.setdefault(path, f"it defines {', '.join(names[:4])}, named in the failing output")
+    for node in failed:
+        entry = index.entry(node.split("::", 1)[0])
+        for module in entry.imports if entry else ():
+            path = index.module_file(module)
+            if path in index.source_files:
+                found.setdefault(path, "a failing test module imports it")
+    return list(found.items())
+
+
+def _calls(text: str, definition: Definition) -> set[str]:
+    lines = text.splitlines()[definition.first - 1:definition.last]
+    return set(_IDENT.findall("\n".join(lines)))
+
+
+def _header_end(lines: list[str], first: int) -> int:
+    """The last line of a class statement's header (decorators and the ``class ...:`` line), 1-based."""
+    at = first
+    while at <= len(lines) and not lines[at - 1].rstrip().endswith(":"):
+        at += 1
+    return at
+
+
+def excerpt(text: str, focus: Sequence[str], max_lines: int) -> tuple[str, tuple[str, ...]]:
+    """The part of ``text`` to show: the ``focus`` definitions, then the ones the first of them calls, as
+    many as fit in ``max_lines`` (the first always), with the header line of a shown method's class;
+    returns the excerpt and the definitions it holds."""
+    defs = {d.name: d for d in definitions(text) if d.name != IMPORTS}
+    chosen = [defs[name] for name in focus if name in defs]
+    if chosen:
+        called = _calls(text, chosen[0])
+        chosen += [d for d in defs.values() if d not in chosen and d.name.rsplit(".", 1)[-1] in called]
+    kept: list[Definition] = []
+    for d in chosen:
+        inside = any(k.first <= d.first and d.last <= k.last for k in kept)
+        if not inside and (not kept or sum(k.last - k.first + 1 for k in kept) + d.last - d.first + 1 <= max_lines):
+            kept.append(d)
+    classes = {d.name: d for d in defs.values() if d.indent == 0}
+    headers = [classes[d.name.rsplit(".", 1)[0]] for d in kept if "." in d.name and d.name.rsplit(".", 1)[0] in classes]
+    lines = text.splitlines()
+    parts, at = [], 1
+    for first, last in sorted({(c.first, _header_end(lines, c.first)) for c in headers if c not in kept}
+                              | {(d.first, d.last) for d in kept}):
+        if first < at:
+            continue
+        if first > at:
+            parts.append(f"# ... lines {at}-{first - 1} not shown")
+        parts += lines[first - 1:last]
+        at = last + 1
+    if at <= len(lines):
+        parts.append(f"# ... lines {at}-{len(lines)} not shown")
+    return "\n".join(parts), tuple(d.name for d in kept)
