@@ -1,11 +1,6 @@
-"""Who makes the machine's decisions: the model, the dev rule, a seeded random pick, or the oracle.
-
-The machine does everything that needs no reading and asks a :class:`Chooser` the rest, so choosers
-are all that differs between arms 4–7. A :class:`Decision` is ``queue``, ``form``, ``message`` or
-``next``. :class:`ModelChooser` asks one short prompt per decision under a grammar, checks the answer
-(on the menu; form values present in the note) and re-asks once naming the violation; each call is
-recorded as a :class:`~labkit.experiment.v2.events.ModelAsked` through the ``record`` hook.
-"""
+"""Who makes the machine's decisions (``queue``, ``form``, ``message``, ``next``): the model, the dev rule,
+a seeded random pick or the oracle. :class:`ModelChooser` asks one short prompt per decision under a
+grammar, checks the answer and re-asks once naming the violation, recording each call."""
 
 from __future__ import annotations
 

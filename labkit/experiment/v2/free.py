@@ -1,11 +1,6 @@
-"""The prompt-only arms' loop: the whole task in one growing prompt, and whatever action the model writes is run.
-
-No validator, menu or stop predicate: each step's JSON action (:func:`~labkit.experiment.v2.answers.read_answer`)
-is run and its result appended, until ``done`` or the step budget. Arguments are still checked against
-the tool's schema and the error shown to the model, so a bad argument measures the model, not the loop.
-:data:`ACTIONS`: the world's tools plus, for the helpers arm, the machine's compose helpers. Calls and
-tool results are events in the loop's own log, counted and verified like a machine run's.
-"""
+"""The prompt-only arms' loop: the whole task in one growing prompt, and whatever action the model writes
+is run until ``done`` or the step budget. Arguments are checked against the tool's schema (the error shown
+to the model); calls and results are events in the loop's own log."""
 
 from __future__ import annotations
 

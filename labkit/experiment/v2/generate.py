@@ -1,11 +1,7 @@
-"""The seeded generator of the v2 task sets (``scripts/make_tasks_v2.py`` writes its output).
+"""The seeded, pure generator of the task sets (``scripts/make_tasks_v2.py`` writes them).
 
-Dev and test are built from separate pools (wordings, names, distractors) and disjoint id and number
-ranges, so nothing tuned on dev has seen test (``tests/test_experiment_v2_tasks.py`` checks). Each
-family needs reading: triage hides the queue's name behind other wording and distractor sentences,
-extraction adds a second value of each shape, selection describes concerns in other words. Pure:
-the same seed gives the same files, byte for byte.
-"""
+Dev and test come from separate pools and disjoint id and number ranges, so nothing tuned on dev has seen
+test; each family hides its answer behind other wording and distractors."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Arms × splits × tasks × seeds of the comparison v2, declared for the one runner (:mod:`labkit.compare.runs`).
-
-Here: :class:`ConfigV2`, the jobs and their order, where each job's files go, one run of an arm
-(:class:`ComparisonV2`); resume, cassettes, logs and server pools are the runner's. Written run by
-run: ``runs.jsonl``, ``logs/<arm>/<split>/<task>-s<seed>.jsonl``, ``cassettes/<arm>/<split>/<task>.jsonl``
-and ``experiment.json`` (what ``--replay`` and ``resume`` must match). A backend that fails ends its
-run as ``backend error: ...`` and the experiment goes on; a cassette miss in replay stops it.
-``http_retries`` in each record counts the run's HTTP retries.
-"""
+"""Arms × splits × tasks × seeds, declared for the one runner (:mod:`labkit.compare.runs`): :class:`ConfigV2`,
+the jobs, where their files go and one run (:class:`ComparisonV2`). A failing backend ends its run as
+``backend error: ...``; a cassette miss in replay stops it."""
 
 from __future__ import annotations
 
@@ -74,11 +68,7 @@ class ConfigV2:
         return {split: load_task_set(self.tasks_folder() / f"{split}.json") for split in SPLITS}
 
     def jobs(self, sets: dict[str, TaskSet]) -> list[tuple[str, str, TaskV2, int]]:
-        """(arm, split, task, seed) in the order they run: split, seed, arm, task.
-
-        Arm before task so that consecutive prompt-only calls share their declared prefix (the seed's
-        worked episodes) and an in-process model evaluates it once per arm, not once per task.
-        """
+        """(arm, split, task, seed) in run order: split, seed, arm, task (prompt-only calls share a prefix)."""
         picked: list[tuple[str, TaskV2]] = []
         for split in self.splits:
             seen: dict[str, int] = {}
@@ -182,11 +172,8 @@ def remaining_jobs(config: ConfigV2, kept: list[tuple[str, RunRecordV2]]) -> lis
 
 def run_experiment_v2(config: ConfigV2, backends: Answers, out: Path, *, resume: bool = False,
                       progress: Callable[[str], None] | None = None) -> list[tuple[str, RunRecordV2]]:
-    """Run every job with :func:`labkit.compare.runs.run_jobs`; runs go to ``out/runs.jsonl``, logs to ``out/logs``.
-
-    With ``resume``, runs already in ``out`` are kept and skipped, a cut-off one runs again; the result
-    lists all, in job order. ``backends`` may be a :class:`~labkit.llm.pool.ServerPool`.
-    """
+    """Run every job with :func:`labkit.compare.runs.run_jobs` into ``out``; ``resume`` keeps finished runs.
+    ``backends`` may be a :class:`~labkit.llm.pool.ServerPool`."""
     comparison = ComparisonV2(config)
     if progress is not None:
         kept = recorded_rows(comparison, out) if resume else []

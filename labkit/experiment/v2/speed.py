@@ -1,10 +1,5 @@
-"""``labkit bench experiment``: the comparison v2 with the inference optimisations off, then on, back to back.
-
-One process, one model, ``make experiment``'s configuration. "Off": grammar masks every step and a
-declared prefix is evaluated afresh; "on": lazy grammar and the prefix's KV state kept. Both use the
-same two-batch evaluation, so they must give the same tokens, and the bench checks every run's
-counts, tokens and grade are equal. ``repeats`` > 1 alternates the variants to show the spread.
-"""
+"""``labkit bench experiment``: the comparison with the inference optimisations off, then on (lazy grammar,
+kept prefix state), in one process; every run's counts, tokens and grade must be equal."""
 
 from __future__ import annotations
 
