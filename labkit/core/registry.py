@@ -14,7 +14,7 @@ EVENT_MODULES: list[str] = [
     "labkit.runtime.events",
     "labkit.layers.events",
     "labkit.dialog.events",
-    "labkit.experiment.v2.events",
+    "labkit.reading.events",
     "labkit.repoedit.events",
 ]
 
@@ -32,7 +32,7 @@ TABLE_FILE_MODULES: list[str] = [
 COMMAND_MODULES: list[str] = [
     "labkit.runtime.cli",
     "labkit.llm.cli",
-    "labkit.experiment.v2.cli",
+    "labkit.reading.cli",
     "labkit.inference.cli",
     "labkit.doctor.checks",
     "labkit.dialog.cli",
@@ -42,13 +42,13 @@ COMMAND_MODULES: list[str] = [
 ]
 
 COMPARISON_MODULES: list[str] = [
-    "labkit.experiment.v2.cli",
+    "labkit.reading.cli",
     "labkit.repoedit.cli",
     "labkit.dialog.cli",
 ]
 
 LOG_KIND_MODULES: list[str] = [
-    "labkit.experiment.v2.free_log",
+    "labkit.reading.free_log",
 ]
 
 

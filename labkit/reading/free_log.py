@@ -8,7 +8,7 @@ from typing import Any
 
 from labkit.core.events import Event
 from labkit.core.log_kinds import LogKind
-from labkit.experiment.v2.events import LoopEnded, ModelAsked
+from labkit.reading.events import LoopEnded, ModelAsked
 from labkit.runtime.events import ToolResult
 
 _TYPES = frozenset({"model_asked", "tool_result", "loop_ended"})

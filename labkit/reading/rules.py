@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labkit.experiment.v2.taskfile import FORM_FIELDS
+from labkit.reading.taskfile import FORM_FIELDS
 from labkit.runtime.records import record_ids_in
 
 # ----------------------------------------------------------------------------- triage

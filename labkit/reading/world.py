@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from labkit.experiment.v2.taskfile import TaskV2
+from labkit.reading.taskfile import TaskV2
 from labkit.runtime.task import Goal, Task
 from labkit.runtime.tools import INBOX_TOOLS, DraftStore, ToolSpec, World
 

@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labkit.experiment.v2.taskfile import Form
 from labkit.llm.grammar import unenforced_keywords
 from labkit.llm.parse import parse_json_output
+from labkit.reading.taskfile import Form
 
 M = TypeVar("M", bound=BaseModel)
 # A Markdown code fence around the answer: opened with ``` or ```json, closed with ``` — or not closed, when

@@ -13,8 +13,9 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel
 
 from labkit.core.events import Event
-from labkit.experiment.v2 import prompts, rules
-from labkit.experiment.v2.answers import (
+from labkit.llm.backend import Backend
+from labkit.reading import prompts, rules
+from labkit.reading.answers import (
     FormAnswer,
     MessageAnswer,
     NextAnswer,
@@ -22,9 +23,8 @@ from labkit.experiment.v2.answers import (
     answer_schema,
     read_answer,
 )
-from labkit.experiment.v2.events import ModelAsked
-from labkit.experiment.v2.taskfile import FORM_FIELDS, CompareTask, ExtractionTask, SelectionTask, TaskV2, TriageTask
-from labkit.llm.backend import Backend
+from labkit.reading.events import ModelAsked
+from labkit.reading.taskfile import FORM_FIELDS, CompareTask, ExtractionTask, SelectionTask, TaskV2, TriageTask
 from labkit.runtime.events import Usage
 from labkit.runtime.planner import PlannerError
 from labkit.runtime.redact import scrub_text
@@ -172,7 +172,7 @@ class ModelChooser:
 
 
 class RuleChooser:
-    """The strongest dev rule (:mod:`~labkit.experiment.v2.rules`) decides; no model."""
+    """The strongest dev rule (:mod:`~labkit.reading.rules`) decides; no model."""
 
     name = "rule"
 

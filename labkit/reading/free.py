@@ -13,13 +13,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from labkit.core.store import EventLog
-from labkit.experiment.v2 import prompts
-from labkit.experiment.v2.answers import ActionAnswer, answer_schema, read_answer
-from labkit.experiment.v2.choosers import Decoding
-from labkit.experiment.v2.events import LoopEnded, ModelAsked
-from labkit.experiment.v2.families import compose_differences, compose_form, compose_route
-from labkit.experiment.v2.taskfile import Form, TaskV2
 from labkit.llm.backend import Backend
+from labkit.reading import prompts
+from labkit.reading.answers import ActionAnswer, answer_schema, read_answer
+from labkit.reading.choosers import Decoding
+from labkit.reading.events import LoopEnded, ModelAsked
+from labkit.reading.families import compose_differences, compose_form, compose_route
+from labkit.reading.taskfile import Form, TaskV2
 from labkit.runtime.events import ToolResult
 from labkit.runtime.redact import redact, scrub_text
 from labkit.runtime.tools import INBOX_TOOLS, CallContext, SaveDraftArgs, ToolAnswer, ToolSpec, World, check_key

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from labkit.core.events import Event
-from labkit.experiment.v2.taskfile import (
+from labkit.reading.taskfile import (
     FORM_FIELDS,
     CompareTask,
     ExtractionTask,

@@ -8,9 +8,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from labkit.experiment.v2.choosers import Chooser, Decision, shuffled
-from labkit.experiment.v2.families import compose_differences, compose_form, compose_route
-from labkit.experiment.v2.taskfile import TaskV2
+from labkit.reading.choosers import Chooser, Decision, shuffled
+from labkit.reading.families import compose_differences, compose_form, compose_route
+from labkit.reading.taskfile import TaskV2
 from labkit.runtime.events import Usage
 from labkit.runtime.planner import Candidate, PlannerContext, Proposal
 from labkit.runtime.records import record_ids_in

@@ -14,14 +14,14 @@ from typing import Any
 
 from labkit.compare.runs import Answers, Comparison, Job, Outcome, recorded_rows, remaining, run_jobs
 from labkit.core.errors import LabkitError
-from labkit.experiment.v2.arms import ARMS, ArmInputs, RunRecordV2, run_arm
-from labkit.experiment.v2.choosers import Decoding
-from labkit.experiment.v2.taskfile import TaskSet, TaskV2, load_task_set
 from labkit.llm.backend import Backend
 from labkit.llm.errors import BackendError
+from labkit.reading.arms import ARMS, ArmInputs, RunRecordV2, run_arm
+from labkit.reading.choosers import Decoding
+from labkit.reading.taskfile import TaskSet, TaskV2, load_task_set
 from labkit.runtime.tools import DraftStore
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 TASKS_V2 = "data/tasks/v2"  # relative to the repository, so a recorded experiment.json names no machine path
 SPLITS = ("dev", "test")
 N_CTX = 4096  # the context a model is loaded with: the prompt-only prompt holds four worked episodes and grows

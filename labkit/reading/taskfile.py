@@ -311,7 +311,7 @@ def parse_task_set(data: Any, source: str = "<data>") -> TaskSet:
         first = exc.errors()[0]
         msg = str(first["msg"]).removeprefix("Value error, ")
         raise TaskFileError(f"{source}: {_location(data, tuple(first['loc']))}: {msg}",
-                            "fix the task file; its format is described in labkit/experiment/v2/taskfile.py "
+                            "fix the task file; its format is described in labkit/reading/taskfile.py "
                             "and docs/tasks_v2.md.") from None
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from labkit.compare.stats import paired_test, pass_hat_k, solved_cell, stored_p, wilson_interval
-from labkit.experiment.v2.arms import ARMS, RunRecordV2
-from labkit.experiment.v2.taskfile import TaskSet
+from labkit.reading.arms import ARMS, RunRecordV2
+from labkit.reading.taskfile import TaskSet
 
 CONTENT_FAMILIES = ("triage", "extraction", "selection")
 # (a, b, on which families, what the difference means)

@@ -85,8 +85,8 @@ DEFAULT_RECORDING = "data/experiment-v2/gemma3-270m"  # the embedded model's rec
 def declared_prefixes_by_arm(recording: Path) -> dict[str, tuple[str, ...]]:
     """The prompt prefixes each arm of ``recording`` declared (arms without: absent), rebuilt from its
     ``experiment.json`` with the function the live run used."""
-    from labkit.experiment.v2.arms import declared_prefixes
-    from labkit.experiment.v2.runner import prepare_replay_v2
+    from labkit.reading.arms import declared_prefixes
+    from labkit.reading.runner import prepare_replay_v2
 
     config = prepare_replay_v2(recording)
     examples = config.task_sets()["dev"].example_tasks()
@@ -238,8 +238,8 @@ def bench_equality(recording: Path, *, arms: Sequence[str] | None = None, limit:
     """Load the embedded model, replay a recording's prompts on every path, return the result with its
     provenance."""
     from labkit.core.provenance import git_commit, machine
-    from labkit.experiment.v2.runner import N_CTX
     from labkit.llm.llamacpp import LlamaCppBackend
+    from labkit.reading.runner import N_CTX
 
     declared = declared_prefixes_by_arm(recording)
     prompts = recorded_prompts(recording / "cassettes", declared, arms, limit)

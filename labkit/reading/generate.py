@@ -9,7 +9,7 @@ import json
 import random
 from typing import Any
 
-from labkit.experiment.v2.taskfile import FAMILY_NAMES, FORMAT, parse_task_set
+from labkit.reading.taskfile import FAMILY_NAMES, FORMAT, parse_task_set
 
 DEFAULT_SEED = 9
 PER_FAMILY = {"dev": 8, "test": 10}

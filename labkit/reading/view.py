@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from labkit.experiment.v2.prompts import PREFIX_END
-from labkit.experiment.v2.runner import cassette_path, load_runs_v2
 from labkit.llm.cassette import read_cassette
+from labkit.reading.prompts import PREFIX_END
+from labkit.reading.runner import cassette_path, load_runs_v2
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The ladder of arms, each one declaration in :data:`ARMS`, and one run of one arm on one task.
 
 Rungs: 1 prompt-only, 2 + JSON grammar, 3 + helpers, 4 machine + model, 5 machine + dev rule, 6 machine +
-random, 7 machine + oracle. Every arm is graded by :func:`~labkit.experiment.v2.families.grade`; counts
+random, 7 machine + oracle. Every arm is graded by :func:`~labkit.reading.families.grade`; counts
 come from the run's log (:func:`count_events`)."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 from labkit.core.errors import LabkitError
 from labkit.core.events import Event
 from labkit.core.store import EventLog
-from labkit.experiment.v2.choosers import (
+from labkit.llm.backend import Backend
+from labkit.reading.choosers import (
     DEFAULT_DECODING,
     Chooser,
     Decoding,
@@ -24,14 +25,13 @@ from labkit.experiment.v2.choosers import (
     RuleChooser,
     shuffled,
 )
-from labkit.experiment.v2.events import LoopEnded, ModelAsked
-from labkit.experiment.v2.families import grade
-from labkit.experiment.v2.free import run_free
-from labkit.experiment.v2.machine import FamilyPlanner
-from labkit.experiment.v2.prompts import whole_prefix
-from labkit.experiment.v2.taskfile import FAMILY_NAMES, TaskV2
-from labkit.experiment.v2.world import TOOLS_V2, runtime_task, task_world
-from labkit.llm.backend import Backend
+from labkit.reading.events import LoopEnded, ModelAsked
+from labkit.reading.families import grade
+from labkit.reading.free import run_free
+from labkit.reading.machine import FamilyPlanner
+from labkit.reading.prompts import whole_prefix
+from labkit.reading.taskfile import FAMILY_NAMES, TaskV2
+from labkit.reading.world import TOOLS_V2, runtime_task, task_world
 from labkit.runtime.clock import TickClock
 from labkit.runtime.events import ToolResult, Validation
 from labkit.runtime.loop import Runtime

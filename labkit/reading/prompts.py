@@ -9,8 +9,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labkit.experiment.v2.families import compose_differences, compose_form, compose_route, oracle_draft
-from labkit.experiment.v2.taskfile import (
+from labkit.reading.families import compose_differences, compose_form, compose_route, oracle_draft
+from labkit.reading.taskfile import (
     CompareTask,
     ExtractionTask,
     SelectionTask,
