@@ -36,12 +36,8 @@ EXERCISE_GLOB = "[0-9][0-9][a-z]_*"
 """An exercise folder: its notebook's two-digit number, a letter for its place there, then its topic."""
 RENAMED = {"01": "01a", "02": "02a", "03": "02b", "04": "03a", "05": "04a",
            "06": "05a", "07": "05b", "08": "08a", "09": "09a"}
-"""The exercises' numbers before they were named after their notebook (old number -> new), declared once.
-
-Worksheets, class scripts and memories still say ``labkit check 06``; each old number is answered with
-the exercise it became instead of whatever exercise its digits would now match. Every old number is also
-a notebook number (notebook 02 has 02a and 02b), so a bare two-digit number always means the old name.
-"""
+"""Old exercise number -> new: ``labkit check 06`` is answered with the exercise it became (every old number
+is also a notebook number, so a bare two-digit number always means the old name)."""
 _NUMBER = re.compile(r"(\d{1,2})([a-z]?)")
 
 

@@ -132,13 +132,6 @@ class Graph:
                             question=question, persisted=False)
         return cls(name=name, nodes=by_name, edges=dict(edges), start=start, end=ends, layer=layer)
 
-    def successors(self, node: str) -> list[tuple[str, str]]:
-        """(key, node) pairs that may follow ``node``."""
-        edge = self.edges.get(node)
-        if edge is None:
-            return []
-        return list(edge.routes.items()) if isinstance(edge, Router) else [(NEXT, edge)]
-
     def routers(self) -> list[Router]:
         return [e for e in self.edges.values() if isinstance(e, Router)]
 

@@ -226,9 +226,3 @@ class Resumed(Event):
     type: Literal["resumed"] = "resumed"
     status: str
     down_seconds: float = Field(ge=0)
-
-
-RUNTIME_EVENTS: tuple[type[Event], ...] = (
-    Proposed, Interpreted, Validation, ToolCalled, ExecutionRefused, ToolResult, DuplicateDelivery, Observation,
-    StatusChecked, HumanDecision, FaultInjected, Resumed,
-)
