@@ -66,9 +66,8 @@ def sign_test_p(wins: int, losses: int) -> float:
 
 
 def stored_p(p: float) -> float:
-    """A p-value as a report stores it: six decimals, as the recorded reports were written, except that a p too
-    small for six decimals keeps three significant digits instead of reading as 0 (a p-value is never zero;
-    ``round(1.7e-10, 6)`` made a table print "p = 0")."""
+    """A p-value as a report stores it: six decimals, but three significant digits where six decimals would
+    read as 0 (a p-value is never zero)."""
     return round(p, 6) or float(f"{p:.3g}")
 
 
