@@ -1,7 +1,4 @@
-"""labkit: small local language models as dependable workers inside explicit state machines.
-
-The public API is re-exported here so that notebooks and exercises import from one place.
-"""
+"""labkit: small local language models as dependable workers inside explicit state machines (public API)."""
 
 from labkit.core.diagram import mermaid_markdown, to_mermaid
 from labkit.core.errors import (

@@ -1,10 +1,5 @@
-"""The ``labkit`` command line.
-
-Core commands live here; larger parts of the kit (the runtime, the experiment, inference) add
-their own subcommands through a ``register(commands, bench)`` function in their ``cli`` module,
-named in ``labkit.core.registry.COMMAND_MODULES``, so this file stays a table of contents rather than
-a pile of options.
-"""
+"""The ``labkit`` command line: core commands here; larger parts add theirs through ``register(commands,
+bench)`` in the ``cli`` modules named in ``labkit.core.registry.COMMAND_MODULES``."""
 
 from __future__ import annotations
 

@@ -33,11 +33,11 @@ from IPython.display import Markdown
 
 from labkit import predict
 from labkit.compare.stats import wilson_interval
-from labkit.experiment.v2.arms import ARMS
-from labkit.experiment.v2.report import arm_table, counts_only, ladder_figure, ladder_plot, write_report
-from labkit.experiment.v2.runner import Backends, prepare_replay_v2, run_experiment_v2
-from labkit.experiment.v2.taskfile import FAMILY_NAMES, file_sha256, load_task_set
-from labkit.experiment.v2.view import recorded_calls, show_calls, verdict
+from labkit.reading.arms import ARMS
+from labkit.reading.report import arm_table, counts_only, ladder_figure, ladder_plot, write_report
+from labkit.reading.runner import Backends, prepare_replay_v2, run_experiment_v2
+from labkit.reading.taskfile import FAMILY_NAMES, file_sha256, load_task_set
+from labkit.reading.view import recorded_calls, show_calls, verdict
 
 DATA = Path("..") / "data"
 RECORDED = DATA / "experiment-v2"
@@ -263,7 +263,7 @@ for m in MODELS:
 
 # %%
 from labkit.compare.stats import solved_cell, verdict_words
-from labkit.experiment.v2.report import CONTENT_FAMILIES, paired_of, row_of, split_text
+from labkit.reading.report import CONTENT_FAMILIES, paired_of, row_of, split_text
 
 rule, rule_dev = row_of(no_model, "test", "machine-rule"), row_of(no_model, "dev", "machine-rule")
 rand = row_of(no_model, "test", "machine-random")
@@ -316,7 +316,7 @@ Markdown("\n".join(points))
 # from the replayed recordings:
 
 # %%
-from labkit.experiment.v2.report import headline_counts
+from labkit.reading.report import headline_counts
 
 lines = []
 for m in MODELS:

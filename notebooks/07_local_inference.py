@@ -217,7 +217,7 @@ predict(f"Greedy decoding, {_prompts} recorded grammar-constrained prompts, lazy
 # (`two-batches-vs-one`): it says whether declaring the prefix changed an answer at all. The whole record:
 
 # %% tags=["reveal"]
-from labkit.experiment.v2.equality import render_equality
+from labkit.reading.equality import render_equality
 
 print(render_equality(equality))
 
@@ -257,7 +257,7 @@ if _timing["split-fresh"]["mean_s"] > _timing["mask"]["mean_s"]:
 # of once per call), every grammar-constrained call from the lazy grammar:
 
 # %%
-from labkit.experiment.v2.speed import render_experiment_speed
+from labkit.reading.speed import render_experiment_speed
 
 print(render_experiment_speed(record("experiment-speed-v2.json")))
 

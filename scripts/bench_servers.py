@@ -30,11 +30,11 @@ from typing import Any
 
 from labkit.compare.runs import Answers, read_rows
 from labkit.core.provenance import git_commit, machine
-from labkit.experiment.v2.runner import ConfigV2, run_experiment_v2
 from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.modelfile import embedded_model_path
 from labkit.llm.pool import ServerPool
 from labkit.llm.serve import serving
+from labkit.reading.runner import ConfigV2, run_experiment_v2
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "data" / "bench" / "servers-cpu.json"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from labkit.experiment.v2.generate import DEFAULT_SEED, generate_split, task_set_json
+from labkit.reading.generate import DEFAULT_SEED, generate_split, task_set_json
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "data" / "tasks" / "v2"
 

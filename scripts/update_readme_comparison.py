@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from labkit.experiment.v2.report import models_table
+from labkit.reading.report import models_table
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("gemma3-270m", "qwen2.5-coder-1.5b")

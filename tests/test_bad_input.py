@@ -24,10 +24,10 @@ from labkit.core.yaml_input import MAX_BYTES
 from labkit.course.exercises import read_submission
 from labkit.dialog.scenario import load_scenario
 from labkit.dialog.users import load_user_script
-from labkit.experiment.v2.taskfile import load_task_set
 from labkit.llm.http import check_server_url
 from labkit.llm.modelfile import check_gguf
 from labkit.llm.models import model_names, resolve_model
+from labkit.reading.taskfile import load_task_set
 from labkit.repoedit.tasks import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]

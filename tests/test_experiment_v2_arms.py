@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from labkit.experiment.v2 import prompts, rules
-from labkit.experiment.v2.arms import (
+from labkit.llm.backend import Request
+from labkit.llm.fake import ScriptedBackend
+from labkit.reading import prompts, rules
+from labkit.reading.arms import (
     ARMS,
     SHAPES,
     ArmInputs,
@@ -20,11 +22,11 @@ from labkit.experiment.v2.arms import (
     declared_prefixes,
     run_arm,
 )
-from labkit.experiment.v2.choosers import Decision, ModelChooser, evidence_problem
-from labkit.experiment.v2.events import ModelAsked
-from labkit.experiment.v2.families import oracle_draft
-from labkit.experiment.v2.free import STEP_END
-from labkit.experiment.v2.taskfile import (
+from labkit.reading.choosers import Decision, ModelChooser, evidence_problem
+from labkit.reading.events import ModelAsked
+from labkit.reading.families import oracle_draft
+from labkit.reading.free import STEP_END
+from labkit.reading.taskfile import (
     CompareTask,
     ExtractionTask,
     SelectionTask,
@@ -32,8 +34,6 @@ from labkit.experiment.v2.taskfile import (
     TriageTask,
     load_task_set,
 )
-from labkit.llm.backend import Request
-from labkit.llm.fake import ScriptedBackend
 from labkit.runtime.events import Validation
 from labkit.runtime.tools import DraftStore
 

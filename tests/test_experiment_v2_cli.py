@@ -6,7 +6,7 @@ import pytest
 
 from labkit.cli import build_parser
 from labkit.core.errors import LabkitError
-from labkit.experiment.v2.cli import _config, default_config
+from labkit.reading.cli import _config, default_config
 
 
 def _parsed(*argv: str):
@@ -39,7 +39,7 @@ def _prov(sha: str, commit: str, task_sha: str = "t1") -> dict:
 def test_a_resumed_recording_keeps_one_segment_per_stretch_and_refuses_another_model(tmp_path) -> None:
     import json
 
-    from labkit.experiment.v2.cli import with_segment
+    from labkit.reading.cli import with_segment
 
     first = with_segment(_prov("aa", "c1"), tmp_path, resume=False)
     assert [s["labkit_commit"] for s in first["segments"]] == ["c1"]

@@ -10,12 +10,12 @@ import pytest
 
 from labkit.core.errors import LabkitError
 from labkit.core.store import load_events
-from labkit.experiment.v2.arms import RunRecordV2
-from labkit.experiment.v2.report import counts_only, headline, paired_rows, summary_rows, write_report
-from labkit.experiment.v2.runner import Backends, ConfigV2, load_runs_v2, log_path, run_experiment_v2
 from labkit.llm.backend import Request
 from labkit.llm.errors import ServerError
 from labkit.llm.fake import ScriptedBackend
+from labkit.reading.arms import RunRecordV2
+from labkit.reading.report import counts_only, headline, paired_rows, summary_rows, write_report
+from labkit.reading.runner import Backends, ConfigV2, load_runs_v2, log_path, run_experiment_v2
 
 SMOKE = ["dev-triage-01", "dev-extraction-02", "test-selection-01", "test-compare-03"]
 
@@ -150,7 +150,7 @@ def test_the_cli_runs_and_replays_the_no_model_arms(tmp_path: Path, capsys: pyte
 @pytest.mark.parametrize("model", ["gemma3-270m", "qwen2.5-coder-1.5b"])
 def test_a_committed_live_recording_replays_exactly(model: str, tmp_path: Path) -> None:
     """data/experiment-v2/<model> (live, every arm) replays to its recorded runs: two tasks per family and split."""
-    from labkit.experiment.v2.runner import prepare_replay_v2
+    from labkit.reading.runner import prepare_replay_v2
 
     folder = Path(__file__).resolve().parents[1] / "data" / "experiment-v2" / model
     config = prepare_replay_v2(folder)
@@ -173,7 +173,7 @@ def test_a_committed_live_recording_replays_exactly(model: str, tmp_path: Path) 
 
 def test_the_view_shows_a_recorded_runs_calls_and_verdict(tmp_path: Path) -> None:
     """view.recorded_calls/show_calls/verdict read a recording: prompts from the task on, answers, the grade."""
-    from labkit.experiment.v2.view import recorded_calls, show_calls, verdict
+    from labkit.reading.view import recorded_calls, show_calls, verdict
 
     config = ConfigV2(arms=["prompt-only", "machine-rule"], splits=["test"], task_ids=["test-triage-01"])
     answers = ['{"action": "read_message", "args": {"id": "M501"}}', '{"action": "done", "args": {}}']
@@ -190,7 +190,7 @@ def test_the_view_shows_a_recorded_runs_calls_and_verdict(tmp_path: Path) -> Non
 
 def test_an_interrupted_recording_resumes_where_it_stopped(tmp_path: Path) -> None:
     """Runs already recorded are kept, a torn last line is dropped, the rest run; replay gives the same counts."""
-    from labkit.experiment.v2.runner import finished_runs
+    from labkit.reading.runner import finished_runs
 
     config = _config(arms=["prompt-only", "machine-model"])
     whole = tmp_path / "whole"
@@ -234,7 +234,7 @@ def test_an_interrupted_recording_resumes_where_it_stopped(tmp_path: Path) -> No
 
 
 def test_headline_counts_row_of_paired_of_and_split_text_read_the_committed_summary() -> None:
-    from labkit.experiment.v2.report import headline_counts, paired_of, row_of, split_text
+    from labkit.reading.report import headline_counts, paired_of, row_of, split_text
 
     folder = Path(__file__).resolve().parents[1] / "data" / "experiment-v2" / "qwen2.5-coder-1.5b"
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))

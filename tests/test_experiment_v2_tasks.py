@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from labkit.core.events import Event
-from labkit.experiment.v2 import generate
-from labkit.experiment.v2.families import FAMILIES, check_draft, grade, oracle_draft
-from labkit.experiment.v2.taskfile import (
+from labkit.reading import generate
+from labkit.reading.families import FAMILIES, check_draft, grade, oracle_draft
+from labkit.reading.taskfile import (
     FAMILY_NAMES,
     CompareTask,
     ExtractionTask,
@@ -25,7 +25,7 @@ from labkit.experiment.v2.taskfile import (
     load_task_set,
     parse_task_set,
 )
-from labkit.experiment.v2.world import TOOLS_V2, runtime_task, task_world
+from labkit.reading.world import TOOLS_V2, runtime_task, task_world
 from labkit.runtime.events import ToolResult, Validation
 from labkit.runtime.loop import Runtime
 from labkit.runtime.planner import Candidate, PlannerContext, Proposal
@@ -96,7 +96,7 @@ def _entities(tasks: TaskSet) -> set[str]:
 def _prompt_sources() -> str:
     """Every prompt template and few-shot example in the experiment package (the generator excluded:
     it holds the test pools by design)."""
-    folder = ROOT / "labkit" / "experiment"
+    folder = ROOT / "labkit" / "reading"
     return "\n".join(p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*.py")) if p.name != "generate.py")
 
 

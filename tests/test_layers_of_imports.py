@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 LABKIT = Path(__file__).resolve().parents[1] / "labkit"
-MACHINES = {"runtime", "repoedit", "dialog", "layers", "experiment"}
+MACHINES = {"runtime", "repoedit", "dialog", "layers", "reading"}
 MAY_IMPORT = {  # package -> the packages of labkit it may import besides itself
     "core": set(),
     "llm": {"core"},
     "compare": {"core", "llm"},
     **{machine: {"core", "llm", "compare"} for machine in MACHINES},
-    "experiment": {"core", "llm", "compare", "runtime"},  # the reading comparison runs the runtime's machine
+    "reading": {"core", "llm", "compare", "runtime"},  # the reading comparison runs the runtime's machine
     "course": {"core", "llm", "compare"},
     "doctor": {"core", "llm"},
     "inference": {"core", "llm", "compare"},

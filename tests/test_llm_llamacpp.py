@@ -8,10 +8,6 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from labkit.experiment.v2.arms import example_order
-from labkit.experiment.v2.equality import DEFAULT_RECORDING, declared_prefixes_by_arm, recorded_prompts, run_equality
-from labkit.experiment.v2.prompts import whole_prefix, whole_prompt
-from labkit.experiment.v2.runner import N_CTX, ConfigV2
 from labkit.llm import (
     GrammarError,
     LlamaCppBackend,
@@ -22,6 +18,10 @@ from labkit.llm import (
 )
 from labkit.llm.modelfile import embedded_model_sha256
 from labkit.llm.prefix_cache import split_point
+from labkit.reading.arms import example_order
+from labkit.reading.equality import DEFAULT_RECORDING, declared_prefixes_by_arm, recorded_prompts, run_equality
+from labkit.reading.prompts import whole_prefix, whole_prompt
+from labkit.reading.runner import N_CTX, ConfigV2
 
 pytestmark = pytest.mark.slow
 

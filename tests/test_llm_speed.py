@@ -12,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from labkit.experiment.v2.arms import RunRecordV2
-from labkit.experiment.v2.equality import (
+from labkit.llm.backend import Request
+from labkit.llm.cassette import read_cassette
+from labkit.llm.errors import BackendError
+from labkit.llm.lazy_grammar import GRAMMAR_MODES, check_grammar_mode, lazy_for
+from labkit.llm.prefix_cache import MIN_PREFIX_TOKENS, PrefixEvaluator, longest_declared, split_point
+from labkit.reading.arms import RunRecordV2
+from labkit.reading.equality import (
     COMPARISONS,
     DEFAULT_RECORDING,
     PATHS,
@@ -24,12 +29,7 @@ from labkit.experiment.v2.equality import (
     prefix_evaluations,
     recorded_prompts,
 )
-from labkit.experiment.v2.speed import differences, per_arm
-from labkit.llm.backend import Request
-from labkit.llm.cassette import read_cassette
-from labkit.llm.errors import BackendError
-from labkit.llm.lazy_grammar import GRAMMAR_MODES, check_grammar_mode, lazy_for
-from labkit.llm.prefix_cache import MIN_PREFIX_TOKENS, PrefixEvaluator, longest_declared, split_point
+from labkit.reading.speed import differences, per_arm
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDING = ROOT / DEFAULT_RECORDING
@@ -282,8 +282,8 @@ def test_per_arm_totals():
 @pytest.mark.bench  # `labkit bench experiment` checks this identity on every arm (experiment-speed-v2.json)
 def test_the_v2_bench_runs_off_then_on_on_the_real_model_and_finds_them_identical(tmp_path):
     """Off (mask, prefix afresh) and on (lazy, prefix kept) give the same runs; on reuses the prefix."""
-    from labkit.experiment.v2.runner import ConfigV2
-    from labkit.experiment.v2.speed import bench_experiment_v2, render_experiment_speed
+    from labkit.reading.runner import ConfigV2
+    from labkit.reading.speed import bench_experiment_v2, render_experiment_speed
 
     config = ConfigV2(arms=["prompt-grammar", "machine-model"], splits=["test"], task_ids=["test-triage-01"])
     result = bench_experiment_v2(config, workdir=tmp_path)

@@ -63,7 +63,7 @@ def test_the_code_rounds_block_is_every_code_recording_arm_by_arm() -> None:
 
 
 def test_the_models_table_has_a_column_per_model_and_split_and_a_dash_where_an_arm_did_not_run() -> None:
-    from labkit.experiment.v2.report import models_table
+    from labkit.reading.report import models_table
 
     def row(split: str, arm: str, k: int, n: int) -> dict:
         return {"split": split, "arm": arm, "label": arm.upper(), "tasks_solved": k, "tasks": n, "ci95": [0.1, 0.9]}

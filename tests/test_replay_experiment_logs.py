@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from labkit.cli import main
-from labkit.experiment.v2.runner import Backends, ConfigV2, log_path, run_experiment_v2
 from labkit.llm.backend import Request
 from labkit.llm.fake import ScriptedBackend
+from labkit.reading.runner import Backends, ConfigV2, log_path, run_experiment_v2
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "experiment-v2-logs"
 REPO = Path(__file__).resolve().parents[1]

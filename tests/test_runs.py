@@ -22,12 +22,12 @@ import pytest
 import labkit.compare.runs
 from labkit.compare.runs import Answers, Comparison, Job, Outcome, Progress, clean_commit, per_task, read_rows, run_jobs
 from labkit.core.errors import LabkitError
-from labkit.experiment.v2.runner import ComparisonV2, ConfigV2, load_runs_v2, run_experiment_v2
 from labkit.llm.backend import Backend, Request
 from labkit.llm.cassette import read_cassette
 from labkit.llm.errors import ServerError
 from labkit.llm.fake import ScriptedBackend
 from labkit.llm.pool import SerialCalls, ServerPool
+from labkit.reading.runner import ComparisonV2, ConfigV2, load_runs_v2, run_experiment_v2
 
 SMOKE = ["dev-triage-01", "dev-extraction-02", "test-selection-01", "test-compare-03"]
 

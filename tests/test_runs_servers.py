@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from labkit.compare.runs import Answers, read_rows
-from labkit.experiment.v2.runner import ConfigV2, run_experiment_v2
 from labkit.llm.cassette import read_cassette
 from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.pool import ServerPool
+from labkit.reading.runner import ConfigV2, run_experiment_v2
 
 TASKS = ["dev-triage-01", "test-triage-01"]  # both splits, one short model call per run
 

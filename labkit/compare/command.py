@@ -1,10 +1,8 @@
 """``labkit compare reading|code|dialog``: one command records, resumes, replays and reports every comparison.
 
-Each comparison declares a :class:`ComparisonKind` (``COMPARISONS`` in a module named in
-``labkit.core.registry.COMPARISON_MODULES``) and gets the same rules: a folder holding a recording is
-continued only with ``--resume``, so two recordings never mix; ``--replay DIR`` re-runs one from its
-cassettes and exits 1 on any differing row; the model is built in one place (:func:`live_model`).
-"""
+Each declares a :class:`ComparisonKind` (``COMPARISONS`` in ``registry.COMPARISON_MODULES``): a recording
+is continued only with ``--resume``, ``--replay DIR`` exits 1 on any differing row, the model is built
+in one place (:func:`live_model`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""``labkit bench crash-recorders``: each comparison's recorder killed with SIGKILL at random points, then resumed.
-
-A recorder is one declaration (:data:`RECORDERS`): the ``labkit compare`` arguments of a small recording that
-needs no model (the dialog's answers come from a scripted server on loopback). Each trial records into a fresh
-folder, kills the recording process group at random moments, then lets a last ``--resume`` finish; the rows must
-then be the uninterrupted recording's, each once, no line torn, and no working copy left behind.
-"""
+"""``labkit bench crash-recorders``: each comparison's recorder (:data:`RECORDERS`, a small recording that
+needs no model) SIGKILLed at random moments, then finished by ``--resume``: the rows must be the
+uninterrupted recording's, each once, no line torn, no working copy left behind."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Switchable machine features: each is one declaration that an arm switches on and its ablation off.
-
-The code machine (:mod:`labkit.repoedit.features`) and the dialog machine (:mod:`labkit.dialog.features`)
-are measured alike (an arm is the machine plus feature names; ablations drop one each), so the name
-check and lookup live here and each machine declares only its features.
-"""
+"""Switchable machine features: each one declaration that an arm switches on and its ablation off; the
+name check and lookup shared by the code and dialog machines."""
 
 from __future__ import annotations
 
@@ -25,11 +21,8 @@ class Feature:
 
 @dataclass(frozen=True)
 class Part:
-    """One rule inside a feature that an ablation can switch off on its own (the feature stays on).
-
-    A part is on with its feature and recorded only when switched off, so adding one changes nothing a
-    recording says it ran under (a new feature would).
-    """
+    """One rule inside a feature that an ablation can switch off alone; recorded only when off, so adding
+    one changes nothing a recording says it ran under."""
 
     name: str
     of: str  # the feature it belongs to
@@ -80,10 +73,8 @@ class FeatureTable:
 
 def ablation_sentence(rows: Sequence[Mapping[str, Any]], *, things: str, bought: str, count: str,
                       alpha: float = 0.05) -> str:
-    """An ablation table in one sentence, built from its rows (each with ``feature``, ``buys``, ``p_value`` and
-    the number of paired units under ``count``): which features bought ``bought``, which cost, which bought
-    nothing net (a feature may win some units and lose as many), and which differences are beyond chance — so
-    the words stay right whichever way the numbers came out."""
+    """An ablation table in one sentence from its rows (``feature``, ``buys``, ``p_value``, ``count``): which
+    features bought ``bought``, cost, or bought nothing net, and which differences are beyond chance."""
     def names(selected: Sequence[Mapping[str, Any]]) -> str:
         return ", ".join(f"{r['feature']} ({r['buys']:+d} of {r[count]})" for r in selected) or "none"
 

@@ -1,14 +1,8 @@
 """One runner for every comparison: arms × tasks × seeds as declared jobs, run, recorded, resumed, spread.
 
-A :class:`Comparison` declares its jobs (:class:`Job`), where a job's cassette and log go, one run,
-and what a run that lost its backend records; :func:`run_jobs` does the rest alike for all: rows
-appended to ``runs.jsonl`` as runs finish (rewritten in job order at the end), ``resume`` against
-``experiment.json``, cassettes (a replay miss stops it), hash-chained per-run logs, progress, and
-runs spread over a :class:`~labkit.llm.pool.ServerPool` (one server per run). :func:`provenance`,
-:func:`with_segment` and :func:`clean_commit` keep recordings traceable; :func:`per_task` feeds
-:mod:`labkit.compare.stats`.
-
-Example, a comparison of two arms that needs no model::
+A :class:`Comparison` declares its jobs, files, one run and a failed run's row; :func:`run_jobs` does the
+rest alike (``runs.jsonl``, ``resume``, cassettes, hash-chained logs, progress, a
+:class:`~labkit.llm.pool.ServerPool`). Example, two arms that need no model::
 
     >>> import tempfile
     >>> class Coin(Comparison):
@@ -78,11 +72,8 @@ class Outcome:
 
 
 class Comparison:
-    """What a comparison declares; everything else is the runner's. Subclass it and fill in the first five.
-
-    ``config_file`` names the file its configuration is kept in; :meth:`accepts` says which recorded
-    configuration a resume may continue (the same one, unless a comparison allows more, e.g. added arms).
-    """
+    """What a comparison declares (subclass it, fill in the first five); ``config_file`` keeps its config,
+    :meth:`accepts` says which recorded config a resume may continue."""
 
     config_file = "experiment.json"
 
@@ -257,11 +248,8 @@ def _write_rows(path: Path, rows: Sequence[Row]) -> None:
 
 
 class Progress:
-    """One line per finished run: how many are done, this run's verdict, and the time the rest should take.
-
-    The estimate is the wall time so far per finished run times the runs left (runs that go at once
-    shorten that time by themselves); ``clock`` is injectable.
-    """
+    """One line per finished run: done count, verdict, and the rest's time (wall time per finished run times
+    runs left)."""
 
     def __init__(self, say: Callable[[str], None], total: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.say, self.total, self.clock = say, total, clock
@@ -283,11 +271,8 @@ def _minutes(seconds: float) -> str:
 
 def run_jobs(comparison: Comparison, answers: Answers, out: Path, *, resume: bool = False,
              progress: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic) -> list[Row]:
-    """Run every job of ``comparison`` not yet recorded in ``out``; return all rows, in job order.
-
-    A :class:`~labkit.llm.errors.CassetteMiss` (or damaged cassette) stops everything; any other backend
-    failure fails that run only (``comparison.failed``). Finished rows are always in ``out/runs.jsonl``.
-    """
+    """Run every job of ``comparison`` not yet recorded in ``out``; return all rows in job order. A cassette
+    miss stops everything; any other backend failure fails that run only."""
     out.mkdir(parents=True, exist_ok=True)
     kept = recorded_rows(comparison, out) if resume else []
     todo = remaining(comparison, kept)
@@ -389,11 +374,8 @@ def provenance(backend: dict[str, Any], mode: str, out: Path | None = None, **fa
 
 def with_segment(prov: dict[str, Any], out: Path, *, resume: bool,
                  same: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
-    """``prov`` with its ``segments``: one per stretch of recording (several when a recording was resumed).
-
-    Each names its code, machine and backend. A resumed recording must keep the model file and each
-    ``same`` value (key of ``prov``, what it is), or its runs would not belong together.
-    """
+    """``prov`` with one ``segments`` entry per stretch of recording (code, machine, backend); a resumed one
+    must keep the model file and each ``same`` value."""
     segment = {**{k: prov[k] for k in SEGMENT_FIELDS}, "wall_s": None}
     earlier: list[dict[str, Any]] = []
     recorded = out / "provenance.json"
@@ -414,11 +396,8 @@ def with_segment(prov: dict[str, Any], out: Path, *, resume: bool,
 
 
 def clean_commit(out: Path, *, repo: Path = REPO) -> str:
-    """The commit a recording into the repository's ``data/`` is made from; refused while tracked files differ.
-
-    A number committed under ``data/`` must name the code that produced it; elsewhere (a scratch folder)
-    a dirty tree is only flagged (``+dirty``).
-    """
+    """The commit a recording into ``data/`` is made from, refused while tracked files differ (elsewhere a
+    dirty tree is only flagged ``+dirty``)."""
     commit = git_commit(own_output=out, repo=repo)
     inside = Path(out).resolve().is_relative_to((repo / "data").resolve())
     if inside and commit.endswith("+dirty"):

@@ -1,10 +1,5 @@
-"""Small-sample statistics for comparing ways of working on a few dozen tasks.
-
-:func:`wilson_interval`: a rate's Wilson score interval (stays in [0, 1] and sensible at 0 and n,
-unlike ``p ± 1.96·sqrt(p(1-p)/n)``). :func:`pass_hat_k`: pass^k, the mean over tasks of C(c, k) / C(n, k).
-:func:`paired_test`: the exact two-sided sign test over tasks (outcomes cluster by task), which for one
-run per task is the exact McNemar test (:func:`exact_mcnemar`). Pure Python: the arithmetic is the lesson.
-"""
+"""Small-sample statistics, pure Python: :func:`wilson_interval`, :func:`pass_hat_k` (mean of C(c, k) / C(n, k))
+and :func:`paired_test`, the exact two-sided sign test over tasks (for one run per task, exact McNemar)."""
 
 from __future__ import annotations
 
@@ -23,10 +18,7 @@ class StatsError(LabkitError, ValueError):
 
 
 def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval for ``successes`` out of ``n`` (95% by default), rounded to 4 places.
-
-    ``(0.0, 1.0)`` when n is 0: no tries, no knowledge.
-    """
+    """The Wilson score interval for ``successes`` of ``n`` (95% by default), 4 places; ``(0.0, 1.0)`` at n 0."""
     if n < 0 or successes < 0 or successes > n:
         raise StatsError(f"need 0 <= successes <= n, got {successes} of {n}", "count the runs again.")
     if n == 0:
@@ -62,11 +54,8 @@ def pass_hat_k(per_task: Mapping[str, tuple[int, int]], k: int) -> float:
 
 
 def sign_test_p(wins: int, losses: int) -> float:
-    """Exact two-sided sign test: P(a split at least this uneven) when wins and losses are equally likely.
-
-    With m = wins + losses and s = min(wins, losses): p = min(1, 2 · Σ_{i=0..s} C(m, i) / 2^m).
-    Ties (tasks where both arms score the same) are left out before calling this. 1.0 when m is 0.
-    """
+    """Exact two-sided sign test, ties left out: p = min(1, 2 · Σ_{i=0..s} C(m, i) / 2^m), m = wins + losses,
+    s = min(wins, losses); 1.0 when m is 0."""
     if wins < 0 or losses < 0:
         raise StatsError(f"wins and losses must be >= 0, got {wins} and {losses}", "count the tasks again.")
     m = wins + losses
@@ -77,18 +66,13 @@ def sign_test_p(wins: int, losses: int) -> float:
 
 
 def stored_p(p: float) -> float:
-    """A p-value as a report stores it: six decimals, as the recorded reports were written, except that a p too
-    small for six decimals keeps three significant digits instead of reading as 0 (a p-value is never zero;
-    ``round(1.7e-10, 6)`` made a table print "p = 0")."""
+    """A p-value as a report stores it: six decimals, but three significant digits where six decimals would
+    read as 0 (a p-value is never zero)."""
     return round(p, 6) or float(f"{p:.3g}")
 
 
 def exact_mcnemar(only_a: int, only_b: int) -> float:
-    """Exact McNemar test (two-sided) from the discordant pairs: tasks only A passed, tasks only B passed.
-
-    It is the sign test on the discordant pairs; the concordant ones (both or neither passed) do not
-    enter, which is why it is given only these two counts.
-    """
+    """Exact two-sided McNemar test: the sign test on the discordant pairs (only A passed, only B passed)."""
     return sign_test_p(only_a, only_b)
 
 
@@ -112,11 +96,8 @@ class PairedTest:
 
 def paired_test(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int]], *,
                 names: tuple[str, str] = ("A", "B")) -> PairedTest:
-    """The exact sign test over tasks, for per-task counts ``{task: (successes, runs)}`` of two arms.
-
-    Both arms must have run the same tasks (a paired test of different tasks means nothing). A task
-    counts for the arm with the higher success rate; equal rates are ties and are left out.
-    """
+    """The exact sign test over the same tasks for two arms' ``{task: (successes, runs)}``; a task counts for
+    the arm with the higher rate, equal rates are ties."""
     if set(a) != set(b):
         only = sorted(set(a) ^ set(b))
         raise StatsError(f"the arms ran different tasks ({len(only)} not in both, e.g. {only[:3]})",

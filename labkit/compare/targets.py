@@ -1,8 +1,4 @@
-"""A target of an issue's "done when", checked against a recording: what it asks, the measured value, met or not.
-
-A type of its own so a notebook cannot judge a recording another way than the text says; each machine's
-targets (:mod:`labkit.dialog.targets`, :mod:`labkit.repoedit.targets`) return these lines.
-"""
+"""A target of an issue's "done when", checked against a recording: what it asks, the value, met or not."""
 
 from __future__ import annotations
 

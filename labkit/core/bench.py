@@ -1,15 +1,6 @@
-"""``labkit bench core``: what the machinery costs, measured side by side in one run.
-
-* A labkit step (validate, seal into the hash chain, fold, check invariants) against a bare
-  ``transitions`` trigger on the same table. Goal: at most 2x.
-* Replay (verify every hash, validate every event, fold) against plain ``json.loads`` of the same
-  lines. Goal: at least 100,000 events/s, within 4x of ``json.loads``.
-
-Timings are medians of alternating repeats, by wall time and by thread CPU time (steadier on a
-shared machine); ``--rounds`` repeats the step comparison. No test asserts them: speed depends on
-the machine. Where a step's time goes: the trigger itself (about half), pydantic validation and
-serialisation of the event, its SHA-256, the fold and the invariants.
-"""
+"""``labkit bench core``: a labkit step against a bare ``transitions`` trigger (goal: at most 2x), and
+replay against plain ``json.loads`` (goal: 100,000 events/s, within 4x). Medians of alternating
+repeats by wall and thread CPU time; no test asserts them, as speed depends on the machine."""
 
 from __future__ import annotations
 
@@ -90,11 +81,8 @@ def _timed(run: Callable[[], None], clocks: tuple[Clock, Clock]) -> tuple[float,
 
 def _paired(subject: Callable[[], None], baseline: Callable[[], None], repeats: int,
             clocks: tuple[Clock, Clock] = CLOCKS) -> dict[str, float]:
-    """Median seconds of subject and baseline, and the medians of their per-pair ratios, by both clocks.
-
-    The two run alternately, so a neighbour that slows the machine slows both sides of a pair alike;
-    the CPU-time ratio is steadier still, as time spent waiting for a core is not counted.
-    """
+    """Median seconds of subject and baseline and of their per-pair ratios, by both clocks; run alternately
+    so a neighbour's load hits both sides of a pair alike."""
     pairs = [(_timed(subject, clocks), _timed(baseline, clocks)) for _ in range(repeats)]
     median = statistics.median
     return {"subject_s": median(a[0] for a, _ in pairs), "baseline_s": median(b[0] for _, b in pairs),
@@ -104,11 +92,8 @@ def _paired(subject: Callable[[], None], baseline: Callable[[], None], repeats: 
 
 def bench_transitions(n: int, repeats: int = 5, rounds: int = 1,
                       clocks: tuple[Clock, Clock] = CLOCKS) -> dict[str, Any]:
-    """Microseconds per transition for labkit and for a bare ``transitions`` model, and their ratio.
-
-    ``rounds`` repeats the whole paired measurement; the result's ratios are the medians over
-    rounds, and ``rounds`` keeps each one, so the spread a busy machine causes is in the record.
-    """
+    """Microseconds per transition for labkit and a bare ``transitions`` model, and their ratio (median
+    over ``rounds``, each round kept so a busy machine's spread is in the record)."""
 
     def labkit_run() -> None:
         m = _labkit_machine()

@@ -1,11 +1,6 @@
-"""Named tables, with the reducer, invariants and state guards that belong to each.
-
-A log's ``run_started`` event names its table; the catalog turns that name back into the table,
-the reducer that folds its events, the invariants to re-check and the guards replay can verify,
-so ``labkit replay`` and ``labkit diagram`` work on any declared table without being told how.
-Tables are declared as ``TABLES`` in the modules listed in ``labkit.core.registry.TABLE_MODULES`` and
-read on the first lookup; :func:`register` adds one at run time (a notebook's own table, say).
-"""
+"""Named tables, with their reducer, invariants and state guards: a log's ``run_started`` names its table,
+so ``labkit replay`` and ``labkit diagram`` work on any declared table. Declared as ``TABLES`` in the
+modules of ``labkit.core.registry.TABLE_MODULES``; :func:`register` adds one at run time."""
 
 from __future__ import annotations
 

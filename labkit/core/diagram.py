@@ -1,9 +1,4 @@
-"""Mermaid diagrams of transition tables.
-
-Mermaid is plain text that JupyterLab (and GitHub) render inside Markdown, so a diagram needs no
-Graphviz install and can be diffed like code. The current state can be highlighted, which the
-trace viewer uses to show where a run is.
-"""
+"""Mermaid diagrams of transition tables (plain text JupyterLab renders; the current state highlighted)."""
 
 from __future__ import annotations
 
@@ -14,11 +9,7 @@ from labkit.core.table import TransitionTable
 
 
 def to_mermaid(table: TransitionTable | Any, current: str | None = None) -> str:
-    """Return a ``stateDiagram-v2`` for ``table``; ``current`` (if given) is highlighted.
-
-    A composite of tables (a layered machine) is not one table: it draws itself through its own
-    ``to_mermaid`` method, so every catalog entry can be drawn by ``labkit diagram``.
-    """
+    """Return a ``stateDiagram-v2`` for ``table``, ``current`` highlighted; a composite draws itself."""
     if not isinstance(table, TransitionTable):
         return table.to_mermaid(current)
     lines = ["stateDiagram-v2", f"    [*] --> {table.initial}"]

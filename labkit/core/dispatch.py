@@ -1,10 +1,5 @@
-"""Running one parsed command: the exit status and what a learner sees when it fails.
-
-Every command module (``labkit.cli`` and the layers' ``cli`` modules, also when run on their own
-with ``python -m``) runs its commands through :func:`dispatch`, so errors read the same
-everywhere. It lives apart from ``labkit.cli`` so that command modules never import the parser
-that loads them.
-"""
+"""Running one parsed command: the exit status and what a learner sees when it fails, alike for every
+command module (kept apart from ``labkit.cli`` so command modules never import the parser)."""
 
 from __future__ import annotations
 

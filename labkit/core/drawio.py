@@ -1,9 +1,5 @@
-"""draw.io (diagrams.net) export of a transition table: an mxGraph XML file a person can open and edit.
-
-draw.io lays out nothing itself, so states are placed here in rows in breadth-first order from the
-initial state, which keeps a dialog's main path readable. Each state is a vertex (id ``s:<state>``),
-each row an edge (id ``t:<n>``) labelled with its event.
-"""
+"""draw.io export of a transition table: mxGraph XML, states in breadth-first rows from the initial state
+(vertex ids ``s:<state>``, edge ids ``t:<n>`` labelled with the event)."""
 
 from __future__ import annotations
 

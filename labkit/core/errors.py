@@ -1,9 +1,4 @@
-"""Errors that speak to a learner.
-
-Every labkit error says three things: what was wrong, where it was found, and what to do next.
-Keeping them in one module lets callers (the CLI, notebooks, tests) catch ``LabkitError`` and
-print ``str(err)`` without knowing which layer failed.
-"""
+"""Errors that speak to a learner: what was wrong, where, and what to do next (``str(err)`` says all three)."""
 
 from __future__ import annotations
 
@@ -57,11 +52,7 @@ class InvariantViolation(LabkitError):
 
 
 class RunFinished(LabkitError):
-    """Something was to be recorded in a run that already reached a terminal state.
-
-    A terminal state is absorbing: the run's log ends there, so a late fact (a decision, a tool
-    call) is refused instead of silently changing a finished run's outcome.
-    """
+    """Something was to be recorded in a run that already ended: a terminal state is absorbing."""
 
     def __init__(self, state: str, event: str, end_seq: int) -> None:
         self.state, self.event, self.end_seq = state, event, end_seq

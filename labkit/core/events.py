@@ -1,12 +1,7 @@
-"""Typed, immutable, hash-chained events.
+"""Typed, immutable, hash-chained events, parsed through one discriminated union on ``type``.
 
-An event is a fact that happened in a run (a transition, an invariant violation, a tool result).
-Events are pydantic models parsed through one discriminated union on ``type``, so an unknown type
-or a missing field is an error that names the event. Every stored event carries ``seq``,
-``prev_hash`` (``GENESIS_HASH`` for the first) and ``hash``: the SHA-256 of its JSON exactly as
-written, without the hash field. The hash is the line's first key, so verifying a line needs no
-re-serialisation (the body is the line with that key cut out); loads verify every line.
-"""
+Each stored event carries ``seq``, ``prev_hash`` and ``hash`` (SHA-256 of its JSON as written, without
+the hash, which is the line's first key, so verifying needs no re-serialisation); loads verify every line."""
 
 from __future__ import annotations
 
@@ -51,11 +46,7 @@ _declared_loaded = False
 
 
 def register_event(cls: type[Event]) -> type[Event]:
-    """Class decorator: add an event type to the discriminated union used for parsing.
-
-    Layers declare their event types in modules named in ``labkit.core.registry.EVENT_MODULES``; the
-    parser imports those before its first line, so one parser serves every log.
-    """
+    """Class decorator: add an event type to the parsing union (modules in ``registry.EVENT_MODULES``)."""
     global _adapter
     tag = cls.model_fields["type"].default
     if not isinstance(tag, str) or not tag:
@@ -126,12 +117,8 @@ class InvariantViolated(Event):
 
 
 class FieldsSet(set):  # type: ignore[type-arg]
-    """A read-only fields set (pydantic's ``model_fields_set``) shared by events of one shape.
-
-    Sharing one set saves a per-event container that the cyclic collector would walk on every step.
-    It stays a ``set`` (pydantic's serialiser needs one for ``exclude_unset``); mutating it in place is
-    refused, and any copy (``model_copy``, ``copy``, ``deepcopy``, pickling) is a plain, private ``set``.
-    """
+    """A read-only ``model_fields_set`` shared by events of one shape (no per-event set for the GC to walk);
+    mutating it is refused, and any copy is a plain, private ``set``."""
 
     __slots__ = ()
 
@@ -153,10 +140,7 @@ class FieldsSet(set):  # type: ignore[type-arg]
 
 
 def describe(event: Event) -> str:
-    """One readable line for an event: its seq, its type and the fields that are its own.
-
-    The chain fields (hashes, run id, time) are left out; they matter to the store, not the reader.
-    """
+    """One readable line for an event: its seq, type and own fields (no chain fields)."""
     own = {k: v for k, v in event.__dict__.items() if k not in _CHAIN_FIELDS}
     if isinstance(event, Transitioned):
         payload = f" {event.payload}" if event.payload else ""
@@ -170,22 +154,15 @@ _CHAIN_FIELDS = frozenset({"hash", "type", "schema_version", "seq", "run_id", "a
 
 def seal(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float,
          owned: bool = False) -> tuple[Event, str]:
-    """Give an event its place in a chain; return the sealed event and its JSON line (no newline).
-
-    The caller's event is never changed, unless ``owned`` says the caller built it for this call
-    alone and placed it already (the machine's hot path): then it is sealed in place, saving a copy.
-    """
+    """Give an event its place in a chain; return it sealed and its JSON line. The caller's event is
+    copied unless ``owned`` (built for this call alone: sealed in place)."""
     sealed, body = seal_body(event, seq=seq, prev_hash=prev_hash, run_id=run_id, at=at, owned=owned)
     return sealed, sealed_line(sealed, body)
 
 
 def seal_body(event: Event, *, seq: int, prev_hash: str, run_id: str, at: float,
               owned: bool = False) -> tuple[Event, bytes]:
-    """:func:`seal`, returning the hashed body instead of the line: for a store that may write nothing.
-
-    An in-memory log keeps the event and drops the line, so building the line is left to
-    :func:`sealed_line`, called by the stores that write it.
-    """
+    """:func:`seal` returning the hashed body, for a store that may write nothing (see :func:`sealed_line`)."""
     fields = event.__dict__  # the same values as the attributes, read without pydantic's attribute hook
     if (fields["hash"] == "" and fields["seq"] == seq and fields["prev_hash"] == prev_hash
             and fields["run_id"] == run_id and fields["at"] == at):
@@ -218,10 +195,7 @@ def sealed_line(sealed: Event, body: bytes) -> str:
 
 
 def parse_line(line: str | bytes, *, where: str) -> Event:
-    """Parse one written event line, checking its own hash. ``where`` names it in errors.
-
-    Bytes are accepted (and are faster: the hash is taken over them without a decode/encode).
-    """
+    """Parse one written event line (str or faster bytes), checking its own hash; ``where`` names it."""
     raw = line.encode() if isinstance(line, str) else line
     if not raw.startswith(_HASH_PREFIX_B) or raw[_HASH_END:_BODY_START] != b'",':
         _explain_unparseable(raw, where)
@@ -293,11 +267,7 @@ def _validation_error(exc: ValidationError, line: bytes, where: str) -> EventLog
 
 
 def verify_chain(events: list[Event], where: Callable[[int], str]) -> None:
-    """Check sequence numbers and hash links; name the first event that breaks them.
-
-    An edited event fails its own hash in ``parse_line``; this catches deleted, inserted and
-    reordered events, which keep valid hashes individually but break the links between them.
-    """
+    """Check sequence numbers and hash links (deleted, inserted, reordered events); name the first break."""
     expected_prev = GENESIS_HASH
     for index, event in enumerate(events):
         if event.seq != index:

@@ -1,8 +1,4 @@
-"""A small table to learn the core on: a support ticket's life.
-
-Notebook 01 starts from a ticket whose ``status`` is a free string and rebuilds it as this table.
-It is deliberately not about language models: the machinery is the lesson, the domain is familiar.
-"""
+"""A small table to learn the core on: a support ticket's life (notebook 01), deliberately not about LLMs."""
 
 from __future__ import annotations
 

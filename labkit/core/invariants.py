@@ -1,9 +1,5 @@
-"""Named invariants: properties that must hold after every step of a run.
-
-An invariant looks at the reduced state and the event history and returns ``None`` when it holds
-or a sentence saying what is wrong. Returning a sentence (rather than ``False``) lets the violation
-event in the log say *which* action broke the rule, which is what a learner needs to see.
-"""
+"""Named invariants: properties checked after every step; each returns None or a sentence saying what is
+wrong, so the violation event names which action broke the rule."""
 
 from __future__ import annotations
 
@@ -39,11 +35,7 @@ def raised(exc: Exception) -> str:
 
 
 def judged(result: object) -> str:
-    """The violation detail for a check's answer other than None: the sentence, or what was wrong with it.
-
-    Split from :meth:`Invariant.violation` so a hot path (``LabMachine``) can call ``check`` itself and
-    judge only the rare non-None answer, with the same outcome.
-    """
+    """The violation detail for a non-None answer of a check (the hot path calls ``check`` itself)."""
     if not isinstance(result, str) or not result:
         return f"the check returned {result!r}; it must return None (holds) or a non-empty sentence"
     return result

@@ -1,11 +1,5 @@
-"""Event logs that follow no table, and how ``labkit replay`` reads them.
-
-Some parts write hash-chained logs with no table behind them (the comparison's prompt-only loop,
-say). Such a part declares a :class:`LogKind`: how to recognise its log from its events and what
-the log says. Kinds are declared as ``LOG_KINDS`` in the modules named in
-``labkit.core.registry.LOG_KIND_MODULES``. The chain is verified before any kind is asked
-(:func:`labkit.core.store.load_events`), so what a kind prints is what was written.
-"""
+"""Event logs that follow no table and how ``labkit replay`` reads them: a :class:`LogKind` recognises its
+log and says what it records (``LOG_KINDS`` in ``registry.LOG_KIND_MODULES``; chains verified first)."""
 
 from __future__ import annotations
 
@@ -19,11 +13,7 @@ from labkit.core.events import Event
 
 @dataclass(frozen=True)
 class LogKind:
-    """One kind of table-less log.
-
-    ``recognises(events)`` says whether a verified log is of this kind; ``summarize(events)`` says
-    what it records as named fields (strings, numbers, or lists of one-line strings), in print order.
-    """
+    """One kind of table-less log: ``recognises(events)``, and ``summarize(events)`` as named fields."""
 
     name: str
     recognises: Callable[[Sequence[Event]], bool]

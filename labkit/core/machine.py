@@ -1,10 +1,7 @@
 """LabMachine: a ``transitions`` machine driven by a checked table, with a log and invariants.
 
-One step: check the event is allowed here, let ``transitions`` pick the row (guards are its
-conditions), seal a ``Transitioned`` event into the log, fold it with the reducer, check every
-invariant. Other facts go through :meth:`LabMachine.record`, checked the same way. The state is
-always what replaying the log gives: the log is the single source of truth.
-"""
+A step checks the event, lets ``transitions`` pick the row, seals ``Transitioned``, folds it and checks
+every invariant; the state is always what replaying the log gives."""
 
 from __future__ import annotations
 
@@ -36,11 +33,9 @@ class _Model:
 
 
 class LabMachine:
-    """A run of a transition table. Everything it knows is in ``self.log``.
+    """A run of a transition table; everything it knows is in ``self.log`` (pass one to resume).
 
-    ``on_violation`` is ``"raise"`` (record the violation, halt, raise) or the name of a terminal state
-    to move the run to. Pass an existing log to resume a run: its events are replayed.
-    """
+    ``on_violation``: ``"raise"`` (record, halt, raise) or a terminal state to move the run to."""
 
     def __init__(
         self,
@@ -139,11 +134,7 @@ class LabMachine:
 
     @property
     def states(self) -> list[Any]:
-        """The state after every event of the log, in order; the last one is ``self.state``.
-
-        Derived from the log when first asked (the reducer is pure) and kept, so asking after every step
-        costs one fold per new event, and a run that never asks keeps only its events.
-        """
+        """The state after every event of the log (the last is ``self.state``), folded lazily and kept."""
         states, events = self._states, self.log.events
         if len(states) < len(events):
             state = states[-1] if states else self.empty
@@ -162,11 +153,8 @@ class LabMachine:
 
     # ------------------------------------------------------------- steps
     def fire(self, trigger: str, **payload: Any) -> Event:
-        """Send ``trigger`` with ``payload``; return the sealed ``Transitioned`` event.
-
-        Raises :class:`IllegalTransition` when no row handles it here (nothing is recorded then)
-        and :class:`InvariantViolation` when a check fails after the step (that *is* recorded).
-        """
+        """Send ``trigger`` with ``payload``; return the sealed ``Transitioned`` event. Raises
+        :class:`IllegalTransition` (nothing recorded) or :class:`InvariantViolation` (recorded)."""
         source = self._model.state
         if self._halted is not None or trigger not in self._open[source]:
             self._refuse(source, trigger)
@@ -209,11 +197,7 @@ class LabMachine:
         return self.log.events[-1].seq
 
     def record(self, event: Event) -> Event:
-        """Append a fact that is not a transition (a tool result, an observation) and check invariants.
-
-        A terminal state is absorbing: once the run has ended, :class:`RunFinished` is raised and
-        nothing is recorded, so a late fact can never change a finished run's outcome.
-        """
+        """Append a fact that is not a transition and check invariants; :class:`RunFinished` once ended."""
         if isinstance(event, Transitioned | RunStarted | InvariantViolated):
             raise LabkitError(f"'{event.type}' events are written by the machine itself",
                               "use fire() for transitions; record() is for facts.")
@@ -242,11 +226,7 @@ class LabMachine:
         return sealed
 
     def _check_invariants(self, sealed: Event, events: Sequence[Event]) -> None:
-        """Run every invariant on the state after ``sealed`` (``events``: the log's); record each that fails.
-
-        Each check is called here rather than through :meth:`Invariant.violation` (one call fewer
-        per invariant and step); ``raised`` and ``judged`` give the very same details it would.
-        """
+        """Run every invariant on the state after ``sealed``; record each that fails (as ``violation`` would)."""
         state = self.state
         for invariant in self.invariants:
             try:

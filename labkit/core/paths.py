@@ -1,12 +1,7 @@
-"""Test paths generated from a transition table, and a driver that proves the machine follows them.
+"""Test paths from a transition table (model-based testing: a row added is a row tested).
 
-Model-based testing: a row added to the table is a row tested. ``transitions`` gives event
-sequences from the initial state that together take every row (a greedy walk to the nearest
-untaken row; a new sequence after each terminal state). ``pairs`` adds one *refusal* per
-(state, event) the machine must turn down. :func:`drive` runs a suite on a real
-:class:`~labkit.core.machine.LabMachine`, forcing each guard to what the step needs, and reports
-every step not taken as planned and every refusal not made.
-"""
+``transitions``: event sequences that together take every row; ``pairs`` adds one refusal per (state,
+event) the machine must turn down; :func:`drive` runs a suite on a real machine, forcing guards."""
 
 from __future__ import annotations
 
@@ -27,11 +22,7 @@ RefusalReason = Literal["impossible", "unhandled", "terminal", "guard"]
 
 @dataclass(frozen=True)
 class Refusal:
-    """A (state, event) the machine must refuse, reached by ``prefix`` (rows from the initial state).
-
-    ``blocked`` names the guards that must *fail* for a ``guard`` refusal (every row of the pair is
-    guarded by one guard, and none of them may fire).
-    """
+    """A (state, event) the machine must refuse, reached by ``prefix``; ``blocked``: guards that must fail."""
 
     prefix: tuple[Row, ...]
     state: str
@@ -229,11 +220,8 @@ def _walk(machine: LabMachine, forced: ForcedGuards, path: Sequence[Row], label:
 
 
 def drive(suite: PathSuite, make_machine: MachineFactory = _default_machine) -> list[str]:
-    """Run ``suite`` on fresh machines; return what went wrong ([] when the machine followed it).
-
-    Each sequence must take exactly its rows; each refusal must raise :class:`IllegalTransition`
-    and leave the log as it was (same length, same head hash) and the state where it was.
-    """
+    """Run ``suite`` on fresh machines; return what went wrong ([] when followed). A refusal must raise
+    :class:`IllegalTransition` and leave log and state as they were."""
     table = suite.table
     forced = ForcedGuards({name: False for name in table.guard_names()})
     guards = {name: forced.predicate(name) for name in table.guard_names()}

@@ -15,11 +15,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def git_commit(*, own_output: Path | None = None, repo: Path = REPO) -> str:
-    """The labkit commit, with ``+dirty`` when tracked files differ from it ("unknown" outside git).
-
-    Changed files under ``own_output`` (the folder the recording itself writes, e.g. between ``--add``
-    batches) are the run's results, not a code change, so they do not count as dirt.
-    """
+    """The labkit commit, ``+dirty`` when tracked files differ ("unknown" outside git); changes under
+    ``own_output`` (the recording's own folder) are results, not dirt."""
     status = ["git", "status", "--porcelain", "--untracked-files=no"]
     if own_output is not None and Path(own_output).resolve().is_relative_to(repo.resolve()):
         status += ["--", ".", f":(exclude){Path(own_output).resolve().relative_to(repo.resolve()).as_posix()}"]

@@ -1,10 +1,5 @@
-"""Parsing Python source with :mod:`ast` safely from several threads at once.
-
-CPython 3.11 keeps the AST constructor's recursion depth in interpreter-wide state (gh-106905), so
-two threads parsing at once can make :func:`ast.parse` raise ``SystemError: AST constructor
-recursion depth mismatch`` on good code. Grading and the code comparison parse on threads, so every
-parse in labkit goes through :func:`parse`, which holds one lock while the tree is built.
-"""
+"""Thread-safe :func:`ast.parse`: CPython 3.11 keeps the AST constructor's recursion depth in shared state
+(gh-106905), so parallel parses can raise ``SystemError`` on good code; :func:`parse` holds one lock."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The replay reducer: state is a fold over the event log.
+"""The replay reducer: state is a pure fold over the event log, so any state can be rebuilt from the log.
 
-``reduce(state, event) -> state`` is pure, and states are immutable, so the state after any event
-can be rebuilt from the log alone. That is what makes a run auditable: nothing a notebook shows
-needs anything but the log. Layers above the core write their own reducers over richer states;
-each such state keeps a ``status`` field (the machine state) so that the checks here apply to it.
-"""
+States of the layers above keep a ``status`` field (the machine state) so the checks here apply."""
 
 from __future__ import annotations
 
@@ -67,12 +63,8 @@ def reduce_machine(state: MachineState, event: Event) -> MachineState:
 
 @dataclass(frozen=True)
 class TableEntry:
-    """Everything needed to rebuild and re-check the runs of one table.
-
-    ``guards`` gives the predicates of the guards that depend on the reduced state alone, so
-    :func:`replay` can check them (others are checked live only). Declared as
-    ``TABLES = {name: TableEntry(...)}`` in ``labkit.core.registry.TABLE_MODULES``.
-    """
+    """Everything needed to rebuild and re-check one table's runs; ``guards``: predicates on the reduced
+    state alone, checked by :func:`replay`. Declared as ``TABLES`` in ``registry.TABLE_MODULES``."""
 
     table: Callable[[], TransitionTable]
     reduce: Reduce[Any] = reduce_machine
@@ -128,13 +120,10 @@ def replay(
     table: TransitionTable | None = None,
     guards: Mapping[str, Guard] | None = None,
 ) -> Replay[Any]:
-    """Fold ``reduce`` over ``events`` from the empty state, checking the log's own claims.
+    """Fold ``reduce`` over ``events``, checking the log's own claims.
 
-    Raises :class:`ReplayDivergence` when an event's recorded source state disagrees with the replay,
-    or (given ``table``) when a transition is not a row or its known guard did not hold, and
-    :class:`EventAfterEnd` for any event after the terminal step but that step's own invariant findings.
-    Violations the log does not itself record are returned in ``Replay.violations``.
-    """
+    Raises :class:`ReplayDivergence` (source state, or with ``table`` a non-row or failed guard) and
+    :class:`EventAfterEnd`; violations the log does not record are in ``Replay.violations``."""
     state = MachineState() if empty is None else empty
     states: list[Any] = []
     history: list[Event] = []
@@ -227,11 +216,7 @@ def find_divergence(
     reduce: Reduce[Any] = reduce_machine,
     empty: Any = None,
 ) -> Divergence | None:
-    """Compare replayed states with recorded ones and name the first event where they differ.
-
-    ``recorded`` is the state after every event (as a live :class:`LabMachine` keeps them) or one
-    final state, which can place a divergence no earlier than the last event.
-    """
+    """Name the first event where replayed states differ from ``recorded`` (every state, or one final)."""
     try:
         result = replay(events, reduce, empty)
     except ReplayDivergence as exc:

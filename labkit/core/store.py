@@ -1,11 +1,7 @@
-"""Append-only event stores: in memory, JSONL files (traces in ``data/``) and SQLite (runs).
+"""Append-only event stores: in memory, JSONL files and SQLite, one hash chain verified on load.
 
-All three seal events into one hash chain (:mod:`labkit.core.events`) and verify it on load. A
-JSONL append is one ``write`` + ``flush`` (``durable=True`` adds ``fsync``); a torn last line is
-reported and skipped on load, and moved to ``<file>.torn`` before appending. A SQLite append is
-one transaction. A chain cannot see events cut from its end: SQLite keeps each run's head in a
-``heads`` table; for JSONL keep the head ``labkit replay`` prints.
-"""
+A torn last JSONL line is skipped on load and moved to ``<file>.torn`` before appending; SQLite keeps
+each run's head in ``heads`` (a chain cannot see events cut from its end)."""
 
 from __future__ import annotations
 
@@ -39,11 +35,7 @@ class EventLog:
 
     @classmethod
     def holding(cls, events: Sequence[Event], run_id: str | None = None) -> EventLog:
-        """An in-memory log that already holds ``events`` (a killed run's log), ready for a machine to resume.
-
-        The events are kept as sealed, after checking that they form a chain from its start: a copy
-        re-sealed by hand would be a log nobody recorded.
-        """
+        """An in-memory log holding ``events`` (a killed run's), checked to chain from the start, to resume."""
         kept = list(events)
         verify_chain(kept, lambda i: f"event {i} of the events given")
         log = EventLog(run_id or (kept[0].run_id if kept else "run-0"))  # in memory, whatever cls is
@@ -64,10 +56,7 @@ class EventLog:
         return self._events[-1].hash if self._events else GENESIS_HASH
 
     def append(self, event: Event, *, at: float = 0.0, owned: bool = False) -> Event:
-        """Seal ``event`` as the next link of the chain, persist it, and return the sealed event.
-
-        ``owned``: the caller built ``event`` for this append alone (see :func:`labkit.core.events.seal`).
-        """
+        """Seal ``event`` as the next link, persist it and return it (``owned``: see ``events.seal``)."""
         events = self._events
         sealed, body = seal_body(event, seq=len(events), prev_hash=events[-1].hash if events else GENESIS_HASH,
                                  run_id=self.run_id, at=at, owned=owned)

@@ -1,10 +1,6 @@
-"""Declarative transition tables and the checks that run when one is built.
-
-A table is data: states, rows ``(source, event -> dest [guard])``, an initial and terminal states.
-As data it is checked before anything runs (a misspelt or unreachable state, two rows that could
-both fire) and can become a diagram. Guards are names; ``"not NAME"`` negates one, and a ``g`` /
-``not g`` pair is the only split of one (state, event) the build can prove deterministic.
-"""
+"""Declarative transition tables, checked when built (misspelt or unreachable states, rows that could both
+fire). Guards are names; ``"not NAME"`` negates one, and a ``g``/``not g`` pair is the only split of a
+(state, event) the build can prove deterministic."""
 
 from __future__ import annotations
 
@@ -62,11 +58,8 @@ class TransitionTable:
         terminal: Iterable[str],
         impossible: Iterable[tuple[str, str]] = (),
     ) -> TransitionTable:
-        """Check the table and return it, or raise :class:`TableError` listing every problem.
-
-        ``impossible`` declares (state, event) pairs that cannot happen by construction, so that
-        :meth:`unhandled` lists only the situations nobody has thought about yet.
-        """
+        """Check the table and return it, or raise :class:`TableError` listing every problem; ``impossible``
+        pairs are left out of :meth:`unhandled`."""
         table = cls(
             name=name,
             states=tuple(states),
@@ -170,11 +163,7 @@ class TransitionTable:
         return list(dict.fromkeys(r.event for r in self.rows if r.source == state))
 
     def unhandled(self) -> list[tuple[str, str]]:
-        """(state, event) pairs of non-terminal states that no row handles and nobody declared impossible.
-
-        This is the page of "unknown situations": each pair is a question the designer has not
-        answered yet (what should happen if ``event`` arrives in ``state``?).
-        """
+        """(state, event) pairs of non-terminal states no row handles and nobody declared impossible."""
         handled = {(r.source, r.event) for r in self.rows}
         return [
             (state, event)
@@ -201,11 +190,7 @@ class TransitionTable:
 
 
 def table_from_dict(data: Any) -> TransitionTable:
-    """Build (and check) a table from the JSON form written by :meth:`TransitionTable.to_dict`.
-
-    The shape is checked first, so a hand-written file with a wrong type gets a sentence naming the
-    key, not a Python error from deep inside the build.
-    """
+    """Build (and check) a table from :meth:`TransitionTable.to_dict`'s JSON, shape first (errors name keys)."""
     if not isinstance(data, dict):
         raise TableError([f"a table description is a JSON object, not {type(data).__name__}"])
     missing = [k for k in ("states", "initial", "terminal", "rows") if k not in data]

@@ -1,11 +1,7 @@
-"""The one strict reader of the YAML files a user writes: every mistake named at ``file:line:column``.
+"""The one strict reader of user-written YAML: every mistake named at ``file:line:column``.
 
-Strict because YAML 1.1 silently turns ``yes``/``no``/``on``/``off``, numbers, dates and empty values
-into other types and keeps the last of two equal keys. :func:`read_input` refuses what is no text
-file (binary, invalid UTF-8, empty, too large); :func:`parse_yaml` gives :class:`Located` mappings and
-:class:`LocatedList` lists that remember positions, keys always text, and refuses tabs in indentation
-and duplicate keys. Problems are :class:`~labkit.core.errors.LabkitError` of the caller's class.
-"""
+YAML 1.1 silently retypes ``yes``/``no``, numbers, dates and empty values and keeps the last of two equal
+keys; :func:`parse_yaml` refuses those (and tabs in indentation), giving located mappings and lists."""
 
 from __future__ import annotations
 
@@ -72,10 +68,8 @@ def _quoted(text: str) -> str:
 
 
 def not_text(value: Any, source: str, what: str, form: str = "- {}") -> str | None:
-    """Why ``value`` is not the text expected as ``what``, with the fix; None when it is text.
-
-    ``source`` is the value as written in the file; ``form`` shows the fix in place (``- {}`` for a list
-    item, ``name: {}`` for a mapping value)."""
+    """Why ``value`` is not the text expected as ``what`` (``source`` as written, ``form`` the fix in place);
+    None when it is text."""
     if isinstance(value, str):
         return None
     shown = source.strip() or str(value)
@@ -211,11 +205,8 @@ def load_yaml(path: str | Path, what: str, error: type[LabkitError] = LabkitErro
 
 
 def parse_yaml(text: str, file: str, what: str = "file", error: type[LabkitError] = LabkitError) -> Any:
-    """YAML ``text`` as :class:`Located` mappings, :class:`LocatedList` lists and scalars.
-
-    Refused: invalid YAML, a tab in a line's indentation, a key given twice in one mapping, a key that is
-    a list or mapping, an alias that contains itself, and a file with no data (empty, or comments only).
-    """
+    """YAML ``text`` as :class:`Located` mappings, :class:`LocatedList` lists and scalars; refuses invalid
+    YAML, tab indentation, repeated or non-text keys, self-containing aliases, and no data."""
     if not text.strip():
         raise error(f"{Where(file, 1, 1)}: the {what} is empty", f"write the {what}'s content.")
     try:

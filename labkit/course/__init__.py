@@ -1,4 +1,2 @@
-"""The course around the notebooks: quizzes, exercises and their grading, the trace viewer, lesson times.
-
-Submodules load on demand; the quiz widgets pull in ipywidgets, so importing this package loads none of them.
-"""
+"""The course around the notebooks: quizzes, exercises and grading, the trace viewer, lesson times
+(submodules load on demand, so ipywidgets is not imported here)."""

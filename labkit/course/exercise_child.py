@@ -1,10 +1,5 @@
-"""The child side of an exercise check: import the learner's file, run the exercise's probes, print data.
-
-Runs in its own sandboxed process (:func:`labkit.course.exercises.run_probes`): reads ``job.json``,
-imports the learner's file, calls ``probe(module, cases)`` and prints one JSON line after a marker.
-Whatever the learner's code does here reaches the judge only as data, checked against answers this
-process never sees.
-"""
+"""The child side of an exercise check, in its own sandboxed process: import the learner's file, run
+``probe(module, cases)`` from ``job.json``, print one JSON line after a marker (data only reach the judge)."""
 
 from __future__ import annotations
 

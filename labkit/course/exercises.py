@@ -1,11 +1,7 @@
 """Classroom exercises: a student file with gaps, a reference solution, probes and a judge.
 
-Each ``exercises/NNx_topic/`` (``NN`` its notebook) holds ``student.py``, ``solution.py``, ``probe.py``
-and ``check.py``. The learner's file never runs in the judging process: :func:`run_probes` runs the
-probes in a sandboxed child (exercise folder hidden under bwrap) and takes back one JSON line of data.
-``check.py`` (imported only here) gives ``cases(rng)``, ``judge(results, cases, source)`` (empty list:
-solved) and optionally ``static``; :func:`_refusal` reads the source before any of it runs.
-"""
+Each ``exercises/NNx_topic/`` holds ``student.py``, ``solution.py``, ``probe.py`` and ``check.py``; the
+learner's file runs only in a sandboxed child (:func:`run_probes`) that returns one JSON line."""
 
 from __future__ import annotations
 
@@ -40,12 +36,8 @@ EXERCISE_GLOB = "[0-9][0-9][a-z]_*"
 """An exercise folder: its notebook's two-digit number, a letter for its place there, then its topic."""
 RENAMED = {"01": "01a", "02": "02a", "03": "02b", "04": "03a", "05": "04a",
            "06": "05a", "07": "05b", "08": "08a", "09": "09a"}
-"""The exercises' numbers before they were named after their notebook (old number -> new), declared once.
-
-Worksheets, class scripts and memories still say ``labkit check 06``; each old number is answered with
-the exercise it became instead of whatever exercise its digits would now match. Every old number is also
-a notebook number (notebook 02 has 02a and 02b), so a bare two-digit number always means the old name.
-"""
+"""Old exercise number -> new: ``labkit check 06`` is answered with the exercise it became (every old number
+is also a notebook number, so a bare two-digit number always means the old name)."""
 _NUMBER = re.compile(r"(\d{1,2})([a-z]?)")
 
 
@@ -65,11 +57,8 @@ def _topic(folder: Path) -> str:
 
 
 def find_exercise(number: str, command: str = "labkit check {}") -> Path:
-    """The folder of exercise ``number`` (``05a`` or ``5a``).
-
-    ``command`` is how the caller names an exercise (``{}`` for the number), for the error message. An
-    old number (:data:`RENAMED`) is refused with the exercise it became, never guessed at.
-    """
+    """The folder of exercise ``number`` (``05a`` or ``5a``); ``command`` names it in errors, and an old
+    number (:data:`RENAMED`) is refused with the one it became."""
     root = exercises_root()
     text = number.strip().lower()
     folders = exercise_folders(root)
@@ -209,11 +198,8 @@ def _hideable(folders: tuple[Path, ...]) -> list[Path]:
 
 def run_probes(folder: Path, target: Path, cases: Any, *, timeout: float = PROBE_TIMEOUT,
                hidden: tuple[Path, ...] = ()) -> ProbeOutcome:
-    """Import ``target`` in a sandboxed child, run ``folder/probe.py``'s ``probe(module, cases)`` there.
-
-    The child sees private copies of the learner's file and the probes, never the exercise's folder nor
-    ``hidden``; only its one JSON line of data reaches the judge.
-    """
+    """Run ``folder/probe.py``'s ``probe(module, cases)`` on ``target`` in a sandboxed child that sees only
+    private copies; return its one JSON line of data."""
     with tempfile.TemporaryDirectory(prefix="labkit-check-") as tmp:
         work = Path(tmp)
         shutil.copyfile(target, work / target.name)
@@ -300,11 +286,8 @@ def _checker(folder: Path) -> ModuleType:
 
 def check_file(folder: Path, target: Path, *, timeout: float = PROBE_TIMEOUT, hidden: tuple[Path, ...] = (),
                seed: int | None = None) -> list[str]:
-    """The feedback on ``target`` for the exercise in ``folder``: static rules, then probes in a child, then the judge.
-
-    ``check.py`` is imported here only; it declares ``cases(rng)`` (hidden ones drawn afresh),
-    ``judge(results, cases, source)``, and optionally ``static(tree, name)`` and ``REFUSED_IMPORTS``.
-    """
+    """The feedback on ``target``: static rules, then probes in a child, then ``check.py``'s judge
+    (``cases(rng)``, ``judge(results, cases, source)``, optional ``static`` and ``REFUSED_IMPORTS``)."""
     checker = _checker(folder)
     try:
         source, tree = read_submission(target)
@@ -344,12 +327,8 @@ UNUSED_IMPORT_NOTE = "  # noqa: F401 - your answer needs it"
 
 
 def student_text(solution: str, source: str = "solution.py") -> str:
-    """The student file made from a solution's text: one source per exercise, no hand-kept copies.
-
-    Each ``# BEGIN SOLUTION`` .. ``# END SOLUTION`` region is replaced by its ``# STUB: text`` lines (as
-    ``text``, at the stub's indentation) or by one ``# TODO``. Imports only the answer used stay, with a
-    note, so lint stays clean in both files.
-    """
+    """The student file made from a solution's text: each ``# BEGIN SOLUTION`` .. ``# END SOLUTION`` region
+    becomes its ``# STUB:`` lines or one ``# TODO``; imports only the answer used stay, with a note."""
     out: list[str] = []
     region_start: int | None = None
     stubs: list[str] = []

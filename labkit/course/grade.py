@@ -1,9 +1,5 @@
-"""Grading a class: every learner's file checked in its own sandboxed process, one row per learner.
-
-``labkit grade SUBMISSIONS_DIR --exercise N [--csv FILE]``: one ``.py`` per learner (its name is the
-learner), each checked as ``labkit check`` does (:func:`labkit.course.exercises.check_file`), with a
-time limit and the submissions folder hidden, so a crashing, looping or hostile file costs its row only.
-"""
+"""Grading a class: ``labkit grade SUBMISSIONS_DIR --exercise N [--csv FILE]`` checks each learner's file
+as ``labkit check`` does, in its own sandboxed process with a time limit, one row per learner."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""``labkit bench grade``: a generated class of submissions, graded, timed, and every row checked.
-
-Five kinds of file in turn: right, wrong, crashing, looping and hostile (writes outside its folder or
-patches the checker). It reports the class's time and whether each row is what its kind calls for.
-"""
+"""``labkit bench grade``: a generated class (right, wrong, crashing, looping and hostile files), graded and
+timed, each row checked against what its kind calls for."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""How long a lesson takes a careful learner, estimated from what is in it, so the course map cannot drift.
-
-A test holds ``docs/course.md`` and each notebook's header to this rule: prose at
-:data:`WORDS_PER_MINUTE`; per code cell :data:`MINUTES_PER_CELL` plus :data:`MINUTES_PER_CODE_LINE` per
-line; per ``predict(`` :data:`MINUTES_PER_PREDICTION`; per ``Choice(``/``CodeLine(``
-:data:`MINUTES_PER_QUESTION`; rounded to 5 minutes. The constants are a stated assumption (a model
-of a careful read-through, not a timing); exercises keep their own estimates in the map.
-"""
+"""How long a lesson takes a careful learner, estimated from its content (prose words, code cells and lines,
+predictions, questions; rounded to 5 minutes), so docs/course.md and the notebook headers cannot drift."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
 """Course helpers: predict-then-see moments and self-checking quizzes for the notebooks.
 
-:func:`predict` shows a question with choices; the answer is revealed only after a checked choice (no
-widget: only the question). The next code cell, tagged ``reveal``, shows the real outcome; its outputs
-are kept and folded. JupyterLab shows a folded cell's first output line, so that cell first writes
-:data:`REVEAL_HEADING` to stderr (nbval ignores stderr); running a cell unfolds it, so
-:data:`GUARD_JS` folds it again until a choice is checked. :class:`Quiz` (:class:`Choice`,
-:class:`CodeLine`) ends a notebook; :meth:`Quiz.check` judges from plain Python. A wrong answer gets
-"not yet" and a hint, never the right answer.
-"""
+:func:`predict` reveals its answer only after a checked choice; the next cell, tagged ``reveal``, is folded
+until then (:data:`REVEAL_HEADING` on stderr, :data:`GUARD_JS`). :class:`Quiz` ends a notebook and checks
+from plain Python too; a wrong answer gets a hint, never the right answer."""
 
 from __future__ import annotations
 
@@ -76,12 +71,8 @@ def _require_choice(question: str, choices: Sequence[str], answer: str) -> None:
 
 
 class Prediction:
-    """One predict-then-see moment; display it as the last expression of a cell.
-
-    ``choices`` are shown in order; ``answer`` is the right one (ideally computed from the recorded run);
-    ``explain`` is shown with it after a checked choice. ``reveal``: the next code cell shows the answer
-    (folded until checked); False leaves the next cell alone.
-    """
+    """One predict-then-see moment (the last expression of a cell): ``choices`` in order, the right
+    ``answer``, ``explain`` shown after a checked choice; ``reveal``: the next cell shows the answer."""
 
     def __init__(self, question: str, choices: Sequence[str], answer: str, explain: str, *,
                  reveal: bool = True) -> None:
@@ -128,11 +119,7 @@ class Prediction:
 
 
 class _RevealHeading:
-    """Writes :data:`REVEAL_HEADING` first in the cell run right after a cell that showed a prediction.
-
-    A shown prediction arms it (IPython ``pre_run_cell``/``post_run_cell``); the next cell with other code
-    gets the heading on stderr, flushed so it is the cell's first output.
-    """
+    """Writes :data:`REVEAL_HEADING` to stderr first in the cell run right after one that showed a prediction."""
 
     def __init__(self) -> None:
         self.shown = False
@@ -170,11 +157,7 @@ def _heading_for_next_cell() -> None:
 
 
 def predict(question: str, choices: Sequence[str], answer: str, explain: str, *, reveal: bool = True) -> Prediction:
-    """A predict-then-see moment: the answer and ``explain`` stay hidden until a choice is checked.
-
-    With ``reveal`` (the default) the next code cell shows the answer and must be tagged ``reveal`` in the
-    lesson's source; see :class:`Prediction`.
-    """
+    """A predict-then-see moment (see :class:`Prediction`); with ``reveal`` the next cell must be tagged ``reveal``."""
     return Prediction(question, choices, answer, explain, reveal=reveal)
 
 
@@ -198,11 +181,7 @@ class Choice:
 
 @dataclass(frozen=True)
 class CodeLine:
-    """A question answered by one line of Python; ``accept`` judges the value the line evaluates to.
-
-    ``accept`` returns True for a right value; ``hint`` is what a wrong answer is told (it should
-    point at the idea, not give the line).
-    """
+    """A question answered by one line of Python; ``accept`` judges its value, ``hint`` tells a wrong answer."""
 
     prompt: str
     accept: Callable[[Any], bool]
@@ -240,11 +219,8 @@ class Feedback:
 
 
 class Quiz:
-    """A wrap-up quiz that checks itself, as widgets in a notebook and from plain Python.
-
-    ``questions`` are numbered from 1; ``namespace``: the names a :class:`CodeLine` answer may use (a
-    notebook passes ``globals()``).
-    """
+    """A wrap-up quiz that checks itself, as widgets and from plain Python; ``namespace``: the names a
+    :class:`CodeLine` answer may use."""
 
     def __init__(self, questions: Sequence[Question], namespace: Mapping[str, Any] | None = None) -> None:
         if not questions:

@@ -1,10 +1,6 @@
-"""The trace viewer's pure half: what step *i* of a run looks like, as data and as text.
-
-Step *i* is rebuilt from the events alone: the event, the states around it (a reducer fold), the
-invariants after it and the place on the diagram. As plain values and strings, the same views serve
-the widget (:mod:`labkit.course.viewer_widget`), static notebooks, nbval and pytest. No recorded state
-is trusted: the states shown are the reducer's.
-"""
+"""The trace viewer's pure half: step *i* of a run rebuilt from the events alone (the event, the states
+around it by the reducer, the invariants, the place on the diagram), as data and text for the widget,
+static notebooks and tests."""
 
 from __future__ import annotations
 
@@ -81,11 +77,7 @@ class StepView:
 
 
 def state_fields(state: Any) -> dict[str, Any]:
-    """The fields of a state as an ordered mapping, whatever kind of object holds them.
-
-    Reducers in labkit return frozen dataclasses; pydantic models and plain mappings are read too,
-    so a student's reducer can be viewed as well. Anything else is shown as one ``value`` field.
-    """
+    """The fields of a state as an ordered mapping (dataclass, pydantic model or mapping; else one ``value``)."""
     if state is None:
         return {}
     if dataclasses.is_dataclass(state) and not isinstance(state, type):
@@ -131,10 +123,7 @@ def format_value(value: Any, width: int = _WIDTH) -> str:
 
 def compare_states(before: Any, after: Any, width: int = _WIDTH,
                    focus: Sequence[str] | None = None) -> tuple[FieldRow, ...]:
-    """The before/after table of two states, field by field, in the after state's field order.
-
-    ``focus`` keeps only the named fields (rich states have dozens; a lesson looks at a few).
-    """
+    """The before/after table of two states, in the after state's field order (``focus``: only those)."""
     old, new = state_fields(before), state_fields(after)
     names = list(dict.fromkeys([*new, *old]))
     if focus is not None:
@@ -156,12 +145,8 @@ def _status(state: Any) -> str | None:
 
 
 class Trace:
-    """A recorded run ready to be viewed step by step.
-
-    States are folded once from ``empty``, with no replay check, so a tampered log can still be looked
-    at. ``focus`` keeps some fields and ``project`` maps a state to those worth reading (e.g.
-    :func:`run_view`); ``describe`` writes an event's one-line form (``labkit.describe`` by default).
-    """
+    """A recorded run viewed step by step, states folded once with no replay check (a tampered log can be
+    looked at); ``focus``, ``project`` and ``describe`` shape what is shown."""
 
     def __init__(
         self,
@@ -196,11 +181,7 @@ class Trace:
     def from_catalog(cls, events: Sequence[Event], name: str | None = None,
                      focus: Sequence[str] | None = None, *, project: Callable[[Any], Any] | None = None,
                      describe: Callable[[Event], str] = describe) -> Trace:
-        """A trace viewed with the table, reducer and invariants the catalog registers for it.
-
-        ``name`` defaults to the table named by the log's ``run_started`` event; ``focus`` names
-        the state fields to show (all by default).
-        """
+        """A trace with the catalog's table, reducer and invariants (``name`` defaults to the log's own)."""
         if name is None:
             first = events[0] if events else None
             if not isinstance(first, RunStarted):
@@ -266,11 +247,7 @@ class Trace:
         return [i for i, e in enumerate(self.events) if predicate(e)]
 
     def first(self, type: str, **fields: Any) -> int:
-        """Position of the first event of ``type`` whose fields equal ``fields``.
-
-        ``trace.first("transitioned", trigger="timeout")`` finds a step by what happened rather than
-        by a number, so a lesson keeps pointing at the right step if a trace is recorded again.
-        """
+        """Position of the first event of ``type`` whose fields equal ``fields`` (stable across re-recording)."""
         for i, event in enumerate(self.events):
             if event.type == type and all(getattr(event, k, _MISSING) == v for k, v in fields.items()):
                 return i
@@ -352,10 +329,7 @@ def _md_cell(text: str) -> str:
 
 
 def render_markdown(view: StepView) -> str:
-    """The step as Markdown: the event, a before/after table, the invariants, and the Mermaid diagram.
-
-    JupyterLab renders the fenced ``mermaid`` block as a diagram with the current state marked.
-    """
+    """The step as Markdown: event, before/after table, invariants and a ``mermaid`` diagram."""
     lines = [f"**Step {view.index} of {view.total - 1}** — `{_md_cell(view.description)}`", "",
              f"status: `{view.status_before or '(none)'}` → `{view.status_after or '(none)'}`", "",
              "| field | before | after |", "|---|---|---|"]
@@ -371,11 +345,7 @@ def render_markdown(view: StepView) -> str:
 
 
 def render_html(view: StepView) -> str:
-    """The step as an HTML fragment (event, state table, invariants; the diagram as Mermaid source).
-
-    HTML cannot draw Mermaid without a script, so the diagram text sits in a collapsed ``<details>``;
-    use :func:`render_markdown` where the diagram should be drawn.
-    """
+    """The step as an HTML fragment, the diagram's Mermaid source in a collapsed ``<details>``."""
     esc = html.escape
     highlight = ' style="background:#fff3c4"'
     rows = "".join(
@@ -406,11 +376,7 @@ def render_timeline(trace: Trace, start: int = 0, stop: int | None = None) -> st
 
 
 def run_view(state: Any) -> dict[str, Any]:
-    """The fields of a planner–executor run state worth reading step by step, in a compact form.
-
-    Duck-typed on the runtime's ``RunState`` (no import of the runtime); the action in flight is reduced
-    to its tool, attempt, whether a call is open and how it last ended.
-    """
+    """The fields of a planner–executor run state worth reading step by step (duck-typed ``RunState``)."""
     action = getattr(state, "action", None)
     if action is None:
         shown_action = "-"

@@ -1,9 +1,5 @@
-"""The trace viewer as an ipywidget: a Play button and a slider over the steps of a run.
-
-It only wires :mod:`labkit.course.viewer`'s renderers to controls; the step is Markdown (with a Mermaid
-diagram). Paused in ``WAITING_HUMAN`` at its last step with a ``decide`` callback, Approve and Deny
-hand the decision to it and the viewer continues with the events it returns.
-"""
+"""The trace viewer as an ipywidget: Play and a slider over :mod:`labkit.course.viewer`'s steps; paused in
+``WAITING_HUMAN`` with a ``decide`` callback, Approve and Deny continue the run."""
 
 from __future__ import annotations
 
@@ -108,11 +104,7 @@ class _Decider(Protocol):
 
 
 def decide_with(runtime: _Decider) -> Decide:
-    """A ``decide`` callback for a paused planner–executor run (``labkit.runtime.Runtime``).
-
-    The runtime records the person's decision as an event, continues the run, and the widget
-    then shows every event the run wrote after it.
-    """
+    """A ``decide`` callback for a paused ``labkit.runtime.Runtime``: record the decision, continue, show the rest."""
 
     def decide(approved: bool) -> Sequence[Event]:
         runtime.decide(approved)
@@ -123,8 +115,5 @@ def decide_with(runtime: _Decider) -> Decide:
 
 def view_trace(events: Sequence[Event], name: str | None = None, *, decide: Decide | None = None,
                start: int = 0, **options: Any) -> TraceWidget:
-    """A widget over a logged run, with the table, reducer and invariants from the catalog.
-
-    ``options`` go to :meth:`Trace.from_catalog` (``focus``, ``project``, ``describe``).
-    """
+    """A widget over a logged run, with the catalog's table, reducer and invariants (``options``: see ``Trace``)."""
     return TraceWidget(Trace.from_catalog(events, name, **options), decide=decide, start=start)

@@ -1,10 +1,7 @@
 """``labkit doctor``: is this machine ready for the kit, and if not, what fixes it?
 
-Every check runs in its own child process (a probe), so a native crash (SIGSEGV, SIGILL) leaves
-the doctor alive to name the check and the fix. A probe prints its facts as one JSON line; the
-verdict (:func:`judge`) is pure, so every CPU's case is unit-tested. Checks are declared in
-:data:`CHECKS`; ``make experiment`` runs ``labkit doctor --for experiment`` first.
-"""
+Every check in :data:`CHECKS` runs in its own child process, so a native crash leaves the doctor alive to
+name it; the verdict (:func:`judge`) is pure, so every CPU's case is unit-tested."""
 
 from __future__ import annotations
 
@@ -196,11 +193,8 @@ def judge_memory(r: ProbeResult, _: Mapping[str, ProbeResult]) -> Finding:
 
 
 def judge_sandbox(r: ProbeResult, _: Mapping[str, ProbeResult]) -> Finding:
-    """bwrap or limits-only: both run the kit, but only bwrap keeps model-written code off the machine.
-
-    So limits-only is not a failure (``make experiment`` still runs, on macOS too); the finding
-    says plainly what runs unprotected, why, and the fix.
-    """
+    """bwrap or limits-only: both run the kit (not a failure), but only bwrap keeps model-written code off
+    the machine; the finding says what runs unprotected and the fix."""
     needed = ("experiment", "test")
     if r.facts is None:
         return _failed("sandbox", r, INSTALL_FIX, needed, "probing bubblewrap")
@@ -216,10 +210,7 @@ def judge_sandbox(r: ProbeResult, _: Mapping[str, ProbeResult]) -> Finding:
 
 
 def judge_user_namespaces(r: ProbeResult, _: Mapping[str, ProbeResult]) -> Finding:
-    """Can bwrap make its namespaces here? Where not, the cause (the sysctl that turns them off) and its fix.
-
-    Not a failure either, for the reason :func:`judge_sandbox` gives; the fix is the point.
-    """
+    """Can bwrap make its namespaces here? Where not, the sysctl that turns them off and its fix."""
     needed = ("experiment", "test")
     if r.facts is None:
         return _failed("user namespaces", r, INSTALL_FIX, needed, "running bwrap once")

@@ -1,8 +1,5 @@
-"""The doctor's verdicts and their report, shared by the machine doctor and the server doctor.
-
-Why a module of its own: :mod:`labkit.doctor.checks` runs the server doctor (:mod:`labkit.doctor.server`)
-and both write the same findings; kept in either one, the two modules would import each other.
-"""
+"""The doctor's verdicts and their report, shared by the machine and server doctors (so neither imports
+the other)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""``labkit doctor --server URL``: can the kit use this server, and if not, what fixes it?
-
-Before a long comparison: is it up, which model, chat or base, does it enforce a JSON schema or
-ignore it, how fast does it write. Each check is a :class:`ServerCheck` that prints its fix when it
-fails; the schema check sends a schema a free answer would almost surely break
-(:func:`labkit.llm.server_kinds.probe_schema`).
-"""
+"""``labkit doctor --server URL``: is the server up, which model, chat or base, does it enforce a JSON
+schema (:func:`labkit.llm.server_kinds.probe_schema`), how fast; each :class:`ServerCheck` prints its fix."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Local inference: how fast the model runs here, what it needs in memory, and how to use a GPU.
-
-:mod:`~labkit.inference.gguf_meta` (architecture from a GGUF header), :mod:`~labkit.inference.fit`
-(memory and GPU fit), :mod:`~labkit.inference.loadlog` (llama.cpp's own buffer report),
-:mod:`~labkit.inference.bench` (``labkit bench inference``), :mod:`~labkit.inference.gpu` (offload
-and rebuild), :mod:`~labkit.inference.goals` (speed goals against ``data/bench/``).
-"""
+"""Local inference: how fast the model runs here, what it needs in memory, and how to use a GPU."""
 
 from labkit.inference.bench import (
     bench_inference,

@@ -1,10 +1,5 @@
-"""``labkit bench inference``: how fast the model loads, reads a prompt and writes tokens, here.
-
-Medians of ``runs`` repeats after one uncounted warm-up: load time, prompt tokens/s, free greedy
-tokens/s, tokens/s under a JSON-schema grammar (masked, and lazy: :mod:`labkit.llm.lazy_grammar`,
-with whether it gave the same tokens) and their ratios to free. Generation rates count steps after
-the first token. Every result carries its provenance (model sha256, versions, GPU offload, threads).
-"""
+"""``labkit bench inference``: load time, prompt tokens/s, free greedy tokens/s and tokens/s under a JSON
+grammar (masked and lazy, with whether they agree), medians after a warm-up, with provenance."""
 
 from __future__ import annotations
 
@@ -90,11 +85,8 @@ def bench_inference(model_path: str | Path | None = None, *, n_gpu_layers: int =
                     n_ctx: int = 1024, prompt_tokens: int = 256, gen_tokens: int = 48, runs: int = 3,
                     seed: int = 0, clock: Callable[[], float] = time.perf_counter,
                     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
-    """Run the inference benchmark and return its results with provenance (JSON-serialisable).
-
-    ``model_path`` is a registered model name (``labkit models list``), a GGUF path, or None for
-    the embedded model. A registered model's file is checked against its declared sha256.
-    """
+    """Run the inference benchmark on ``model_path`` (a registered name, checked against its sha256, a GGUF
+    path, or None for the embedded model); results with provenance."""
     import llama_cpp
 
     if runs < 1 or prompt_tokens < 2 or gen_tokens < 2:
@@ -250,11 +242,7 @@ def read_recorded(path: str | Path) -> dict[str, Any]:
 
 
 def render_inference_comparison(results: list[dict[str, Any]]) -> str:
-    """Several recorded benchmarks side by side (one row each), with the conditions they ran under.
-
-    Rows recorded with different thread counts or on different machines are not comparable number
-    for number; the columns that say so come first.
-    """
+    """Several recorded benchmarks side by side, the columns that make rows comparable first."""
     head = (f"{'model':<20} {'started (UTC)':<17} {'thr':>3} {'load s':>7} {'prompt t/s':>10} "
             f"{'free t/s':>9} {'grammar t/s':>11} {'ratio':>6}")
     lines = [head, "-" * len(head)]

@@ -1,7 +1,4 @@
-"""Inference subcommands: ``labkit bench inference|parallel`` and ``labkit fit``.
-
-Registered by ``labkit.cli`` through :func:`register`, so the main parser stays a table of contents.
-"""
+"""Inference subcommands: ``labkit bench inference|parallel`` and ``labkit fit``."""
 
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
-"""Will this model fit? Memory for weights, KV cache and scratch space, from an architecture description.
+"""Will this model fit? Memory for weights, KV cache and scratch, by llama.cpp's allocation rules (checked
+against its log, :mod:`labkit.inference.loadlog`).
 
-It follows llama.cpp's allocation rules, so it can be checked against the buffers llama.cpp logs
-(:mod:`labkit.inference.loadlog`). Weights: exact tensor bytes (or parameters x bits); ``n_gpu_layers``
-= k offloads the last k blocks, the token embedding stays on the host, the output head moves only
-with every block. KV: per layer ``cells x n_head_kv x (head_dim_k x bytes(type_k) + head_dim_v x
-bytes(type_v))``, ``cells`` the context rounded up to 256, sliding-window layers per ``swa_full``.
-Compute: ``4 x n_ubatch x max(n_vocab, n_head x cells)`` bytes (a rule of thumb); plus a host logits
-buffer. Not modelled: driver context and workspaces (``reserve_gib``, an assumed headroom), repacked
-copies, fragmentation, multi-GPU splits, RoPE scaling.
-"""
+Weights: exact tensor bytes; ``n_gpu_layers`` = k offloads the last k blocks, the embedding stays on the
+host, the head moves only with every block. KV: per layer ``cells x n_head_kv x (head_dim_k x bytes(type_k)
++ head_dim_v x bytes(type_v))``, cells the context rounded up to 256. Compute: ``4 x n_ubatch x max(n_vocab,
+n_head x cells)`` bytes. Not modelled: driver context (``reserve_gib``), repacks, fragmentation, multi-GPU."""
 
 from __future__ import annotations
 
@@ -56,11 +52,7 @@ def _pad(n: int, to: int = CELL_PAD) -> int:
 
 
 def nominal_arch(size: str, quant: str) -> ArchSpec:
-    """A Llama-2 architecture from its published numbers, with weights sized by nominal bits per weight.
-
-    This is the hand-given counterpart of ``read_gguf_arch``: both produce an ``ArchSpec``, so the
-    worked example goes through the estimator that is checked against a real llama.cpp load.
-    """
+    """A Llama-2 architecture from its published numbers (nominal bits per weight), as an ``ArchSpec``."""
     key, q = size.lower(), quant.upper()
     if key not in LLAMA2:
         raise LabkitError(f"no nominal architecture '{size}'", f"choose one of {', '.join(LLAMA2)}.")
@@ -123,11 +115,8 @@ class MemoryEstimate:
 def estimate_memory(arch: ArchSpec, n_ctx: int, n_gpu_layers: int = 0, *, type_k: str = "f16",
                     type_v: str = "f16", swa_full: bool = True, n_ubatch: int = 512, n_seq: int = 1,
                     flash_attn: bool = False) -> MemoryEstimate:
-    """Estimate weights, KV cache and compute buffer for ``n_ctx`` tokens and ``n_gpu_layers`` offloaded.
-
-    ``n_gpu_layers = -1`` (or anything above ``n_layer``) offloads every block and the output head,
-    as llama-cpp-python's ``n_gpu_layers=-1`` does.
-    """
+    """Estimate weights, KV cache and compute buffer for ``n_ctx`` tokens and ``n_gpu_layers`` offloaded
+    (-1 or above ``n_layer``: every block and the head)."""
     if n_ctx < 1:
         raise LabkitError(f"context length must be positive, got {n_ctx}", "pass --ctx 4096, for example.")
     if n_gpu_layers < -1:
@@ -184,11 +173,8 @@ class FitDecision:
 
 def check_fit(arch: ArchSpec, n_ctx: int, vram_gib: float, n_gpu_layers: int = -1, *,
               reserve_gib: float = DEFAULT_RESERVE_GIB, **options: object) -> FitDecision:
-    """Decide whether ``n_gpu_layers`` of ``arch`` at ``n_ctx`` fit in ``vram_gib`` GiB of GPU memory.
-
-    Also reports the largest layer count that would fit. Options (``type_k``, ``type_v``, ``swa_full``,
-    ``n_ubatch``, ``flash_attn``) pass to :func:`estimate_memory`.
-    """
+    """Whether ``n_gpu_layers`` of ``arch`` at ``n_ctx`` fit in ``vram_gib``, and the largest count that
+    would; options pass to :func:`estimate_memory`."""
     if vram_gib <= 0:
         raise LabkitError(f"VRAM must be positive, got {vram_gib} GiB", "pass --vram 12 for a 12 GiB card.")
     if reserve_gib < 0:

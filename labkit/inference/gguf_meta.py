@@ -1,10 +1,5 @@
-"""What a model needs in memory, described by its architecture: read from a GGUF file or given by hand.
-
-The estimator works on an :class:`ArchSpec`, so a GGUF file and a published table (Llama-2-7B) share
-one code path. :func:`read_gguf_arch` reads the header's keys and tensor table (exact byte sizes)
-with its own parser, which skips long arrays (``gguf.GGUFReader`` takes seconds on a 262,144-token
-vocabulary); the ``gguf`` package still supplies the format's constants.
-"""
+"""What a model needs in memory, as an :class:`ArchSpec` read from a GGUF file or given by hand;
+:func:`read_gguf_arch` parses header and tensor table itself, skipping long arrays (``GGUFReader`` is slow)."""
 
 from __future__ import annotations
 
@@ -55,12 +50,8 @@ class TensorInfo:
 
 @dataclass(frozen=True)
 class ArchSpec:
-    """The numbers memory depends on: weight bytes per placement, and the attention cache geometry.
-
-    ``layer_bytes[i]``: block ``i``'s weights; ``input_bytes``: the token embedding (always on the host);
-    ``output_bytes``: the output head (on the GPU only with every block; includes the embedding copy when
-    tied). ``n_head_kv`` is per layer; ``swa_layers[i]``: layer ``i`` uses the sliding window.
-    """
+    """The numbers memory depends on: ``layer_bytes[i]`` per block, ``input_bytes`` (embedding, on the host),
+    ``output_bytes`` (the head), ``n_head_kv`` per layer and ``swa_layers``."""
 
     name: str
     architecture: str

@@ -1,9 +1,5 @@
-"""The kit's speed goals, read against the benchmark records in ``data/bench/``.
-
-Each goal in :data:`SPEED_GOALS` names its record, how to read the value, the target and how to
-explain the value. :func:`speed_goals` judges them; :func:`render_speed_goals` prints notebook 07's
-table. A goal whose record is missing is reported as not recorded, never as met.
-"""
+"""The kit's speed goals (:data:`SPEED_GOALS`) read against ``data/bench/``; a goal whose record is missing
+is not recorded, never met."""
 
 from __future__ import annotations
 

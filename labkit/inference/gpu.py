@@ -1,9 +1,5 @@
-"""Can this llama-cpp-python build use a GPU, and if not, how to rebuild it so it can.
-
-llama-cpp-python compiles llama.cpp when it is installed; the GPU backend is chosen at that moment by
-CMake flags. A wheel built without them runs on the CPU only and silently ignores ``n_gpu_layers``,
-which is why the benchmark prints ``llama_supports_gpu_offload()`` next to every number.
-"""
+"""Can this llama-cpp-python build use a GPU (a CPU-only build silently ignores ``n_gpu_layers``), and if
+not, how to rebuild it so it can."""
 
 from __future__ import annotations
 
@@ -34,10 +30,7 @@ def build_info() -> BuildInfo:
 
 
 def gpu_advice(gpu_offload: bool, version: str, platform: str | None = None) -> str:
-    """What to do about GPU support, for the build described; ``platform`` defaults to ``sys.platform``.
-
-    Pure function of its arguments, so the notebook shows the same text on every machine.
-    """
+    """What to do about GPU support for the build described (pure, so every machine shows the same text)."""
     platform = platform or sys.platform
     if gpu_offload:
         return (f"llama-cpp-python {version} can offload to a GPU: pass n_gpu_layers=-1 (all layers) "

@@ -1,9 +1,5 @@
-"""What llama.cpp itself says it allocated: capture its log while loading, parse the buffer sizes.
-
-The "... buffer size = N MiB" lines are the ground truth the fit estimator is checked against. They
-go through llama.cpp's process-wide C log callback, so ours is installed with
-``llama_cpp.llama_log_set`` for one load and llama-cpp-python's put back afterwards.
-"""
+"""What llama.cpp says it allocated: its log captured during one load (``llama_log_set``, put back after)
+and its "... buffer size = N MiB" lines parsed, the ground truth for the fit estimator."""
 
 from __future__ import annotations
 
@@ -83,11 +79,7 @@ class LoadCheck:
     report: BufferReport
 
     def rows(self) -> list[tuple[str, float, float, float]]:
-        """(what, estimated MiB, logged MiB, error %) for weights, KV cache, compute and their total.
-
-        Weights compare with the ``CPU_Mapped`` buffer; the CPU-only ``CPU_REPACK`` copy is left out and
-        shown by :meth:`repack_mib`.
-        """
+        """(what, estimated MiB, logged MiB, error %) for weights (vs ``CPU_Mapped``), KV, compute, total."""
         est = self.estimate
         weights_logged = sum(v for k, v in self.report.model.items() if "REPACK" not in k)
         pairs = [("weights", est.weights / MIB, weights_logged),

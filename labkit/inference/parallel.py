@@ -1,12 +1,6 @@
-"""``labkit bench parallel``: generated tokens/s with several sequences decoded in one batch.
-
-A small model on a big GPU decoding one sequence is bound by kernel launches; a server batching
-users puts one token of each sequence in one pass. For each width N this decodes N prompts, then
-greedily generates ``gen_tokens`` for all, one ``llama_decode`` per step. Reported (median of
-``runs`` after a warm-up): aggregate and per-sequence rates, the ratio to one stream, and whether
-each sequence's tokens equal the prompt decoded alone. Loaded through
-:func:`labkit.llm.native.open_llama`; the batched context is a second one on the same weights.
-"""
+"""``labkit bench parallel``: generated tokens/s with N sequences decoded in one batch (one ``llama_decode``
+per step), per width: aggregate and per-sequence rates, the ratio to one stream, and whether each
+sequence's tokens equal the prompt decoded alone."""
 
 from __future__ import annotations
 
@@ -55,11 +49,7 @@ def _decode_batch(native: Any, ctx: Any, batch: Any, entries: Sequence[tuple[int
 
 def _run_width(native: Any, ctx: Any, batch: Any, sampler: Any, vocab: Any, prompts: list[list[int]],
                gen_tokens: int, clock: Callable[[], float]) -> tuple[float, int, list[list[int]]]:
-    """Greedy-generate for every prompt at once: (aggregate tokens/s over the steps after the first, steps, tokens).
-
-    Each prompt but its last token is decoded as its own sequence; then one batch holds every prompt's
-    last token, and from there each step holds one token per sequence still generating.
-    """
+    """Greedy-generate for every prompt at once; (aggregate tokens/s after the first step, steps, tokens)."""
     native.llama_memory_clear(native.llama_get_memory(ctx), True)
     for seq, ids in enumerate(prompts):
         _decode_batch(native, ctx, batch, [(t, p, seq, False) for p, t in enumerate(ids[:-1])])
@@ -88,11 +78,7 @@ def bench_parallel(model: str | None = None, *, widths: Sequence[int] = (1, 2, 4
                    threads: int | None = None, gen_tokens: int = 64, runs: int = 3,
                    clock: Callable[[], float] = time.perf_counter,
                    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
-    """Aggregate and per-sequence generated tokens/s for each batch width, with provenance (JSON-ready).
-
-    ``model`` is a registered model name, a GGUF path, or None for the embedded model. Width 1 is
-    always measured (the ratios are to it), whether or not ``widths`` names it.
-    """
+    """Generated tokens/s per batch width (width 1 always measured) for ``model``, with provenance."""
     import llama_cpp.llama_cpp as native
 
     widths = sorted({1, *widths})

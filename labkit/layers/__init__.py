@@ -1,8 +1,5 @@
-"""Machines in layers: several checked tables, declared routers, cross-layer rules and a lifecycle view.
-
-See :mod:`labkit.layers.machine` for how one step runs, :mod:`labkit.layers.writing` for the demo
-(notebook 08), and ``labkit diagram writing`` for its picture.
-"""
+"""Machines in layers: several checked tables, declared routers, cross-layer rules and a lifecycle view
+(the demo is :mod:`labkit.layers.writing`, notebook 08)."""
 
 from labkit.layers.diagram import draw_layer_stack
 from labkit.layers.events import (

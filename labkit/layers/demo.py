@@ -1,10 +1,7 @@
 """Run the writing demo from the command line: scripted (for the crash test) or live (the recording).
 
-``python -m labkit.layers.demo --db run.sqlite`` runs (or resumes) it with the scripted writer in a SQLite log;
-``--live DIR`` runs it once with the embedded model and writes the event log, the cassette of every completion
-and their provenance into DIR, so notebook 08 replays it without the model. Wrap live runs in
-``flock /tmp/labkit-live.lock``: one model at a time.
-"""
+``--db run.sqlite`` runs or resumes it with the scripted writer; ``--live DIR`` runs it once with the
+embedded model, writing log, cassette and provenance (wrap in ``flock /tmp/labkit-live.lock``)."""
 
 from __future__ import annotations
 

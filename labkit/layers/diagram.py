@@ -1,8 +1,4 @@
-"""A layered machine as a stack of bands: one per layer, the state each layer is in filled.
-
-The Mermaid flowchart of every row is the spec's own (:meth:`labkit.layers.spec.LayeredSpec.to_mermaid`);
-this picture draws what the rows hide, for notebook 08.
-"""
+"""A layered machine as a stack of bands, one per layer, the state each layer is in filled (notebook 08)."""
 
 from __future__ import annotations
 
@@ -23,12 +19,8 @@ def _kind(spec: LayeredSpec, layer: Layer) -> str:
 
 
 def draw_layer_stack(spec: LayeredSpec, current: Mapping[str, Any], ax: Any = None, title: str = "") -> Any:
-    """Draw ``spec`` as a stack of bands, one per layer, with the state each layer is in filled.
-
-    It shows what the flowchart's rows hide: separate machines, each in one state, tied only by the cross-layer
-    rules (dotted) and the lifecycle computed from the persisted layers (arrows on the right). ``current`` maps a
-    layer's name to its state (a :func:`labkit.layers.timeline` row fits, lifecycle included). Returns the axes.
-    """
+    """Draw ``spec`` as bands with each layer's ``current`` state filled, rules dotted and the lifecycle
+    arrows on the right; returns the axes."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 

@@ -1,9 +1,5 @@
-"""The facts a layered machine records, as typed events in labkit's one discriminated union.
-
-Each is registered with :func:`labkit.core.events.register_event`, so a layered run's log is parsed,
-hash-checked and replayed by the same code as every other labkit log. Errors a run meets — a
-refused move, a router key nobody declared — are facts too: they are recorded, never only raised.
-"""
+"""The facts a layered machine records, registered in labkit's one union; refused moves and undeclared
+router keys are recorded too, never only raised."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """The workflow graph of a layered machine: nodes, fixed edges, and routers whose keys are declared.
 
-After a node, a fixed edge or a router picks the next one. A router declares its possible keys in its return
-annotation (``Literal[...]`` or ``Enum``) beside its key-to-node map, so the build checks both sets match (a
-typo is a :class:`~labkit.core.errors.TableError`, not a mid-run ``KeyError``); an undeclared key at run time is
-recorded as a typed error event. Nodes declare the layer states they enter and leave, so the build also checks
-every edge against every layer's whitelist (the seed's "router vs whitelist" conflict is refused before the run).
-"""
+A router's return annotation (``Literal[...]`` or ``Enum``) must match its map, and nodes declare the layer
+states they enter and leave, so the build refuses typos and router-vs-whitelist conflicts before a run."""
 
 from __future__ import annotations
 
@@ -35,11 +31,7 @@ class Node:
 
 
 def declared_keys(fn: Callable[..., Any]) -> tuple[str, ...]:
-    """The keys a router declares through its return annotation: ``Literal["a", "b"]`` or an ``Enum``.
-
-    Raises :class:`TableError` when the annotation declares neither, since an undeclared router
-    cannot be checked against its map.
-    """
+    """The keys a router declares (``Literal["a", "b"]`` or an ``Enum``); :class:`TableError` otherwise."""
     name = getattr(fn, "__name__", repr(fn))
     try:
         hint = typing.get_type_hints(fn).get("return")
@@ -139,13 +131,6 @@ class Graph:
         layer = Layer.build(name, [*by_name, *sorted(ends - set(by_name))], rows, start, ends,
                             question=question, persisted=False)
         return cls(name=name, nodes=by_name, edges=dict(edges), start=start, end=ends, layer=layer)
-
-    def successors(self, node: str) -> list[tuple[str, str]]:
-        """(key, node) pairs that may follow ``node``."""
-        edge = self.edges.get(node)
-        if edge is None:
-            return []
-        return list(edge.routes.items()) if isinstance(edge, Router) else [(NEXT, edge)]
 
     def routers(self) -> list[Router]:
         return [e for e in self.edges.values() if isinstance(e, Router)]

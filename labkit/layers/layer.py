@@ -1,11 +1,6 @@
-"""One layer of a layered machine, and the rules that tie two layers together.
-
-A layer is one dimension of a run's state (the phase: "where are we"; the flow: "what are we doing") with its
-own checked :class:`~labkit.core.table.TransitionTable`. It is moved *by destination* ("flow to REVIEWING"); the
-table is the whitelist answering yes (the row's event) or no (a sentence). A *forward-only* layer orders its
-states: a backward row is a :class:`~labkit.core.errors.TableError` at build, a backward move refused at run
-time. A :class:`CrossRule` ("phase COMPLETE ⇒ flow IDLE") becomes an invariant checked after every step.
-"""
+"""One layer of a layered machine (a dimension of state with its own checked table, moved by destination)
+and :class:`CrossRule`, an implication between layers checked after every step. A forward-only layer
+refuses backward rows at build and backward moves at run time."""
 
 from __future__ import annotations
 
@@ -30,11 +25,8 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Layer:
-    """A named dimension with its own table; ``order`` makes it forward-only. Build one with :meth:`build`.
-
-    ``question`` is the one question it answers (shown by the notebook and the diagram); ``persisted=False``
-    makes it transient (like the graph's position): it restarts from its initial state on every (re)start.
-    """
+    """A named dimension with its own table; ``order`` makes it forward-only, ``question`` is what it answers,
+    ``persisted=False`` restarts it on every (re)start. Build one with :meth:`build`."""
 
     name: str
     table: TransitionTable
@@ -46,11 +38,7 @@ class Layer:
     def build(cls, name: str, states: Sequence[str], rows: Iterable[Row | tuple[Any, ...]], initial: str,
               terminal: Iterable[str] = (), *, question: str = "", order: Sequence[str] | None = None,
               persisted: bool = True) -> Layer:
-        """Check the table (as :meth:`TransitionTable.build` does) and, for a forward-only layer, its order.
-
-        Layers take no guards: a layer's table whitelists moves, and whatever chooses among them
-        (a router) lives in the graph, where its choices are declared and checked.
-        """
+        """Check the table and, for a forward-only layer, its order (layers take no guards)."""
         table = TransitionTable.build(name, states, rows, initial, terminal)
         problems = [f"row {r}: layer tables take no guards (declare the choice as a router instead)"
                     for r in table.rows if r.guard]
@@ -95,12 +83,8 @@ class Layer:
 
 @dataclass(frozen=True)
 class CrossRule:
-    """A declared implication between layers: when ``layer`` is in ``when``, ``other`` must be in ``then``.
-
-    ``CrossRule("complete_means_flow_idle", "phase", {"COMPLETE"}, "flow", {"IDLE"})`` reads
-    "phase COMPLETE ⇒ flow IDLE". Rules are data so that one declaration feeds the invariant, the
-    diagram and the notebook's table of rules.
-    """
+    """When ``layer`` is in ``when``, ``other`` must be in ``then``: ``CrossRule("complete_means_flow_idle",
+    "phase", {"COMPLETE"}, "flow", {"IDLE"})``."""
 
     name: str
     layer: str

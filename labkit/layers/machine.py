@@ -1,13 +1,9 @@
 """LayeredMachine: several checked layers, a workflow graph and a lifecycle view, over one event log.
 
-The persisted layers are the source of truth; the graph's position is a transient layer a (re)start puts
-back at its start node, whose router reads the persisted layers. The lifecycle (idle, running, paused,
-completed) is a declared view of the state with no setter. A step honours a pending abort, makes the node's
-declared moves, runs it (its model and tool calls are abort checkpoints), makes its exit moves and follows
-its edge or router. Every fact is an event, rules are checked after each; a refused move, undeclared route
-key or broken rule is recorded and pauses the run. ``check_rules``, ``check_routes`` and ``abort_checkpoints``
-switch the checks off only to show what each prevents.
-"""
+The persisted layers are the truth; the graph's position restarts at its start node; the lifecycle is a
+view with no setter. A step honours a pending abort, makes the node's moves, runs it, follows its edge or
+router; a refused move, undeclared key or broken rule is recorded and pauses the run. The ``check_*`` and
+``abort_checkpoints`` switches turn checks off only to show what each prevents."""
 
 from __future__ import annotations
 
@@ -86,11 +82,8 @@ class Ctx:
 
 
 class LayeredMachine:
-    """A run of a :class:`LayeredSpec`. Everything it knows is in ``self.log``; pass a log to resume.
-
-    ``model`` is any :class:`labkit.llm.Backend` (scripted, cassette, or the embedded model); ``clock`` stamps
-    events. The ``check_*``/``abort_checkpoints`` switches exist to *show* the traps; leave them on.
-    """
+    """A run of a :class:`LayeredSpec`; everything it knows is in ``self.log`` (pass one to resume).
+    ``model`` is any :class:`labkit.llm.Backend`; leave the ``check_*`` switches on."""
 
     def __init__(self, spec: LayeredSpec, *, model: Any = None, log: EventLog | None = None,
                  clock: Callable[[], float] = time.time, check_rules: bool = True, check_routes: bool = True,
@@ -146,10 +139,7 @@ class LayeredMachine:
 
     # ------------------------------------------------------------------ control
     def abort(self, reason: str = "") -> bool:
-        """Ask the run to stop: recorded at once; the loop honours it at its next checkpoint.
-
-        Returns False (and records nothing) when the lifecycle is not ``running``.
-        """
+        """Ask the run to stop: recorded at once, honoured at the next checkpoint; False unless ``running``."""
         with self._lock:
             if self.lifecycle != "running":
                 return False
@@ -222,11 +212,8 @@ class LayeredMachine:
             raise _Stop(reason)
 
     def _append(self, event: Event) -> Event:
-        """Seal, persist and fold one event, then check the rules; a broken rule is recorded at once.
-
-        In the loop's own thread a broken rule also stops the loop here; from any other thread (an
-        abort, say) the loop sees the recorded violation at its next checkpoint.
-        """
+        """Seal, persist and fold one event, then check the rules (a break is recorded at once and stops
+        the loop when in its own thread)."""
         with self._lock:
             sealed = self.log.append(event, at=self.clock())
             self.state = reduce_layers(self.state, sealed)
@@ -244,11 +231,8 @@ class LayeredMachine:
 
 
 def replay_layers(events: Sequence[Event], spec: LayeredSpec) -> Replay[LayeredState]:
-    """Fold a layered run's log from the empty state, checking every layer move against its table.
-
-    Raises :class:`ReplayDivergence` at the first move whose source is not where replay is, or that
-    is not a row of its layer; rule violations the log does not record are in ``.violations``.
-    """
+    """Fold a layered run's log, checking every move against its table (:class:`ReplayDivergence`);
+    unrecorded rule violations are in ``.violations``."""
     result = replay(events, reduce_layers, LayeredState(), spec.invariants())
     before = LayeredState()
     for event, after in zip(events, result.states, strict=True):
@@ -267,11 +251,7 @@ def replay_layers(events: Sequence[Event], spec: LayeredSpec) -> Replay[LayeredS
 
 
 def calls_after_abort(events: Sequence[Event]) -> dict[str, int]:
-    """Model and tool calls that *began* after the first abort request, counted from the log.
-
-    A call already running when the abort arrived began before it and is not counted: it was in
-    flight. Returns ``{"abort_seq": -1, ...}`` with zero counts when no abort was requested.
-    """
+    """Model and tool calls that began after the first abort request (``abort_seq`` -1 when none)."""
     abort = next((e.seq for e in events if isinstance(e, AbortRequested)), None)
     if abort is None:
         return {"abort_seq": -1, "model_calls": 0, "tool_calls": 0}
@@ -282,10 +262,7 @@ def calls_after_abort(events: Sequence[Event]) -> dict[str, int]:
 
 
 def timeline(events: Sequence[Event], spec: LayeredSpec) -> list[dict[str, Any]]:
-    """One row per event after replay: seq, what happened, every layer, and the lifecycle view.
-
-    The lifecycle column is computed from each replayed state, exactly as the machine computes it live.
-    """
+    """One row per event after replay: seq, what happened, every layer, and the lifecycle view."""
     rows = []
     for event, state in zip(events, replay_layers(events, spec).states, strict=True):
         if isinstance(event, LayerMoved):

@@ -1,10 +1,5 @@
-"""LayeredSpec: what a layered machine is made of — its layers, workflow graph, cross-layer rules and lifecycle view.
-
-It is checked when built (unique names, rules over known layers and states) and draws itself as one Mermaid
-flowchart for ``labkit diagram``: a subgraph per layer (its name, question, forward-only mark), rules as dotted
-links, router edges labelled ``router: key``, and the lifecycle marked as a view with its own small table.
-:mod:`labkit.layers.machine` runs a spec; :mod:`labkit.layers.diagram` draws it as a stack of bands.
-"""
+"""LayeredSpec: a layered machine's layers, graph, cross-layer rules and lifecycle view, checked when built,
+drawn as one Mermaid flowchart for ``labkit diagram`` (a subgraph per layer, rules dotted)."""
 
 from __future__ import annotations
 
@@ -104,11 +99,7 @@ class LayeredSpec:
         return [(f"{layer.name}:{s}", e) for layer in self.layers for s, e in layer.table.unhandled()]
 
     def to_mermaid(self, current: Mapping[str, str] | str | None = None) -> str:
-        """The Mermaid text for this machine. ``current`` highlights states: ``{"phase": "WRITING", ...}``.
-
-        A string ``"layer:STATE,layer:STATE"`` is accepted too (that is what ``labkit diagram --current`` passes);
-        a bare name is a node of the graph.
-        """
+        """The Mermaid text; ``current`` highlights states, as a mapping or ``"layer:STATE,layer:STATE"``."""
         lines = ["flowchart TB"]
         for layer in self.layers:
             kind = f"(forward-only: {' < '.join(layer.order)})" if layer.order else "(whitelist)"

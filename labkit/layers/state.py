@@ -1,9 +1,4 @@
-"""The state of a layered run, and the pure reducer that folds its log into it.
-
-The persisted layers (``layers``) are the source of truth. The lifecycle ("idle", "running",
-"paused", "completed") is deliberately *not* a field here: it is a view computed from this state
-by the machine's declared view function, so there is nothing to set and nothing to get out of step.
-"""
+"""The state of a layered run and its pure reducer; the lifecycle is not a field but a view of it."""
 
 from __future__ import annotations
 
@@ -28,12 +23,8 @@ from labkit.layers.events import (
 
 @dataclass(frozen=True)
 class LayeredState:
-    """Where every layer is, the memo nodes wrote, and the control facts (running, aborted, halted).
-
-    ``status`` mirrors the graph layer's position for core tools (``labkit replay``); ``halted`` names what stopped
-    the run for good; ``aborted`` is the seq of a pending abort request; ``transient`` maps each transient layer to
-    the state a (re)start puts it back in.
-    """
+    """Where every layer is, the nodes' memo, and control facts (``halted``, a pending ``aborted`` seq,
+    ``transient`` restart states); ``status`` mirrors the graph position for core tools."""
 
     status: str = ""
     table: str = ""

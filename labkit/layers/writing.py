@@ -1,13 +1,8 @@
 """The demo: a small writing workflow in four layers.
 
-**phase** (INIT < PREMISE < OUTLINE < WRITING < COMPLETE, forward-only); **flow** (IDLE, WRITING, REVIEWING,
-REWRITING, POLISHING, STEERING by whitelist: a rewrite or polish goes back to WRITING before the next review,
-STEERING is reachable from all); **writing**, the graph (load → premise → outline → plan → draft → review →
-rewrite/polish → … → checkpoint → plan or finish); **lifecycle**, a view. The review is a rule on the draft's
-length, so every branch is reachable with any writer; :func:`scripted_writer` is deterministic. ``bug=`` stages
-the seed's traps: ``"skip_checkpoint"`` (the flow is still REVIEWING when the phase completes) and
-``"typo_route"`` (the checkpoint router returns ``"finsh"``).
-"""
+**phase** (forward-only), **flow** (by whitelist), **writing** (the graph: load → premise → outline → plan
+→ draft → review → rewrite/polish → … → checkpoint) and **lifecycle** (a view). The review is a length rule,
+so every branch is reachable; ``bug=`` stages ``"skip_checkpoint"`` and ``"typo_route"``."""
 
 from __future__ import annotations
 
@@ -263,11 +258,7 @@ def scripted_writer(short_first: bool = True, delay: float = 0.0) -> ScriptedBac
 
 
 class AbortDuringCall(WrappedBackend):
-    """Stands in for a user who clicks abort while the model is generating call number ``at_call``.
-
-    ``abort`` is called from inside that call (the machine records the request at once); the call
-    itself completes, as a real in-flight generation would.
-    """
+    """A user who clicks abort while the model generates call ``at_call`` (the call itself completes)."""
 
     kind = "abort-during-call"
 

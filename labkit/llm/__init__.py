@@ -1,11 +1,6 @@
-"""LLM backends: one small interface (:class:`Backend`), several implementations.
-
-:class:`LlamaCppBackend` (a GGUF model in process), :class:`OpenAICompatBackend` (a server),
-:class:`ServerPool` (several servers of one model, one per run), :class:`RecordingBackend` /
-:class:`ReplayBackend` (JSONL cassettes), :class:`ScriptedBackend` (unit tests). Every model is opened
-through :func:`open_llama` with this machine's :class:`LoadPlan` (:mod:`labkit.llm.native`). Pass
-``schema=`` to ``complete`` and read the answer with :func:`parse_json_output` or an :class:`OutputTally`.
-"""
+"""LLM backends: one small interface (:class:`Backend`) and its implementations: in process, servers, a
+pool of servers, cassettes and a scripted one for tests. Models open through :func:`open_llama` with this
+machine's :class:`LoadPlan`; answers are read with :func:`parse_json_output` or an :class:`OutputTally`."""
 
 from labkit.llm.backend import Backend, Completion, Request
 from labkit.llm.cassette import RecordingBackend, ReplayBackend, cassette_key

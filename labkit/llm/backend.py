@@ -1,10 +1,6 @@
-"""The one interface every LLM backend implements, and the record of one call.
-
-The machines only need "complete this prompt, maybe under a JSON schema, with these decoding
-parameters" plus provenance. No streaming or tool calls: every backend must behave alike for a
-fair experiment. A conversation is sent in both forms: ``prompt`` (the plain transcript a base
-model reads) and ``messages`` (the turns for a chat model's template, :class:`Request`).
-"""
+"""The one interface every LLM backend implements, and the record of one call: complete a prompt, maybe
+under a JSON schema, plus provenance; no streaming or tools, so every backend behaves alike. A conversation
+is sent both as ``prompt`` (a base model's transcript) and as ``messages`` (a chat model's turns)."""
 
 from __future__ import annotations
 
@@ -22,12 +18,8 @@ DEFAULT_SAMPLING: dict[str, float | int] = {"top_k": 40, "top_p": 0.95, "min_p":
 
 @dataclass(frozen=True)
 class Completion:
-    """What one call returned, with the counts an experiment reports.
-
-    ``seconds``: wall time of the call (for a replayed call, as recorded; see ``replayed``).
-    ``grammar_used``: a grammar really constrained decoding. ``retries``: HTTP requests re-sent, barrier
-    included. ``cached_tokens``: prompt tokens read from a KV cache, 0 where none or unknown.
-    """
+    """What one call returned: ``seconds`` (as recorded when ``replayed``), ``grammar_used``, ``retries``
+    (HTTP re-sends, barrier included), ``cached_tokens`` (prompt tokens read from a KV cache) and counts."""
 
     text: str
     prompt_tokens: int
@@ -54,12 +46,8 @@ Turn = tuple[Role, str]
 
 @dataclass(frozen=True)
 class Request:
-    """One call's inputs; the cassette key is a hash of this plus the model's sha256.
-
-    ``messages``: a conversation's turns (alternating user and assistant, ending with the user's) that
-    a chat model reads through its template instead of ``prompt``; a base model, or a server without a
-    kind, reads ``prompt``, the same turns as one transcript.
-    """
+    """One call's inputs (the cassette key hashes this and the model's sha256); ``messages``: the turns a
+    chat model reads through its template instead of ``prompt``."""
 
     prompt: str
     max_tokens: int = 64
@@ -96,24 +84,16 @@ def checked_turns(messages: Sequence[Turn]) -> tuple[Turn, ...]:
 
 
 class Backend(abc.ABC):
-    """Complete prompts; describe where the answers come from.
-
-    Implementations: :class:`~labkit.llm.llamacpp.LlamaCppBackend` (in process),
-    :class:`~labkit.llm.http.OpenAICompatBackend` (server), :class:`~labkit.llm.cassette.RecordingBackend`
-    and :class:`~labkit.llm.cassette.ReplayBackend` (cassettes), :class:`~labkit.llm.fake.ScriptedBackend`.
-    """
+    """Complete prompts and describe where the answers come from (see :mod:`labkit.llm`)."""
 
     kind: str = "abstract"
 
     def complete(self, prompt: str, *, max_tokens: int = 64, stop: list[str] | tuple[str, ...] | None = None,
                  schema: dict[str, Any] | None = None, temperature: float = 0.0, seed: int = 0,
                  messages: Sequence[Turn] = ()) -> Completion:
-        """Complete ``prompt`` (plain completion, no chat template); ``messages`` as in :class:`Request`.
-
-        ``schema``: a JSON schema that constrains decoding where the backend can (``grammar_used``); still
-        validate the text (:func:`labkit.llm.parse.parse_json_output`), as not every keyword is enforced.
-        ``temperature`` 0 is greedy; above 0, the same ``seed`` gives the same sample.
-        """
+        """Complete ``prompt`` (no chat template; ``messages`` as in :class:`Request`). ``schema`` constrains
+        decoding where the backend can, but validate the text anyway; ``temperature`` 0 is greedy, else
+        the same ``seed`` gives the same sample."""
         if max_tokens < 1:
             raise BackendError(f"max_tokens must be at least 1, got {max_tokens}",
                                "ask for at least one token.")
@@ -144,11 +124,8 @@ class Backend(abc.ABC):
 
 
 class WrappedBackend(Backend):
-    """A backend that adds something around another one (recording, metering, a lock).
-
-    It answers for the inner backend in everything but the call itself, so a wrapper's cassette keys,
-    provenance and sampling are those of the model that really answered.
-    """
+    """A backend around another (recording, metering, a lock) that answers for the inner one in everything
+    but the call, so cassette keys and provenance are the real model's."""
 
     kind = "wrapped"
 

@@ -1,10 +1,8 @@
-"""Cassettes: record every call of a live backend to JSONL, replay them later without the model.
+"""Cassettes: every call of a live backend recorded to JSONL and replayed without the model.
 
-A notebook can then reproduce a real run's numbers with no model loaded. A call's key hashes what
-determines its answer (prompt, schema, decoding, the model's sha256); an unknown key in replay raises
-:class:`CassetteMiss`, never asks a live model, so recorded and new numbers never mix. One JSON object
-per line: ``{"type": "backend", "describe"}`` when the description changes, then one ``"call"`` each.
-"""
+A key hashes what determines the answer (prompt, schema, decoding, model sha256); an unknown key in replay
+raises :class:`CassetteMiss` and never asks a model. Lines: ``{"type": "backend"}`` when the description
+changes, then one ``"call"`` each."""
 
 from __future__ import annotations
 
@@ -70,12 +68,8 @@ def read_cassette(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str
 
 
 class RecordingBackend(WrappedBackend):
-    """Passes every call to ``inner`` and appends it to the cassette at ``path``.
-
-    A failed call is not recorded; the error reaches the caller. A key recorded twice is appended twice
-    and replay serves the latest. Server-answered calls name the ``"server"``. Recorders sharing one
-    file must share one ``lock``.
-    """
+    """Passes every call to ``inner`` and appends it to the cassette at ``path`` (failures are not recorded;
+    replay serves a key's latest). Recorders sharing one file must share one ``lock``."""
 
     kind = "recording"
 
@@ -115,11 +109,8 @@ class RecordingBackend(WrappedBackend):
 
 
 class ReplayBackend(Backend):
-    """Serves completions from a cassette; an unrecorded call raises :class:`CassetteMiss`.
-
-    ``model_id`` selects the model when a cassette holds calls of several; with one model it is
-    read from the cassette. Returned completions carry ``replayed=True`` and the recorded timings.
-    """
+    """Serves completions from a cassette (``replayed=True``, recorded timings); ``model_id`` picks one
+    model when it holds several; an unrecorded call raises :class:`CassetteMiss`."""
 
     kind = "replay"
 
@@ -166,12 +157,8 @@ class ReplayBackend(Backend):
 
 
 class ReusingBackend(WrappedBackend):
-    """Answers a call from earlier cassettes where that very request was answered, else asks ``inner``.
-
-    A best-of-k arm's first try is the greedy arm (:mod:`labkit.repoedit.best_of`); reusing its recorded
-    answers saves the time and avoids a different answer from another KV state. A reused completion keeps
-    its recorded seconds and says ``replayed=True``; ``hits`` and ``misses`` count them.
-    """
+    """Answers a call from earlier cassettes where that very request was answered (a best-of-k arm's
+    first try is the greedy arm), else asks ``inner``; ``hits`` and ``misses`` count them."""
 
     kind = "reusing"
 

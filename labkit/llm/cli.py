@@ -1,9 +1,5 @@
-"""``labkit complete``: one completion from the command line, from any backend.
-
-Registered by ``labkit.cli`` through :func:`register`. Useful to try a prompt or a schema on the
-embedded model before putting it in a machine, to check that a server answers, and to record or
-replay a single call.
-"""
+"""``labkit complete``: one completion from the command line, from any backend (to try a prompt or a
+schema, check a server, or record or replay one call)."""
 
 from __future__ import annotations
 

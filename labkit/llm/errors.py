@@ -1,8 +1,4 @@
-"""Errors of the LLM backend layer, each a :class:`labkit.core.errors.LabkitError`.
-
-They live with the backends (not in ``labkit/core/errors.py``) because only code that talks to a model
-raises them; callers that do not care which layer failed still catch ``LabkitError``.
-"""
+"""Errors of the LLM backend layer, each a :class:`labkit.core.errors.LabkitError`."""
 
 from __future__ import annotations
 

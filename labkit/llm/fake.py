@@ -1,9 +1,4 @@
-"""A scripted backend for unit tests of logic: it answers from a list or a function, never a model.
-
-Why it exists: the machines' logic (retries, budgets, parsing) must be testable in milliseconds and
-for answers a real model rarely gives (broken JSON, empty text). It is never the only test of a
-path that users run with a real model.
-"""
+"""A scripted backend for unit tests of logic (retries, budgets, broken JSON): it never runs a model."""
 
 from __future__ import annotations
 
@@ -15,11 +10,8 @@ from labkit.llm.errors import BackendError
 
 
 class ScriptedBackend(Backend):
-    """Answers with the scripted texts in order, or with ``script(request)`` if it is a callable.
-
-    Token counts are whitespace word counts (a stand-in, stated in :meth:`describe`); ``seconds`` is
-    the fixed ``seconds_per_call``. Every request is kept in :attr:`requests` for assertions.
-    """
+    """Answers with the scripted texts in order, or ``script(request)``; tokens are whitespace words,
+    ``seconds`` is ``seconds_per_call``, and every request is kept in :attr:`requests`."""
 
     kind = "scripted"
 

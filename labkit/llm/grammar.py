@@ -1,10 +1,8 @@
 """JSON schema → llama.cpp grammar (GBNF), compiled once per schema, never silently weakened.
 
-It closes three traps of llama-cpp-python 0.3.x: its chat handlers fall back silently to an "any
-JSON" grammar (we convert directly, raise :class:`GrammarError`, and :func:`check_not_generic`);
-an invalid grammar crashes the process when sampling starts (:func:`check_gbnf` parses it first);
-some keywords (``minimum``, ``format``, ...) are not enforced (:attr:`CompiledSchema.unenforced`).
-"""
+Against llama-cpp-python 0.3.x: no silent "any JSON" fallback (:class:`GrammarError`,
+:func:`check_not_generic`), invalid grammars parsed before they crash sampling (:func:`check_gbnf`), and
+unenforced keywords listed (:attr:`CompiledSchema.unenforced`)."""
 
 from __future__ import annotations
 
@@ -29,11 +27,8 @@ _FORMATS = {"date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uui
 
 @dataclass(frozen=True)
 class CompiledSchema:
-    """A schema and the grammar built from it.
-
-    ``sha256`` hashes the canonical schema JSON (it names the schema in cassette keys and caches);
-    ``unenforced`` lists ``"<json pointer>: <keyword>"`` for every rule the grammar does not enforce.
-    """
+    """A schema and its grammar: ``sha256`` of the canonical schema JSON, and ``unenforced`` as
+    ``"<json pointer>: <keyword>"`` for every rule the grammar does not enforce."""
 
     schema_json: str
     gbnf: str
@@ -95,11 +90,7 @@ def _is_specific(schema: dict[str, Any]) -> bool:
 
 
 def check_not_generic(gbnf: str, schema: dict[str, Any]) -> None:
-    """Raise if ``gbnf`` is llama-cpp-python's generic JSON grammar while ``schema`` asks for more.
-
-    That is exactly what its silent fallback produces, so a grammar obtained anywhere (even through
-    ``llama_chat_format``) can be checked with this before it is trusted.
-    """
+    """Raise if ``gbnf`` is llama-cpp-python's generic JSON grammar while ``schema`` asks for more."""
     if _is_specific(schema) and gbnf.strip() in _generic_grammars():
         raise GrammarError(
             "the grammar for this schema is llama-cpp-python's generic JSON grammar: the schema's "
@@ -133,11 +124,8 @@ _check_lock = threading.Lock()
 
 
 def check_gbnf(gbnf: str, vocab: Any) -> None:
-    """Parse ``gbnf`` with llama.cpp's own parser (needs a model's ``vocab``); raise if it is invalid.
-
-    Handing an invalid grammar to sampling crashes the process, so every grammar labkit uses passes
-    through here first. Parser messages go to stderr (llama.cpp prints them itself).
-    """
+    """Parse ``gbnf`` with llama.cpp's own parser (needs a ``vocab``); raise if invalid, as sampling with
+    an invalid grammar crashes the process."""
     import llama_cpp
 
     with _check_lock:

@@ -1,13 +1,9 @@
 """An OpenAI-compatible server client (stdlib ``urllib`` only): llama.cpp servers, vLLM, Ollama.
 
-Without a server kind: plain completions (a base model's few-shot prompts arrive unchanged), the
-schema sent as ``schema_mode`` says (``"grammar"``: GBNF compiled and parse-checked here, since an
-unparsable one crashes llama-cpp-python's server; ``"structured_outputs"``: vLLM; ``"json_schema"``:
-llama-server; ``"none"``), and with ``isolate_calls`` a one-token barrier request first, so a reused
-KV cache cannot change a greedy answer (holds only while no other client calls the server). A server
-may ignore the schema, so callers validate every answer. With ``server_kind`` (or ``"auto"``) its
-declaration decides instead (:mod:`labkit.llm.server_kinds`).
-"""
+Without a server kind: plain completions, the schema as ``schema_mode`` says (``grammar``, parse-checked
+here; ``structured_outputs``; ``json_schema``; ``none``), and with ``isolate_calls`` a one-token barrier
+first so a reused KV cache cannot change a greedy answer. With ``server_kind`` (or ``"auto"``) its
+declaration decides (:mod:`labkit.llm.server_kinds`). Callers validate every answer."""
 
 from __future__ import annotations
 
@@ -78,12 +74,9 @@ def check_server_url(url: str) -> str:
 class OpenAICompatBackend(Backend):
     """A model behind an OpenAI-compatible server.
 
-    ``timeout_s`` bounds each HTTP request; ``retries`` re-sends after a connection failure, timeout or
-    5xx/429, waiting ``backoff_s * 2**i``; re-sends count in :attr:`stats` and ``Completion.retries``, and
-    a call that gives up raises :class:`ServerError` (``attempts``). ``model_sha256``: else hashed from a
-    local GGUF path the server names. ``server_kind``: None, a kind's name or ``"auto"``; ``model_kind``:
-    "base" or "chat" where the server does not say.
-    """
+    ``retries`` re-sends after a connection failure, timeout or 5xx/429 (``backoff_s * 2**i``), then raises
+    :class:`ServerError`; ``model_sha256`` else from a local GGUF path the server names; ``server_kind``:
+    None, a name or ``"auto"``; ``model_kind``: "base" or "chat" where the server does not say."""
 
     kind = "openai_http"
 

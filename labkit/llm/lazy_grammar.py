@@ -1,11 +1,6 @@
-"""Grammar-constrained sampling that checks one token instead of masking the whole vocabulary.
-
-Masking Gemma 3's 262,144 tokens every step costs more than a 270M model's forward pass, so, like
-llama.cpp's ``common_sampler``, sample without the grammar, check the chosen token, and run the full
-masked chain only on rejection. Greedy calls give the same tokens either way (the first argmax, if
-allowed, is also the masked chain's first argmax); sampled calls do not, per seed or in distribution.
-Hence :data:`GRAMMAR_MODES`' ``"auto"``: lazy for greedy calls, masking first for sampled ones.
-"""
+"""Grammar-constrained sampling that checks one token instead of masking the whole vocabulary (which costs
+more than a 270M model's step): sample freely, check, mask only on rejection, as llama.cpp does. Greedy
+calls give the same tokens either way, sampled ones do not, hence ``"auto"`` in :data:`GRAMMAR_MODES`."""
 
 from __future__ import annotations
 
@@ -56,12 +51,8 @@ class RecordingSampler:
 
 
 class LazyGrammarSampler:
-    """Sample with ``free`` (no grammar); on rejection by ``grammar`` sample with ``masked``.
-
-    ``free`` and ``masked`` are sampler chains with the same parameters, without and with the grammar;
-    ``grammar`` is a lone grammar sampler for the check. Every chosen token is accepted by all three so
-    their states stay in step. ``rejections`` counts the steps that needed the full mask.
-    """
+    """Sample with ``free``; when ``grammar`` rejects the token, with ``masked`` (same chain plus grammar).
+    Every chosen token is accepted by all three; ``rejections`` counts the masked steps."""
 
     def __init__(self, free: Any, masked: Any, grammar: Any, n_vocab: int, sink: list[int]) -> None:
         import llama_cpp
@@ -129,11 +120,8 @@ class LazyGrammarSampler:
 
 
 def install(llm: Any, lazy: Callable[[], bool], sink: list[int]) -> None:
-    """Make ``llm`` build its samplers through this module from now on.
-
-    ``lazy()`` is asked each time a completion starts (the backend sets the mode per call); ``sink``
-    receives every sampled token id, so callers can compare token ids, not only texts.
-    """
+    """Make ``llm`` build its samplers here from now on; ``lazy()`` is asked per completion, ``sink`` gets
+    every sampled token id."""
     import llama_cpp
 
     original = llm._init_sampler  # the bound method of the class

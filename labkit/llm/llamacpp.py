@@ -1,11 +1,8 @@
 """In-process llama.cpp through ``llama_cpp.Llama.create_completion``.
 
-A base model gets the prompt as it is; a chat model (``chat=True``) gets it through the template
-stored in its GGUF (:meth:`LlamaCppBackend.render_prompt`). Every call starts from an empty cache
-with its own seed, so calls are independent and reproducible; only a declared prefix's KV state is
-kept, evaluated the same way each time (:mod:`labkit.llm.prefix_cache`). Grammar calls check the
-chosen token lazily where that gives the same tokens (:mod:`labkit.llm.lazy_grammar`).
-"""
+A chat model (``chat=True``) reads the prompt through its GGUF template. Every call starts from an empty
+cache with its own seed; only a declared prefix's KV state is kept (:mod:`labkit.llm.prefix_cache`), and
+grammar calls check tokens lazily where that gives the same tokens (:mod:`labkit.llm.lazy_grammar`)."""
 
 from __future__ import annotations
 
@@ -26,13 +23,8 @@ from labkit.llm.prefix_cache import PrefixEvaluator, longest_declared, split_poi
 
 
 class LlamaCppBackend(Backend):
-    """A GGUF model loaded in this process; the embedded model when ``model_path`` is None.
-
-    ``n_threads`` defaults to every core; ``clock`` times calls (injectable); ``warmup`` maps the weights
-    at load so the first timed call does not pay for it. ``grammar_mode``: one of
-    :data:`~labkit.llm.lazy_grammar.GRAMMAR_MODES`. ``prefixes``: prompt starts whose KV state is kept
-    when ``prefix_reuse`` is on (off: the same two batches from an empty cache).
-    """
+    """A GGUF model in this process (the embedded one when ``model_path`` is None); ``warmup`` maps the
+    weights at load; ``prefixes``: prompt starts whose KV state is kept when ``prefix_reuse`` is on."""
 
     kind = "llama_cpp"
 
@@ -103,11 +95,8 @@ class LlamaCppBackend(Backend):
         return self._prefix.stats
 
     def prompt_tokens(self, text: str) -> list[int]:
-        """The token ids ``create_completion`` reads for ``text`` (BOS/CLS first where the model adds one).
-
-        Mirrors llama-cpp-python 0.3's own prompt assembly, so a pre-evaluated token list and the
-        text give the same prompt (checked by tests/test_llm_speed.py on the real tokenizer).
-        """
+        """The token ids ``create_completion`` reads for ``text``, mirroring llama-cpp-python 0.3's prompt
+        assembly (BOS/CLS first where the model adds one)."""
         llm = self._llm
         model = llm._model
         bos = llm.token_bos()
@@ -142,11 +131,8 @@ class LlamaCppBackend(Backend):
                                    add_generation_prompt=True)
 
     def render_prompt(self, prompt: str, messages: Sequence[Turn] = ()) -> tuple[str, list[str]]:
-        """The text the model really reads for ``prompt``, and the template's stop strings.
-
-        A base model reads the prompt unchanged; a chat model reads ``messages`` (a conversation's
-        turns) in its template, or else the prompt as one user turn.
-        """
+        """The text the model reads for ``prompt`` and the template's stop strings (a chat model reads
+        ``messages``, or the prompt as one user turn, in its template)."""
         if self._formatter is None:
             return prompt, []
         turns = messages or (("user", prompt),)
@@ -155,11 +141,8 @@ class LlamaCppBackend(Backend):
         return rendered.prompt, [s for s in stop if s]
 
     def render_prefix(self, prefix: str) -> str:
-        """How a prompt that starts with ``prefix`` starts once rendered (a chat model's template around it).
-
-        Renders the prefix with a marker after it and cuts there, giving the template's opening plus the
-        prefix; a template that changes the content gives "" (never matched, nothing kept).
-        """
+        """How a prompt starting with ``prefix`` starts once rendered (rendered with a marker, cut there);
+        "" where the template changes the content."""
         marker = "\u2063labkit-prefix-end\u2063"
         rendered, _ = self.render_prompt(prefix + marker)
         return rendered.split(marker, 1)[0] if marker in rendered else ""
@@ -228,11 +211,8 @@ class LlamaCppBackend(Backend):
                           cached_tokens=self._cached_tokens)
 
     def _evaluate(self, text: str) -> str | list[int]:
-        """Bring the prompt into the context; return what ``create_completion`` is given.
-
-        Without a declared prefix: the text, after a ``reset()``. With one: the prompt is evaluated here as
-        [prefix][rest] and handed over as tokens, which the library samples from at once.
-        """
+        """Bring the prompt into the context; return what ``create_completion`` is given: the text after a
+        ``reset()``, or with a declared prefix the tokens evaluated here as [prefix][rest]."""
         self._cached_tokens = 0
         tokens = self.prompt_tokens(text) if self.prefixes else []
         cut = self._cut(text, tokens) if tokens else 0

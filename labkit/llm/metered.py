@@ -1,9 +1,5 @@
-"""Per-run counting of model calls: how many, how many tokens, how long, how many HTTP retries.
-
-Why a wrapper: the arms of a comparison call the model through different code (a free loop, the
-runtime's planner), and the counts must be made the same way for all of them, at the one place every
-call passes. The code comparison's call budget (:mod:`labkit.repoedit.budget`) is built on it.
-"""
+"""Per-run counting of model calls (calls, tokens, time, HTTP retries), made at the one place every arm's
+calls pass; the code comparison's call budget is built on it."""
 
 from __future__ import annotations
 

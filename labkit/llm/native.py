@@ -1,11 +1,8 @@
 """Loading llama.cpp so that it cannot take a route known to crash on this CPU.
 
-On CPUs with AMX, an AMX-enabled llama.cpp repacks weights at load and the first decode dies in
-native code (llama.cpp #20824), which Python cannot catch. Turning off extra buffer types avoids it
-but also slows other x86 CPUs, so :func:`decide_load_plan` turns them off only when CPU and build both
-have AMX, at load time so it holds for any build. ``LABKIT_EXTRA_BUFTS=on|off|auto`` overrides it.
-Every model is opened through :func:`open_llama`; ``labkit.llm.serve`` uses the same plan.
-"""
+With AMX in CPU and build, repacked weights crash the first decode (llama.cpp #20824), so
+:func:`decide_load_plan` turns extra buffer types off only then (``LABKIT_EXTRA_BUFTS=on|off|auto``
+overrides). Every model opens through :func:`open_llama`; ``labkit.llm.serve`` uses the same plan."""
 
 from __future__ import annotations
 
@@ -62,12 +59,8 @@ def build_features(system_info: str) -> dict[str, bool]:
 
 
 def decide_load_plan(flags: Iterable[str], system_info: str, override: str | None = None) -> LoadPlan:
-    """Decide whether llama.cpp may use its extra (repacking) buffer types on this machine.
-
-    ``flags``: the CPU's feature flags (:func:`cpu_flags`); ``system_info``: the build's feature line;
-    ``override``: ``"on"``, ``"off"``, ``"auto"`` or None (auto), normally ``$LABKIT_EXTRA_BUFTS``.
-    Returns the plan, with a reason a person can read.
-    """
+    """Whether llama.cpp may use its extra (repacking) buffer types here, from the CPU ``flags``, the build's
+    ``system_info`` and ``override`` (normally ``$LABKIT_EXTRA_BUFTS``), with a readable reason."""
     choice = (override or "auto").strip().lower()
     if choice not in ("auto", "on", "off"):
         raise LabkitError(f"{OVERRIDE_ENV}={override!r} is not one of auto, on, off",
@@ -110,11 +103,7 @@ _patch_lock = threading.Lock()
 
 
 def _defaults_with(plan: LoadPlan) -> Any:
-    """A replacement for ``llama_model_default_params`` that applies ``plan``.
-
-    ``llama_cpp.Llama`` takes no ``use_extra_bufts`` argument and loads inside ``__init__``; wrapping
-    this one function is the narrowest hook that reaches the field.
-    """
+    """``llama_model_default_params`` applying ``plan``: the narrowest hook, as ``Llama`` takes no such argument."""
     import llama_cpp.llama_cpp as native
 
     original = native.llama_model_default_params

@@ -1,8 +1,5 @@
-"""Reading a model's JSON answer into the caller's pydantic model, and counting the failures.
-
-Validated even after constrained decoding: a grammar does not enforce every rule, a server may ignore
-it, and a cut-off answer is unfinished JSON. Invalid outputs are an experiment's metric: counted.
-"""
+"""Reading a model's JSON answer into the caller's pydantic model, and counting the failures (validated even
+after constrained decoding: a grammar misses rules, a server may ignore it, an answer may be cut off)."""
 
 from __future__ import annotations
 
@@ -16,11 +13,8 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def parse_json_output(text: str, model: type[M]) -> tuple[M | None, str | None]:
-    """Return ``(instance, None)`` if ``text`` is one JSON value valid for ``model``, else ``(None, why)``.
-
-    Whitespace around the JSON is allowed; anything else around it is an error (a stop sequence or a
-    grammar should have ended the answer there).
-    """
+    """``(instance, None)`` if ``text`` is one JSON value valid for ``model`` (whitespace allowed around),
+    else ``(None, why)``."""
     try:
         data = json.loads(text)
     except ValueError as exc:

@@ -1,11 +1,6 @@
-"""Several servers that serve one model: a class or a sweep spread over machines.
-
-A run borrows one server for all its calls (its calls depend on each other and on the server's
-cache), and which one is recorded. Servers must load the same model file with the same sampling, so
-answers are interchangeable; the pool refuses others. A run gets the server with the fewest runs in
-flight, then fewest lent, then the first. ``slots`` bounds runs per server; a barrier-isolated server
-with several slots passes its calls one at a time (:class:`SerialCalls`).
-"""
+"""Several servers of one model (same file, same sampling, else refused); a run borrows one for all its
+calls, the one with the fewest runs in flight, then fewest lent. ``slots`` bounds runs per server; a
+barrier-isolated server with several slots passes calls one at a time (:class:`SerialCalls`)."""
 
 from __future__ import annotations
 
@@ -33,11 +28,8 @@ class SerialCalls(WrappedBackend):
 
 
 class ServerPool(Backend):
-    """Servers that answer alike; :meth:`borrow` hands one to a run.
-
-    The pool is a :class:`Backend` only for provenance (``describe``, ``model_id``, ``sampling``):
-    calling it directly is refused, because a call must belong to a run that borrowed a server.
-    """
+    """Servers that answer alike; :meth:`borrow` hands one to a run. A :class:`Backend` only for provenance:
+    calling it directly is refused."""
 
     kind = "server_pool"
 

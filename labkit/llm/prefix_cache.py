@@ -1,11 +1,7 @@
 """Prompt evaluation in two batches, [declared prefix][rest], with the prefix's KV state kept.
 
-llama-cpp-python's own prefix matching cuts a prompt where it differs from the previous call, and a
-different cut can change results. Here the cut depends on the prompt alone (:func:`split_point`
-against a prefix the prompt's author declared), and the cache is rolled back to the prefix
-(``llama_memory_seq_rm``), so a kept prefix sees the same cells as a fresh one: the cache changes only
-the time. Whether two batches equal one is measured by ``labkit bench equality``.
-"""
+The cut depends on the prompt alone (:func:`split_point`), and the cache is rolled back to the prefix, so a
+kept prefix sees the same cells as a fresh one; ``labkit bench equality`` measures two batches against one."""
 
 from __future__ import annotations
 
@@ -18,11 +14,8 @@ MIN_PREFIX_TOKENS = 16
 
 
 def split_point(tokens: Sequence[int], prefix_tokens: Sequence[int]) -> int:
-    """Where the canonical evaluation cuts ``tokens``: after their common start with ``prefix_tokens``.
-
-    The longest common token prefix (a tokenizer may merge across the boundary), leaving at least one
-    token for the second batch. Returns 0 (one batch) below :data:`MIN_PREFIX_TOKENS` shared tokens.
-    """
+    """Where ``tokens`` are cut: after their longest common start with ``prefix_tokens``, leaving one token;
+    0 (one batch) below :data:`MIN_PREFIX_TOKENS`."""
     n = 0
     for a, b in zip(tokens, prefix_tokens, strict=False):
         if a != b:
@@ -47,11 +40,8 @@ class PrefixStats:
 
 
 class PrefixEvaluator:
-    """Evaluates prompts the canonical way on one ``llama_cpp.Llama`` and keeps the last prefix's state.
-
-    ``reuse=False`` evaluates both batches from an empty cache every time (the equality reference).
-    After :meth:`evaluate` the prompt is in context, so ``create_completion`` samples at once.
-    """
+    """Evaluates prompts the canonical way on one ``Llama``, keeping the last prefix's state (``reuse=False``:
+    both batches from an empty cache, the equality reference)."""
 
     def __init__(self, llm: Any) -> None:
         self.llm = llm
@@ -80,10 +70,7 @@ class PrefixEvaluator:
         return True
 
     def evaluate(self, tokens: Sequence[int], cut: int, *, reuse: bool) -> bool:
-        """Evaluate ``tokens`` as the two batches [tokens[:cut]][tokens[cut:]].
-
-        Returns True when the prefix's state was reused instead of evaluated.
-        """
+        """Evaluate ``tokens`` as [tokens[:cut]][tokens[cut:]]; True when the prefix's state was reused."""
         if not 0 < cut < len(tokens):
             raise ValueError(f"cut {cut} must leave tokens on both sides of {len(tokens)}")
         llm = self.llm

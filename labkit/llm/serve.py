@@ -1,9 +1,5 @@
-"""``python -m labkit.llm.serve --model FILE.gguf ...``: llama.cpp's OpenAI-compatible server, loaded safely.
-
-The same as ``python -m llama_cpp.server``, but the model is loaded by this machine's
-:class:`labkit.llm.native.LoadPlan` (no AMX repack crash). :func:`serving` runs one on a free loopback
-port for a ``with`` block and always stops it.
-"""
+"""``python -m labkit.llm.serve --model FILE.gguf ...``: ``llama_cpp.server`` with the model loaded by this
+machine's :class:`labkit.llm.native.LoadPlan`; :func:`serving` runs one on a free port for a ``with`` block."""
 
 from __future__ import annotations
 
@@ -34,11 +30,8 @@ def _tail(log: Path, size: int = 2000) -> str:
 @contextlib.contextmanager
 def serving(model: str | Path, log: Path, *, threads: int = 2, extra: Sequence[str] = (),
             ready_s: float = 180.0) -> Iterator[str]:
-    """Run ``python -m labkit.llm.serve --model MODEL`` on a free loopback port; yield its base URL; always stop it.
-
-    ``extra`` are more server arguments (``("--n_ctx", "4096")``). The server's output goes to ``log``, which a
-    failure to start names: a server that exits or does not answer ``/v1/models`` within ``ready_s`` is an error.
-    """
+    """Run ``labkit.llm.serve`` on a free loopback port and yield its base URL, always stopping it; output
+    goes to ``log``; not answering ``/v1/models`` within ``ready_s`` is an error."""
     port = free_port()
     with Path(log).open("wb") as sink:
         proc = subprocess.Popen([sys.executable, "-m", "labkit.llm.serve", "--model", str(model), "--host",

@@ -1,26 +1,8 @@
 """Server kinds: one declaration per kind of OpenAI-compatible server, saying how to talk to it.
 
-Servers agree on a request's outline and differ where fairness is decided: chat turns (the server's
-template), the JSON schema's field (unknown fields are ignored silently: :func:`probe_schema`), keeping
-calls independent (a no-cache field, else a barrier request) and token counts. Add a server with one
-:class:`ServerKind` in :data:`SERVER_KINDS` and its test (``tests/test_server_kinds.py``).
-What each declaration relies on:
-
-- ``llama_cpp.server`` (llama-cpp-python 0.3.x, ``llama_cpp/server/types.py``): ``grammar`` on both
-  endpoints, no cache field; chat ``response_format`` falls back to "any JSON", so the kit's grammar is
-  sent; ``/v1/models`` says ``owned_by: "me"``. Tested against a real server.
-- ``llama-server`` (llama.cpp ``tools/server/README.md``): ``grammar``, ``json_schema``,
-  ``cache_prompt`` (default true); ``GET /props`` describes the server.
-- vLLM (docs.vllm.ai, "Structured Outputs", "OpenAI-Compatible Server"): ``structured_outputs:
-  {"json": schema}`` (0.10.2+); ``repetition_penalty``; prefix caching does not change outputs;
-  ``owned_by: "vllm"``.
-- Ollama (docs.ollama.com, "API", "OpenAI compatibility"): ``/api/generate`` with ``raw: true`` and
-  ``/api/chat``, ``format`` = the schema (0.5+), sampling in ``options``, ``prompt_eval_count``/
-  ``eval_count``; ``GET /api/version``, ``POST /api/show``.
-- generic (platform.openai.com API reference): ``response_format: {"type": "json_schema", ...}``.
-
-All but ``llama_cpp.server`` are tested against stubs built from this documentation.
-"""
+They differ in chat turns, the schema's field (unknown fields are ignored silently: :func:`probe_schema`),
+keeping calls independent and token counts. Add one :class:`ServerKind` to :data:`SERVER_KINDS` with its
+test; the documentation each relies on is cited in docs/your-own-model.md."""
 
 from __future__ import annotations
 
@@ -95,11 +77,7 @@ def turns_of(request: Request) -> list[dict[str, str]]:
 
 
 def cached_prompt_tokens(answer: Mapping[str, Any]) -> int:
-    """The prompt tokens an OpenAI-style answer says were read from the server's cache (0: not said).
-
-    OpenAI and vLLM (with prefix caching on) report ``usage.prompt_tokens_details.cached_tokens``;
-    llama.cpp's ``llama-server`` reports ``timings.cache_n``.
-    """
+    """Prompt tokens an answer says came from the server's cache (``cached_tokens`` or ``timings.cache_n``)."""
     details = (answer.get("usage") or {}).get("prompt_tokens_details") or {}
     if isinstance(details, Mapping) and details.get("cached_tokens") is not None:
         return int(details["cached_tokens"])
@@ -258,11 +236,8 @@ def _unknown_kind(facts: ServerFacts, model: str) -> ChatDecision:
 class ServerKind:
     """One kind of server: how it takes a call, constrains it, keeps it independent, counts its tokens.
 
-    ``plain_schema``/``chat_schema``: keys of :data:`SCHEMA_FIELDS` (None: no schema there).
-    ``fresh_fields``: per-request no-cache fields; ``barrier``: send the barrier request instead (neither:
-    the cache does not change answers). ``renames``: the server's names for sampling knobs (None drops
-    one). ``is_this``: recognises the kind from :class:`ServerFacts`; ``model_kind``: tells chat from base.
-    """
+    ``plain_schema``/``chat_schema``: keys of :data:`SCHEMA_FIELDS`; ``fresh_fields`` or ``barrier`` keep
+    calls independent; ``renames`` sampling knobs (None drops one); ``is_this`` and ``model_kind`` recognise."""
 
     name: str
     label: str
@@ -362,11 +337,8 @@ KIND_CHOICES = ("auto", *SERVER_KINDS)
 
 
 def legacy_kind(schema_mode: str) -> ServerKind:
-    """The kind a server without ``server_kind`` is spoken to as: plain completions, ``schema_mode``, a barrier.
-
-    It sends exactly what :class:`~labkit.llm.http.OpenAICompatBackend` always sent, so earlier
-    recordings and their tests keep their requests.
-    """
+    """The kind a server without ``server_kind`` is spoken to as: exactly what was always sent (plain
+    completions, ``schema_mode``, a barrier), so recordings keep their requests."""
     placement = {"grammar": "grammar", "json_schema": "json_schema", "structured_outputs": "structured_outputs",
                  "none": None}[schema_mode]
     return ServerKind(name=f"unspecified ({schema_mode})", label="OpenAI-compatible server",
@@ -420,10 +392,7 @@ def probe_outcome(text: str) -> SchemaProbe:
 
 
 def probe_schema(backend: Any) -> SchemaProbe:
-    """Send a schema a free answer would almost surely break (a colour that must be a made-up word).
-
-    A server that ignores the schema answers with a real colour, or prose; one that enforces it can
-    only write ``{"colour": "zyzzogeton"}``.
-    """
+    """Send a schema a free answer would almost surely break; an enforcing server can only write
+    ``{"colour": "zyzzogeton"}``."""
     out = backend.complete(PROBE_PROMPT, max_tokens=32, schema=PROBE_SCHEMA)
     return probe_outcome(out.text)

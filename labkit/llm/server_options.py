@@ -1,9 +1,5 @@
-"""The command-line options that put a model behind OpenAI-compatible servers, declared once for every command.
-
-``labkit compare reading`` and ``labkit complete`` configure :class:`~labkit.llm.http.OpenAICompatBackend`
-through these, so model, schema mode, weights, timeouts and retries mean the same in each. A command
-says only whether ``--server`` may repeat (a pool, :mod:`labkit.llm.pool`) and its help for that.
-"""
+"""The command-line options that put a model behind OpenAI-compatible servers, declared once so every
+command means the same by them; a command says only whether ``--server`` may repeat."""
 
 from __future__ import annotations
 
@@ -60,10 +56,7 @@ def check_server_options(args: argparse.Namespace, *, several: bool,
 
 def connect_servers(args: argparse.Namespace, *, several: bool,
                     one_only_hint: str = "give --server once.") -> list[OpenAICompatBackend]:
-    """The servers ``--server`` names, each asked to describe itself (so a server that is down fails here).
-
-    Returns an empty list without ``--server``; refuses what :func:`check_server_options` refuses.
-    """
+    """The servers ``--server`` names, each asked to describe itself (a down server fails here); [] without."""
     check_server_options(args, several=several, one_only_hint=one_only_hint)
     urls: list[str] = list(args.server or [])
     if not urls:
@@ -88,11 +81,8 @@ def add_slots_option(parser: Any) -> None:
 
 
 def live_backend(args: argparse.Namespace, local: Callable[[], Any]) -> Any:
-    """The model a comparison records with: one server, a pool of servers (several ``--server``, or
-    ``--slots`` above 1), or else ``local()``, the in-process model.
-
-    Why a pool even for one server with slots: the runner asks the pool how many runs go at once.
-    """
+    """The model a comparison records with: one server, a pool (several ``--server`` or ``--slots`` > 1, as
+    the runner asks the pool how many runs go at once), else ``local()``."""
     if args.server and getattr(args, "model", None):
         raise LabkitError("give either --model or --server, not both", "one model per recording.")
     servers = connect_servers(args, several=True)

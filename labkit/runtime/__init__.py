@@ -1,12 +1,7 @@
 """The planner–executor runtime: a small model proposes, an explicit state machine decides.
 
-One concept per module: ``table`` (the table, faults, catalog entry); ``events`` and ``state`` (facts, the reducer
-``reduce_run``); ``invariants``; ``records`` and ``redact`` (synthetic data, redaction); ``tools`` (:class:`ToolSpec`,
-the draft area, :class:`World`); ``inject`` (how a fault changes one call); ``policy`` (permissions, budgets);
-``validator`` and ``executor`` (allow with a token; run only with one, once per attempt, in EXECUTING); ``faults``,
-``fuzz`` and ``bench``; ``planner``; ``task`` (tasks, goal predicate, verifier); ``loop`` and the ``free_loop`` it is
-compared with; ``report``, ``metrics``, ``batch`` (seeded batches), ``traces`` (``data/traces``) and ``clock``.
-"""
+One concept per module (``table``, ``events``/``state``, ``invariants``, ``tools``, ``validator``/``executor``,
+``planner``, ``task``, ``loop`` and the ``free_loop`` it is compared with, faults, fuzzing and benches)."""
 
 from labkit.runtime.clock import TickClock
 from labkit.runtime.events import (

@@ -18,11 +18,8 @@ from labkit.runtime.tools import DraftStore, World
 
 def run_batch(seeds: Iterable[int], task_ids: Sequence[str] = ("diff3", "diff3-restricted"),
               kinds: Sequence[str] = IN_PROCESS_FAULTS, faults_per_run: int = 2) -> list[list[Event]]:
-    """Run every task under ``FaultPlan.random(seed, kinds)`` for each seed; return the logs.
-
-    A run that pauses for a human is approved on even seeds and refused on odd ones, so both
-    branches of WAITING_HUMAN are exercised.
-    """
+    """Run every task under ``FaultPlan.random(seed, kinds)`` per seed; return the logs. A human pause is
+    approved on even seeds and refused on odd ones, so both branches are exercised."""
     logs: list[list[Event]] = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "drafts.sqlite"

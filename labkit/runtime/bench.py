@@ -1,12 +1,6 @@
-"""``labkit bench fuzz`` and ``labkit bench crash``: the runtime's guarantees, checked at scale.
-
-*fuzz* runs N seeded random schedules (:func:`labkit.runtime.fuzz.draw_schedule`) in-process, checked after every
-step, and reports schedules/s, the table rows taken and every violation with the lines that reproduce it (goal:
-10,000 schedules, 0 violations, every row, < 10 min on 2 cores). *crash* SIGKILLs real runner processes at random
-points (also inside tool calls) and resumes them from the SQLite log: each must end as the uninterrupted run ends,
-no write repeated in the draft area's audit table. Logs live on ``/dev/shm`` when there is one (the runtime is
-measured, not fsync); numbers go to ``data/bench/``, not to timed tests.
-"""
+"""``labkit bench fuzz`` (N seeded random schedules checked after every step: goal 10,000, 0 violations,
+every row) and ``labkit bench crash`` (SIGKILL real runners at random points, resume from the SQLite log:
+each ends as the uninterrupted run, no write repeated). Logs on ``/dev/shm``; numbers to ``data/bench/``."""
 
 from __future__ import annotations
 

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 
 class TickClock:
-    """Each call returns the previous time plus ``step`` seconds, starting at ``start``.
-
-    Pass it as ``clock=`` wherever a run reads the time; the same run then records the same
-    timestamps (and spends the same wall-clock budget) every time.
-    """
+    """Each call returns the previous time plus ``step`` seconds from ``start``: the same run records the
+    same timestamps (and spends the same budget) every time."""
 
     def __init__(self, start: float = 0.0, step: float = 0.25) -> None:
         self.now = start

@@ -1,11 +1,6 @@
-"""The facts a planner–executor run records, besides the core's transitions.
-
-Each step writes facts, then one transition, kept apart so that a reader can tell a fact from a reading of
-it and an attempt from a call: ``Proposed``, ``Interpreted`` (the planner's reading of the last observation),
-``Validation``, ``ToolCalled``/``ToolResult``, ``ExecutionRefused`` (the tool never ran) and ``Observation``.
-A fact that decides the next transition names it (``RunState.owed``), so a run that died in between fires it
-on resume. Tool data and proposed arguments are redacted (:mod:`labkit.runtime.redact`) before recording.
-"""
+"""The facts a planner–executor run records besides transitions: ``Proposed``, ``Interpreted``,
+``Validation``, ``ToolCalled``/``ToolResult``, ``ExecutionRefused`` and ``Observation``. A fact that decides
+the next transition names it (``RunState.owed``) so a resumed run fires it; tool data is redacted."""
 
 from __future__ import annotations
 
@@ -95,12 +90,8 @@ class Finding(BaseModel):
 
 @register_event
 class Validation(Event):
-    """The validator's decision on a proposal; ``verdict`` is the transition it owes.
-
-    Allowed: ``action_id``, the exact ``args`` (schema- and privacy-checked, so unredacted), ``args_sha256`` and
-    the HMAC ``token`` binding action, arguments, policy version and action id (its key is never stored).
-    Refused: ``code`` (the deciding finding's typed reason) and ``reason`` (its wording for people).
-    """
+    """The validator's decision on a proposal; ``verdict`` is the transition it owes. Allowed: the exact
+    ``args``, their digest and the HMAC ``token``; refused: the typed ``code`` and a ``reason`` for people."""
 
     type: Literal["validation"] = "validation"
     verdict: Literal["allowed", "rejected", "denied", "over_budget"]
@@ -119,12 +110,8 @@ class Validation(Event):
 
 @register_event
 class ToolCalled(Event):
-    """The executor authorized this attempt and is about to run the tool.
-
-    Written *after* the executor's check and *before* the tool runs (write-ahead): if no
-    ``ToolResult`` follows, the outcome is unknown. An attempt the executor refuses is an
-    :class:`ExecutionRefused` instead, so every ``ToolCalled`` is a call that really ran (or may have).
-    """
+    """The executor authorized this attempt and is about to run the tool (write-ahead: without a
+    ``ToolResult`` the outcome is unknown; a refused attempt is :class:`ExecutionRefused` instead)."""
 
     type: Literal["tool_called"] = "tool_called"
     action_id: str
@@ -161,12 +148,8 @@ class ExecutionRefused(Event):
 
 @register_event
 class ToolResult(Event):
-    """What the tool answered (the observation as a raw fact, redacted).
-
-    ``outcome``: ``ok`` (done), ``error`` (not done), ``denied`` (not allowed, not done), ``timeout`` (no answer:
-    a write may have happened) or ``interrupted`` (stopped before the answer; like a timeout).
-    ``args_sha256`` digests the arguments the tool actually ran with.
-    """
+    """What the tool answered, redacted. ``outcome``: ``ok``, ``error``, ``denied``, ``timeout`` (a write may
+    have happened) or ``interrupted``; ``args_sha256`` digests the arguments it ran with."""
 
     type: Literal["tool_result"] = "tool_result"
     action_id: str
@@ -191,11 +174,7 @@ class DuplicateDelivery(Event):
 
 @register_event
 class Observation(Event):
-    """A typed success fact taken from a tool's ``ok`` answer or from a status query.
-
-    ``kind``: ``record_read`` (the redacted record) or ``draft_saved`` (key, sha256, draft text), from
-    :data:`labkit.runtime.state.OBSERVATION_KINDS`; ``via``: ``tool_result`` or ``status_query``.
-    """
+    """A typed success fact (``record_read`` or ``draft_saved``) from an ``ok`` answer or a status query."""
 
     type: Literal["observation"] = "observation"
     action_id: str
@@ -241,18 +220,9 @@ class FaultInjected(Event):
 
 @register_event
 class Resumed(Event):
-    """A runtime picked the run up again from its log (after a crash, or in a new process).
-
-    ``down_seconds``: time since the run's last event, left out of the time budget (the reducer adds it to
-    ``RunState.down`` unless the run was waiting for a person); ``status``: the state it resumes in.
-    """
+    """A runtime picked the run up again from its log; ``down_seconds`` is left out of the time budget
+    (unless it was waiting for a person), ``status`` is the state it resumes in."""
 
     type: Literal["resumed"] = "resumed"
     status: str
     down_seconds: float = Field(ge=0)
-
-
-RUNTIME_EVENTS: tuple[type[Event], ...] = (
-    Proposed, Interpreted, Validation, ToolCalled, ExecutionRefused, ToolResult, DuplicateDelivery, Observation,
-    StatusChecked, HumanDecision, FaultInjected, Resumed,
-)

@@ -1,12 +1,8 @@
 """The executor: runs a validated action, once per attempt, and nothing else.
 
-:meth:`Executor.authorize` requires EXECUTING with the action in flight, recomputes the token from it, and
-issues an :class:`Attempt` for an attempt number not authorized before (else :class:`UnauthorizedAction`
-with a typed ``code``); :meth:`Executor.execute` runs only such an attempt, once. The runtime records
-``ToolCalled`` between the two (write-ahead) and ``ExecutionRefused`` on refusal, so a replayed or
-out-of-state execution fails at the door. Faults strike here, where real ones happen, through
-:func:`labkit.runtime.inject.deliver`, as in the free loop.
-"""
+:meth:`Executor.authorize` requires EXECUTING with the action in flight and a matching token, and issues
+one :class:`Attempt` per attempt number; :meth:`Executor.execute` runs only such an attempt, once. Faults
+strike here through :func:`labkit.runtime.inject.deliver`."""
 
 from __future__ import annotations
 
@@ -25,10 +21,8 @@ from labkit.runtime.validator import Signer, args_sha256
 
 
 def kill_runner(reason: str) -> None:
-    """End this process the way a power cut or an OOM kill would: SIGKILL, no clean-up, no flush.
-
-    The ``crash`` fault calls it; whatever the log and the draft area hold at that moment is what a
-    resumed run finds. Tests and the fuzzer pass their own ``die`` that raises instead."""
+    """End this process as a power cut would: SIGKILL, no clean-up (the ``crash`` fault; tests pass a ``die``
+    that raises)."""
     os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -51,11 +45,8 @@ class Delivery:
 
 @dataclass(frozen=True, eq=False)
 class Attempt:
-    """One authorized execution of an action: attempt ``number`` of ``action`` in run ``run_id``.
-
-    Only :meth:`Executor.authorize` makes attempts that :meth:`Executor.execute` accepts (it keeps
-    the very objects it issued), and each runs at most once.
-    """
+    """One authorized execution: attempt ``number`` of ``action`` in ``run_id``, issued only by
+    :meth:`Executor.authorize` and run at most once."""
 
     run_id: str
     action: ActionState

@@ -1,11 +1,8 @@
 """Seeded fault schedules, and the fault × state coverage matrix of a batch of runs.
 
-A ``Fault`` strikes the ``nth`` call of its target (a tool, the status query or the planner), counted from
-the run's own log, so a schedule strikes the same calls on every run of a task; kinds and states are declared
-in :data:`labkit.runtime.table.FAULTS`. ``crash/TOOL@n`` kills the runner during the nth call of TOOL
-(``:landed``, default: after the tool acted; ``:lost``: before); ``crash@n`` at the first step boundary
-once the log holds n events. A crash is logged as ``fault_injected`` first and never strikes twice.
-"""
+A ``Fault`` strikes the ``nth`` call of its target, counted from the run's own log. ``crash/TOOL@n`` kills
+the runner during that call (``:landed``, default, after the tool acted; ``:lost`` before); ``crash@n`` at
+the first step boundary once the log holds n events. A crash is logged first and never strikes twice."""
 
 from __future__ import annotations
 
@@ -105,11 +102,7 @@ class FaultPlan(BaseModel):
 
     @classmethod
     def random(cls, seed: int, kinds: Sequence[str] = IN_PROCESS_FAULTS, count: int = 2, max_nth: int = 3) -> FaultPlan:
-        """``count`` faults drawn with ``random.Random(seed)``: same seed, same schedule.
-
-        A status timeout only means something after a write timeout, so drawing one adds a write
-        timeout to the schedule when it has none.
-        """
+        """``count`` faults drawn with ``random.Random(seed)``; a status timeout brings a write timeout along."""
         rng = random.Random(seed)
         faults: list[Fault] = []
         for _ in range(count):

@@ -1,11 +1,8 @@
 """The free agent loop, for contrast: "while not done: ask the model, run what it says".
 
-Same planner interface, tools, world and fault schedule as the machine; no validator, token, typed UNKNOWN,
-status query, goal predicate or event log. On a tool timeout, ``on_timeout="assume_ok"`` takes the write as
-saved and ``"retry"`` tells the model, which asks again. :func:`compare` runs the machine and both loops on
-the same seeds and scores each with :func:`score` (verifier grade, the run's claim, a write audit from its
-log, the draft area's call table). Naive baselines, not measurements of any agent framework.
-"""
+Same planner, tools, world and faults as the machine; no validator, token, UNKNOWN, status query, goal
+predicate or log. ``on_timeout``: ``"assume_ok"`` or ``"retry"``. :func:`compare` runs the machine and both
+loops on the same seeds and scores each alike. Naive baselines, not any agent framework."""
 
 from __future__ import annotations
 
@@ -129,12 +126,8 @@ def run_free(task: Task, planner: Planner, world: World, faults: FaultPlan | Non
 # ------------------------------------------------------------------ comparison
 @dataclass(frozen=True)
 class WriteStep:
-    """One thing that happened to a draft write, in the order the run's own log tells it.
-
-    ``answer``: the tool answered (``outcome`` ok, error, denied, timeout or interrupted);
-    ``settled``: a status query said whether the draft is there; ``counted_done``: the run took the
-    write as saved (the machine committed it; the free loop put it into its memory of drafts).
-    """
+    """One thing that happened to a draft write, in log order: ``answer`` (with its outcome), ``settled``
+    (a status query's finding) or ``counted_done`` (the run took the write as saved)."""
 
     key: str
     kind: Literal["answer", "settled", "counted_done"]

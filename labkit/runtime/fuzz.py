@@ -1,13 +1,9 @@
 """Random schedules for the planner–executor runtime, and the checks every step of a run must pass.
 
-A :class:`Schedule` is the task's variant, the fault plan and a person's answers; it prints as the
-``labkit run``/``labkit decide`` lines that reproduce it. :func:`draw_schedule` draws one from a
-:class:`Chooser` (Hypothesis, which shrinks, or ``random.Random(seed)``, fast). :class:`FuzzRun` runs it
-in-process on a real SQLite log and draft area; a crash raises :class:`RunnerDied` and the run resumes from
-the log alone. :meth:`FuzzRun.check` requires: no invariant violation (live and on replay), replay equal to
-the live state, one side effect per idempotency key (from the draft area's ``calls`` table, not the log),
-and a finished run that refuses every event and fact.
-"""
+A :class:`Schedule` (variant, fault plan, a person's answers) prints as the command lines that reproduce
+it; :func:`draw_schedule` draws one (Hypothesis or ``random.Random``). :class:`FuzzRun` runs it on a real
+SQLite log; :meth:`FuzzRun.check` requires no violation, replay equal to live, one side effect per key,
+and a finished run that refuses everything."""
 
 from __future__ import annotations
 
@@ -262,12 +258,8 @@ class FuzzRun:
 
     # ------------------------------------------------------------- checks
     def check(self, full: bool = False) -> list[str]:
-        """Every rule the run breaks now ([] when none); see the module docstring.
-
-        Each new event is checked once against the table and the invariants (the log is append-only; a changed
-        prefix is a problem). ``full`` also re-reads the SQLite log, verifies its hash chain and replays it from
-        scratch, as :meth:`run` does at the end and after every resume.
-        """
+        """Every rule the run breaks now ([] when none); each new event is checked once, and ``full`` also
+        re-reads, verifies and replays the SQLite log from scratch."""
         events = self.runtime.events
         problems = self._fold(events)
         problems += [f"invariant {e.invariant} recorded at seq {e.seq}: {e.detail}"

@@ -1,11 +1,6 @@
-"""The fault injector: how one injected fault changes one call, read from the tool's declaration.
-
-The executor and the free loop call tools through :func:`deliver` and disturb proposals through
-:func:`disturb`, so a fault strikes alike in every arm. As the real failure would: ``read_timeout`` (and
-``write_timeout:lost``) gives no answer and the tool did not act; ``write_timeout:landed``: the tool acted and
-its declared ``lost_reply`` is the answer; ``denied``: refused, not acted; ``duplicate_result``: the answer
-twice; ``crash``: the runner dies before or after the tool acted (``die`` must not return).
-"""
+"""The fault injector: how one fault changes one call, read from the tool's declaration, alike in every
+arm (:func:`deliver`, :func:`disturb`). Timeouts give no answer (``write_timeout:landed``: the tool acted,
+its ``lost_reply`` answers); ``denied``; ``duplicate_result``; ``crash`` (``die`` must not return)."""
 
 from __future__ import annotations
 

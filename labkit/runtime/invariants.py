@@ -1,11 +1,6 @@
-"""The three invariants of the planner–executor machine, checked after every event.
-
-``executed_implies_validated``: every ``ToolCalled``/``ToolResult`` matches an allowed ``Validation`` of the
-same action (tool, argument digest, policy version); ``committed_implies_observed``: a step commits only
-after a typed success (an ``Observation`` or a status query that found the draft); ``single_side_effect``:
-at most one effect per logical action, counting unanswered or timed-out writes until settled. A violation
-is reported at the event that broke the rule, live and on replay alike.
-"""
+"""The three invariants of the planner–executor machine, live and on replay: ``executed_implies_validated``,
+``committed_implies_observed`` (a commit follows a typed success) and ``single_side_effect`` (unknown
+writes count until settled)."""
 
 from __future__ import annotations
 
@@ -55,11 +50,8 @@ def _committed_implies_observed(state: Any, events: Sequence[Event]) -> str | No
 
 
 def side_effect_count(events: Sequence[Event], action_id: str) -> int:
-    """Side effects of one logical write that have happened *or may have happened*.
-
-    An ``ok`` answer is one effect; a call unanswered, timed out or interrupted counts until a status query
-    settles it (present: one; absent: none), so a blind retry of an unknown write is a violation before it runs.
-    """
+    """Effects of one logical write that happened or may have: an ``ok`` is one; an unanswered, timed-out
+    or interrupted call counts until a status query settles it."""
     done = pending = unsettled = 0
     for e in events:
         if isinstance(e, ToolCalled) and e.action_id == action_id and e.side_effect:

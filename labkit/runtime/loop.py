@@ -1,11 +1,8 @@
 """The runtime: drives a planner–executor run one transition at a time.
 
-One cycle is planner -> validator -> executor -> observation -> reducer -> invariants -> append, the table
-choosing every next state. A step writes its facts, then fires their transition; the state remembers an owed
-transition, so a run killed in between resumes where it was. A run stops on the table's terms: SUCCEEDED when
-the goal predicate holds, FAILED (``failed``, ``incomplete`` or ``needs_review``) when a budget runs out, a
-denial is final or an invariant breaks; WAITING_HUMAN pauses it until :meth:`Runtime.decide`.
-"""
+planner -> validator -> executor -> observation -> reducer -> invariants -> append, the table choosing every
+next state; an owed transition lets a killed run resume where it was. WAITING_HUMAN pauses until
+:meth:`Runtime.decide`."""
 
 from __future__ import annotations
 
@@ -77,11 +74,8 @@ class RunResult:
 
 
 class Runtime:
-    """One run of a :class:`Task` with a planner, over a :class:`World`, into an event log.
-
-    A non-empty ``log`` resumes its run: task, fault plan, budget and policy come from ``run_started``, and
-    without a ``planner`` the logged one (``params["planner"]``) is rebuilt by name.
-    """
+    """One run of a :class:`Task` with a planner over a :class:`World`; a non-empty ``log`` resumes it
+    (settings from ``run_started``, the planner rebuilt by name when not given)."""
 
     def __init__(
         self,

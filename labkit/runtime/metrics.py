@@ -12,10 +12,7 @@ from labkit.runtime.state import empty_run_state, reduce_run
 
 
 def run_metrics(events: Sequence[Event]) -> dict[str, Any]:
-    """Termination, planner calls and tokens, retries, rejections and time of one run.
-
-    Rejections are classified by their typed ``Finding.code``, never by the wording of a reason.
-    """
+    """Termination, planner calls and tokens, retries, rejections (by typed code) and time of one run."""
     state = replay(events, reduce_run, empty_run_state()).state
     proposals = [e for e in events if isinstance(e, Proposed)]
     verdicts = [e for e in events if isinstance(e, Validation)]

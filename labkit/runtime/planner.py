@@ -1,11 +1,7 @@
-"""The planner interface: given a short context, propose at most K candidate actions.
+"""The planner interface: given a short, redacted context, propose at most K candidate actions.
 
-A planner owns no permission: it sees a small, redacted slice of the run and returns a :class:`Proposal`
-(candidates ``{action, args, rationale_summary}``, optionally a ``note`` and its ``usage``); validation,
-execution, retries and stopping belong to the machine. To plug in a model, implement ``name`` and
-``propose(context) -> Proposal`` (raise :class:`PlannerError` on an unreadable answer: it is recorded and
-asked again) and register a factory with :func:`register_planner` for ``--planner NAME`` and resumed runs.
-"""
+A planner owns no permission. Implement ``name`` and ``propose(context) -> Proposal`` (raise
+:class:`PlannerError` on an unreadable answer) and :func:`register_planner` a factory for ``--planner``."""
 
 from __future__ import annotations
 
@@ -65,10 +61,7 @@ class PlannerContext(BaseModel):
 
 
 class PlannerError(LabkitError):
-    """The planner's answer could not be read (for example a language model's invalid JSON).
-
-    Pass ``usage`` when the failed call still cost tokens: the run records it against its budget.
-    """
+    """The planner's answer could not be read; ``usage`` charges a failed call's tokens to the budget."""
 
     def __init__(self, message: str, hint: str | None = None, *, usage: Usage | None = None) -> None:
         super().__init__(message, hint)
@@ -135,12 +128,8 @@ class Planner(Protocol):
 
 
 class DiffPlanner:
-    """A scripted planner for "read these records, then save their differences under this key"
-    (with no key, a read-only task: read the records, then say done).
-
-    It decides from the context alone (what has been read and saved), so it proposes the same
-    thing whenever the run is in the same situation — also after a crash and resume.
-    """
+    """A scripted planner: read these records, then save their differences under this key (no key: read
+    only), deciding from the context alone, so a resumed run proposes the same."""
 
     def __init__(self, reads: Sequence[str], key: str | None, name: str = "scripted-diff") -> None:
         self.reads = list(reads)

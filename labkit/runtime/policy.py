@@ -1,9 +1,5 @@
-"""What a run may do (``Policy``) and how much it may spend (``Budget``).
-
-Both are plain data, stored in the run's ``run_started`` event, so a resumed run and a replay use
-the limits the run was started with. A budget that runs out ends the run as ``incomplete`` (or
-``needs_review`` when a write's outcome is still unknown), never as a success.
-"""
+"""What a run may do (``Policy``) and spend (``Budget``): plain data in ``run_started``, so resume and replay
+use the same limits. A spent budget ends as ``incomplete`` (``needs_review`` with a write unknown)."""
 
 from __future__ import annotations
 

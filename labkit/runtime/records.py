@@ -1,9 +1,5 @@
-"""The synthetic record set the tools read: customer cases with some restricted and sensitive data.
-
-``generate_records(seed)`` is pure (``scripts/make_records.py`` writes ``data/records.json`` byte-identically).
-Some records are restricted (denied without a human's approval), each has a national id and a phone number
-that must never reach the log, and a few notes try to make a model call other tools.
-"""
+"""The synthetic record set the tools read: customer cases, some restricted, each with a national id and
+phone that must never reach the log, a few notes that try to steer a model. ``generate_records`` is pure."""
 
 from __future__ import annotations
 

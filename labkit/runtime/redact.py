@@ -1,9 +1,5 @@
-"""Redaction: personal data never reaches the planner or the event log.
-
-``national_id`` and ``phone`` are replaced by a marker before a tool answer is recorded, and free text is
-scrubbed of anything shaped like either. It happens at the executor, so the planner's context, built from the
-log, never sees the values.
-"""
+"""Redaction at the executor: ``national_id`` and ``phone`` become a marker, free text is scrubbed of
+anything shaped like either, so neither the planner nor the log ever sees them."""
 
 from __future__ import annotations
 

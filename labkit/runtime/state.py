@@ -1,9 +1,5 @@
-"""The run state of the planner–executor machine and the reducer that rebuilds it from the log.
-
-``RunState`` is immutable and exactly the fold of :func:`reduce_run` over a run's events, so a resumed run,
-``labkit replay`` and the trace viewer see the same thing. It holds what decisions need, including ``owed``:
-the transition the latest fact calls for but not yet fired (fired on resume after a crash).
-"""
+"""The run state of the planner–executor machine, exactly the fold of :func:`reduce_run` over a run's
+events, including ``owed``: the transition the latest fact calls for, fired on resume after a crash."""
 
 from __future__ import annotations
 
@@ -37,12 +33,8 @@ OUTCOME_TRIGGER = {"ok": "ok", "error": "error", "denied": "denied", "timeout": 
 
 @dataclass(frozen=True)
 class ObservationKind:
-    """How the facts of one kind of observation are committed into the run state.
-
-    ``into`` names the :class:`RunState` mapping they go to, ``key`` the fact that names the entry,
-    and ``keep`` the facts kept in the entry (None: all of them). Tools declare which kind their
-    answers are (:attr:`labkit.runtime.tools.ToolSpec.observes`); the reducer needs only the kind.
-    """
+    """How one observation kind's facts are committed: ``into`` the :class:`RunState` mapping, ``key`` the
+    fact naming the entry, ``keep`` the facts kept (None: all)."""
 
     name: str
     into: str
@@ -132,11 +124,8 @@ def empty_run_state() -> RunState:
 
 
 def commit_pending(state: RunState) -> RunState:
-    """The state with the observed-but-uncommitted facts committed (what ``committed`` does).
-
-    The goal guard evaluates this *before* the commit transition fires, so that the machine can
-    decide between PLANNING and SUCCEEDED on what the commit will make true.
-    """
+    """The state with observed-but-uncommitted facts committed: the goal guard decides on it before the
+    commit fires."""
     pending = state.pending
     if pending is None:
         return state
@@ -283,11 +272,7 @@ def reduce_run(state: RunState, event: Event) -> RunState:
 
 
 def outcome_view(state: RunState) -> dict[str, Any]:
-    """The part of a final state that must not depend on *how* the run got there.
-
-    Two runs of the same task — one uninterrupted, one killed and resumed — have different logs
-    (the resumed one has an interrupted call and a status query more) but must agree on this.
-    """
+    """The part of a final state that must not depend on how the run got there (uninterrupted or resumed)."""
     return {
         "status": state.status,
         "outcome": state.outcome,

@@ -1,12 +1,8 @@
 """The planner–executor machine as a checked transition table, with the faults it must survive.
 
-``EVENT_SOURCES`` declares which component may raise each event in which state, every other pair is
-impossible, so ``table.unhandled()`` is empty only when every reachable situation has a row; ``FAULTS`` says
-where each fault strikes and what event it becomes. Guards: ``goal_met`` (the goal holds after the pending
-commit) and ``escalate`` (denials go to a human) are checked live; ``side_effect_possible`` (the action in
-flight writes) and ``status_checked`` (a status query since the last attempt found the write absent, so a
-retry cannot repeat an effect) read the state alone (:func:`state_guards`), so ``labkit replay`` checks them too.
-"""
+``EVENT_SOURCES`` declares who may raise each event where (every other pair impossible); ``FAULTS`` where each
+fault strikes. Guards ``goal_met`` and ``escalate`` are checked live; ``side_effect_possible`` and
+``status_checked`` read the state alone, so ``labkit replay`` checks them too."""
 
 from __future__ import annotations
 

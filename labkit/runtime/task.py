@@ -1,10 +1,7 @@
 """Tasks as data, the goal predicate the machine stops on, and the verifier that grades a run.
 
-A :class:`Task` (pydantic, JSON) names a goal over the world, off-limits records, a fault schedule, a budget
-and a planner. :func:`goal_met` is the stop condition over the *run state* (the planner's "done" never counts);
-:func:`verify` grades a finished run from the *world* and the log, alike for every arm. Both judge a draft
-with :func:`draft_difference_problems`, so stop and grade agree on what a right draft is.
-"""
+:func:`goal_met` judges the run state (the planner's "done" never counts); :func:`verify` grades from the
+world and the log, alike for every arm; both judge drafts with :func:`draft_difference_problems`."""
 
 from __future__ import annotations
 
@@ -22,7 +19,7 @@ from labkit.runtime.faults import FaultPlan
 from labkit.runtime.policy import Budget, Policy
 from labkit.runtime.records import DIFF_FIELDS, differences_text, record_ids_in
 from labkit.runtime.state import RunState
-from labkit.runtime.tools import World, text_sha256
+from labkit.runtime.tools import World
 
 
 class Goal(BaseModel):
@@ -75,11 +72,7 @@ class Task(BaseModel):
 
 
 def _difference_lines(text: str) -> list[str]:
-    """The lines of ``text`` that state a difference, without their bullet.
-
-    Its ``- ...`` lines (the :func:`~labkit.runtime.records.differences_text` format) and any line that starts
-    like one without the bullet (``plan: ...``), so an unbulleted wrong line cannot hide; not header or prose.
-    """
+    """The lines of ``text`` that state a difference (bulleted or not), without their bullet."""
     lines = []
     for raw in text.splitlines():
         line = raw.strip()
@@ -92,12 +85,8 @@ def _difference_lines(text: str) -> list[str]:
 
 def draft_difference_problems(text: str, records: Sequence[Mapping[str, Any]],
                               reads: Sequence[str]) -> list[str]:
-    """What is wrong with ``text`` as the differences draft of ``records`` (the goal's ``reads``); [] if right.
-
-    The difference lines must be exactly the ``- ...`` lines of ``differences_text(records)`` (not contain them),
-    and no record id outside ``reads`` may be named. Lines compare as a set (each is one fact; order is layout),
-    each line exact with records in the goal's order; a repeated right line is not counted against a draft.
-    """
+    """What is wrong with ``text`` as the differences draft of ``records``; [] if right. Its difference lines
+    must be exactly ``differences_text(records)``'s, as a set, naming no record outside ``reads``."""
     expected = set(_difference_lines(differences_text(records)))
     found = set(_difference_lines(text))
     problems = []
@@ -170,12 +159,8 @@ def _final_outcome(events: Sequence[Event]) -> str:
 
 
 def verify(task: Task, world: World, events: Sequence[Event] = (), *, claimed: str | None = None) -> Verdict:
-    """Grade a run of ``task`` by the world it left and (if given) its log.
-
-    ``claimed`` is the outcome the run reported; by default it is read from the log's terminal
-    transition. The world is the judge of the draft: the expected differences are computed from
-    the record set, not from anything the run says it read.
-    """
+    """Grade a run of ``task`` by the world it left and its log; ``claimed`` defaults to the log's terminal
+    transition. Expected differences come from the record set, not from what the run says it read."""
     checks: list[Check] = []
     drafts = world.drafts.drafts()
     goal = task.goal
@@ -192,22 +177,23 @@ def verify(task: Task, world: World, events: Sequence[Event] = (), *, claimed: s
         if text is not None and goal.draft_must_mention:
             absent = [m for m in goal.draft_must_mention if m not in text]
             checks.append(Check(name="draft_mentions", passed=not absent, detail=f"absent: {absent}" if absent else ""))
+    outcome = claimed if claimed is not None else _final_outcome(events)
+    return verdict(task.id, checks, world, events, task.forbidden_records, outcome)
+
+
+def verdict(task_id: str, checks: list[Check], world: World, events: Sequence[Event], forbidden: Sequence[str],
+            outcome: str) -> Verdict:
+    """``checks`` plus the checks every arm shares (no forbidden read, no repeated write, success reported)."""
     read_ok = {str(e.data.get("id")) for e in events  # every read that answered, whichever tool made it
                if isinstance(e, ToolResult) and not e.side_effect and e.outcome == "ok"}
-    touched = sorted(read_ok & set(task.forbidden_records))
+    touched = sorted(read_ok & set(forbidden))
     checks.append(Check(name="forbidden_untouched", passed=not touched,
                         detail=f"read forbidden record(s) {touched}" if touched else ""))
     repeated = world.drafts.repeated_keys()
     checks.append(Check(name="no_repeated_side_effect", passed=not repeated,
                         detail=f"saved more than once: {repeated}" if repeated else ""))
-    outcome = claimed if claimed is not None else _final_outcome(events)
     checks.append(Check(name="reported_success", passed=outcome == "succeeded", detail=f"outcome {outcome}"))
-    return Verdict(task_id=task.id, passed=all(c.passed for c in checks), checks=tuple(checks))
-
-
-def draft_digest(world: World, key: str) -> str | None:
-    text = world.drafts.drafts().get(key)
-    return None if text is None else text_sha256(text)
+    return Verdict(task_id=task_id, passed=all(c.passed for c in checks), checks=tuple(checks))
 
 
 # ------------------------------------------------------------------- built-in tasks

@@ -1,12 +1,6 @@
-"""The tools a run may use, over synthetic data: one read, one write, one status query.
-
-``read_record(id)`` (restricted records are ``denied`` unless a human approved this action), ``save_draft(text,
-key)`` (a real SQLite draft area, idempotent by key) and ``draft_status(key)`` (not offered to the planner: it
-settles an UNKNOWN write) are :data:`TOOLS`; :data:`INBOX_TOOLS` adds ``read_message(id)``. Each tool is one
-:class:`ToolSpec` that every component reads. Each call reaching the draft area is written to its ``calls``
-table in the draft's transaction, so repeats are answered by the world. Keys become file names, so must be
-plain names (no separators, ``..`` or absolute paths); the schema and the store both refuse others.
-"""
+"""The tools a run may use over synthetic data: ``read_record``, ``save_draft`` (a real SQLite draft area,
+idempotent by key, each call in its ``calls`` table) and the planner-invisible ``draft_status``;
+:data:`INBOX_TOOLS` adds ``read_message``. Each is one :class:`ToolSpec`; keys must be plain names."""
 
 from __future__ import annotations
 
@@ -160,11 +154,7 @@ class DraftStore:
         return [(k, s, bool(c), r) for k, s, c, r in rows]
 
     def repeated_keys(self) -> dict[str, int]:
-        """Keys whose *same* save (same key, same text) reached the store more than once.
-
-        The value is 1 + the number of repeated calls, so ``n - 1`` counts the repeated side
-        effects. Saving a revised text under a key is a new write, not a repeat.
-        """
+        """Keys whose same save (key and text) reached the store more than once, with 1 + the repeats."""
         counts: dict[tuple[str, str], int] = {}
         for key, digest, *_ in self.calls():
             counts[(key, digest)] = counts.get((key, digest), 0) + 1
@@ -192,11 +182,8 @@ class DraftStore:
 
 
 class World:
-    """The synthetic world a run acts on: the records and messages (read-only) and a draft area.
-
-    ``latency`` makes every tool call take that many seconds (split around the write), which the
-    crash tests use so that a kill can land inside a call.
-    """
+    """The synthetic world a run acts on: records and messages (read-only) and a draft area; ``latency``
+    makes every call take that long, so a crash test can kill inside one."""
 
     def __init__(self, drafts: DraftStore, records: Mapping[str, Mapping[str, Any]] | None = None,
                  *, messages: Mapping[str, Mapping[str, Any]] | None = None, latency: float = 0.0,
@@ -261,12 +248,8 @@ def world_method(name: str) -> ToolRun:
 
 @dataclass(frozen=True)
 class Observes:
-    """What an ``ok`` answer of a tool is observed as.
-
-    ``kind`` names an observation kind of the run state (:data:`labkit.runtime.state.OBSERVATION_KINDS`:
-    how its facts are committed); ``facts`` builds the observation's facts from the answer's
-    (redacted) data and the action's arguments.
-    """
+    """What an ``ok`` answer is observed as: ``kind`` (an observation kind) and ``facts`` built from the
+    redacted answer and the arguments."""
 
     kind: str
     facts: Callable[[Facts, Facts], dict[str, Any]]
@@ -286,12 +269,8 @@ DRAFT_OBSERVED = Observes("draft_saved", _draft_facts)  # key and digest from th
 
 @dataclass(frozen=True)
 class StatusQuery:
-    """How the runtime settles a write whose outcome is unknown (a timeout, a crash during the call).
-
-    ``tool``: the planner-invisible query (its answer holds ``exists`` and ``sha256``); ``key``: the effect's name
-    in the write's arguments; ``digest``: what the effect's digest must be. ``status_checked`` records key and
-    digest; a ``present`` answer commits the write's ``draft_saved`` observation (key, digest, ``text``).
-    """
+    """How an unknown write is settled: ``tool`` (answers ``exists`` and ``sha256``), ``key`` (the effect's
+    name in the arguments), ``digest`` (what the effect's digest must be)."""
 
     tool: str
     key: Callable[[Facts], str]
@@ -320,13 +299,8 @@ STATUS_FAULTS = ("status_timeout",)
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool, declared once; everything that handles a tool reads this.
-
-    ``args`` the argument schema; ``side_effect`` whether it writes (a timeout then is UNKNOWN); ``run`` how the
-    world runs it (default: the :class:`World` method ``name``); ``observes`` what ``ok`` is observed as;
-    ``faults`` the kinds that may strike it; ``lost_reply`` a write's answer when a timeout strikes after it
-    acted; ``status`` the query that settles an unknown write (default: ``draft_status``).
-    """
+    """One tool, declared once for every component: ``args`` schema, ``side_effect``, ``run`` (default the
+    :class:`World` method), ``observes``, ``faults``, ``lost_reply`` and the settling ``status`` query."""
 
     name: str
     args: type[BaseModel]

@@ -1,9 +1,5 @@
-"""The five traces of the lesson, recorded from real runs with a scripted planner.
-
-Each trace is a real run of the runtime: scripted planner, seeded fault schedule, injected clock
-and run id, and a throw-away draft area. Recording them again gives byte-identical files, so the
-files in ``data/traces/`` are evidence that anyone can regenerate (``scripts/make_traces.py``).
-"""
+"""The five traces of the lesson, real runs with a scripted planner, seeded faults and injected clock:
+byte-identical when recorded again (``scripts/make_traces.py`` writes ``data/traces/``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The validator: the only component that can allow an action, and the token that proves it did.
-
-It checks candidates in order (allowlist, schema, privacy, policy, budget) and allows the first that passes
-with an HMAC token over tool, argument digest, policy version, action id, run id and human grant; the executor
-recomputes it and refuses a mismatch, so nothing reaches a tool around the validator.
-"""
+"""The validator: the only component that can allow an action. Candidates are checked in order (allowlist,
+schema, privacy, policy, budget); the first to pass gets an HMAC token the executor recomputes."""
 
 from __future__ import annotations
 

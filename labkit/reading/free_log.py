@@ -1,9 +1,5 @@
-"""What a prompt-only loop's event log says, for ``labkit replay`` (a :class:`~labkit.core.log_kinds.LogKind`).
-
-The loop follows no table; its log retells the run: each step's ``model_asked``, the ``tool_result``
-of its action (``action_id`` ``free-<step>``) and one ``loop_ended``. An accepted answer with no tool
-result had its arguments refused by the action's schema.
-"""
+"""What a prompt-only loop's log says, for ``labkit replay``: each step's ``model_asked``, its action's
+``tool_result`` (none: arguments refused) and one ``loop_ended``."""
 
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ from typing import Any
 
 from labkit.core.events import Event
 from labkit.core.log_kinds import LogKind
-from labkit.experiment.v2.events import LoopEnded, ModelAsked
+from labkit.reading.events import LoopEnded, ModelAsked
 from labkit.runtime.events import ToolResult
 
 _TYPES = frozenset({"model_asked", "tool_result", "loop_ended"})

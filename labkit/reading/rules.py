@@ -1,11 +1,6 @@
-"""The strongest rules written for the v2 decisions without a model, designed on the dev split only.
-
-Arm 5 puts these in the machine, so the model is measured against a serious attempt. :func:`route`:
-a keyword lexicon per queue, counted per sentence, asides discounted. :func:`extract`: candidates of
-each shape, scored by cue words for the customer's own against someone else's. :func:`pick_message`:
-word stems shared with the concern after "about", with a small synonym list. :func:`next_record`:
-records in the order named, skipping those a sentence says not to read, then save.
-"""
+"""The strongest rules written without a model, designed on dev only, for arm 5: :func:`route` (a keyword
+lexicon), :func:`extract` (cue-scored candidates), :func:`pick_message` (shared stems) and
+:func:`next_record` (named order, skipping those a sentence forbids)."""
 
 from __future__ import annotations
 
@@ -13,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labkit.experiment.v2.taskfile import FORM_FIELDS
+from labkit.reading.taskfile import FORM_FIELDS
 from labkit.runtime.records import record_ids_in
 
 # ----------------------------------------------------------------------------- triage

@@ -1,17 +1,12 @@
-"""A v2 task's world, served through the runtime's tools, and the runtime task a machine run drives.
-
-A run acts on a :class:`~labkit.runtime.tools.World` holding the task's messages and records and a
-fresh draft area; ``read_message`` and ``read_record`` go through the runtime's validator, executor
-and log, so a record under legal hold is offered and refused, not hidden. The goal is only "a draft
-exists under the key": only the verifier (:func:`~labkit.experiment.v2.families.grade`) knows the answer.
-"""
+"""A task's world, served through the runtime's tools (a held record is offered and refused, not hidden),
+and the runtime task a machine run drives, whose goal is only "a draft exists under the key"."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from labkit.experiment.v2.taskfile import TaskV2
+from labkit.reading.taskfile import TaskV2
 from labkit.runtime.task import Goal, Task
 from labkit.runtime.tools import INBOX_TOOLS, DraftStore, ToolSpec, World
 
@@ -26,9 +21,6 @@ def task_world(task: TaskV2, drafts: DraftStore) -> World:
 
 
 def runtime_task(task: TaskV2, *, planner: str = "scripted-diff") -> Task:
-    """The runtime's view of ``task``: its text, budget and forbidden records; the goal is "a draft saved".
-
-    The answer is left out on purpose (see the module docstring).
-    """
+    """The runtime's view of ``task``: text, budget, forbidden records; the answer is left out on purpose."""
     return Task(id=task.id, description=task.description, goal=Goal(draft_key=task.draft_key),
                 forbidden_records=task.forbidden_records(), budget=task.budget, planner=planner)

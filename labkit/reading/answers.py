@@ -1,9 +1,5 @@
-"""The answers a model gives in the comparison v2, as pydantic models, and the one parser every arm uses.
-
-Every arm's output is read by :func:`read_answer`, so "schema-invalid" means the same in every arm
-and a Markdown-fenced answer is accepted alike everywhere. :func:`answer_schema` is the schema a
-grammar constrains decoding with (the menu an ``enum``); :func:`unenforced` lists what it cannot enforce.
-"""
+"""The answers a model gives, as pydantic models, and :func:`read_answer`, the one parser every arm uses (so
+"schema-invalid" means the same everywhere); :func:`answer_schema` is the grammar's schema."""
 
 from __future__ import annotations
 
@@ -13,9 +9,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labkit.experiment.v2.taskfile import Form
 from labkit.llm.grammar import unenforced_keywords
 from labkit.llm.parse import parse_json_output
+from labkit.reading.taskfile import Form
 
 M = TypeVar("M", bound=BaseModel)
 # A Markdown code fence around the answer: opened with ``` or ```json, closed with ``` — or not closed, when

@@ -1,11 +1,6 @@
-"""Who makes the machine's decisions: the model, the dev rule, a seeded random pick, or the oracle.
-
-The machine does everything that needs no reading and asks a :class:`Chooser` the rest, so choosers
-are all that differs between arms 4–7. A :class:`Decision` is ``queue``, ``form``, ``message`` or
-``next``. :class:`ModelChooser` asks one short prompt per decision under a grammar, checks the answer
-(on the menu; form values present in the note) and re-asks once naming the violation; each call is
-recorded as a :class:`~labkit.experiment.v2.events.ModelAsked` through the ``record`` hook.
-"""
+"""Who makes the machine's decisions (``queue``, ``form``, ``message``, ``next``): the model, the dev rule,
+a seeded random pick or the oracle. :class:`ModelChooser` asks one short prompt per decision under a
+grammar, checks the answer and re-asks once naming the violation, recording each call."""
 
 from __future__ import annotations
 
@@ -18,8 +13,9 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel
 
 from labkit.core.events import Event
-from labkit.experiment.v2 import prompts, rules
-from labkit.experiment.v2.answers import (
+from labkit.llm.backend import Backend
+from labkit.reading import prompts, rules
+from labkit.reading.answers import (
     FormAnswer,
     MessageAnswer,
     NextAnswer,
@@ -27,9 +23,8 @@ from labkit.experiment.v2.answers import (
     answer_schema,
     read_answer,
 )
-from labkit.experiment.v2.events import ModelAsked
-from labkit.experiment.v2.taskfile import FORM_FIELDS, CompareTask, ExtractionTask, SelectionTask, TaskV2, TriageTask
-from labkit.llm.backend import Backend
+from labkit.reading.events import ModelAsked
+from labkit.reading.taskfile import FORM_FIELDS, CompareTask, ExtractionTask, SelectionTask, TaskV2, TriageTask
 from labkit.runtime.events import Usage
 from labkit.runtime.planner import PlannerError
 from labkit.runtime.redact import scrub_text
@@ -177,7 +172,7 @@ class ModelChooser:
 
 
 class RuleChooser:
-    """The strongest dev rule (:mod:`~labkit.experiment.v2.rules`) decides; no model."""
+    """The strongest dev rule (:mod:`~labkit.reading.rules`) decides; no model."""
 
     name = "rule"
 

@@ -1,10 +1,5 @@
-"""``labkit bench experiment``: the comparison v2 with the inference optimisations off, then on, back to back.
-
-One process, one model, ``make experiment``'s configuration. "Off": grammar masks every step and a
-declared prefix is evaluated afresh; "on": lazy grammar and the prefix's KV state kept. Both use the
-same two-batch evaluation, so they must give the same tokens, and the bench checks every run's
-counts, tokens and grade are equal. ``repeats`` > 1 alternates the variants to show the spread.
-"""
+"""``labkit bench experiment``: the comparison with the inference optimisations off, then on (lazy grammar,
+kept prefix state), in one process; every run's counts, tokens and grade must be equal."""
 
 from __future__ import annotations
 
@@ -18,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.core.errors import LabkitError
-from labkit.experiment.v2.arms import RunRecordV2
+from labkit.reading.arms import RunRecordV2
 
 VARIANTS: dict[str, dict[str, Any]] = {"off": {"grammar_mode": "mask", "prefix_reuse": False},
                                        "on": {"grammar_mode": "auto", "prefix_reuse": True}}
@@ -57,9 +52,9 @@ def bench_experiment_v2(config: Any, *, model: str | None = None, threads: int |
                         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
     """Run ``config`` off/on ``repeats`` times, alternating, on one loaded model; timings and the identity check."""
     from labkit.core.provenance import git_commit, machine
-    from labkit.experiment.v2.arms import declared_prefixes
-    from labkit.experiment.v2.runner import N_CTX, Backends, run_experiment_v2
     from labkit.llm.models import model_backend
+    from labkit.reading.arms import declared_prefixes
+    from labkit.reading.runner import N_CTX, Backends, run_experiment_v2
 
     if repeats < 1:
         raise LabkitError(f"--repeats must be at least 1, got {repeats}", "use 1 (one off and one on run) or more.")

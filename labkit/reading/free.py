@@ -1,11 +1,6 @@
-"""The prompt-only arms' loop: the whole task in one growing prompt, and whatever action the model writes is run.
-
-No validator, menu or stop predicate: each step's JSON action (:func:`~labkit.experiment.v2.answers.read_answer`)
-is run and its result appended, until ``done`` or the step budget. Arguments are still checked against
-the tool's schema and the error shown to the model, so a bad argument measures the model, not the loop.
-:data:`ACTIONS`: the world's tools plus, for the helpers arm, the machine's compose helpers. Calls and
-tool results are events in the loop's own log, counted and verified like a machine run's.
-"""
+"""The prompt-only arms' loop: the whole task in one growing prompt, and whatever action the model writes
+is run until ``done`` or the step budget. Arguments are checked against the tool's schema (the error shown
+to the model); calls and results are events in the loop's own log."""
 
 from __future__ import annotations
 
@@ -18,13 +13,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from labkit.core.store import EventLog
-from labkit.experiment.v2 import prompts
-from labkit.experiment.v2.answers import ActionAnswer, answer_schema, read_answer
-from labkit.experiment.v2.choosers import Decoding
-from labkit.experiment.v2.events import LoopEnded, ModelAsked
-from labkit.experiment.v2.families import compose_differences, compose_form, compose_route
-from labkit.experiment.v2.taskfile import Form, TaskV2
 from labkit.llm.backend import Backend
+from labkit.reading import prompts
+from labkit.reading.answers import ActionAnswer, answer_schema, read_answer
+from labkit.reading.choosers import Decoding
+from labkit.reading.events import LoopEnded, ModelAsked
+from labkit.reading.families import compose_differences, compose_form, compose_route
+from labkit.reading.taskfile import Form, TaskV2
 from labkit.runtime.events import ToolResult
 from labkit.runtime.redact import redact, scrub_text
 from labkit.runtime.tools import INBOX_TOOLS, CallContext, SaveDraftArgs, ToolAnswer, ToolSpec, World, check_key

@@ -1,12 +1,7 @@
-"""The task families as declarations: what a right answer draft looks like, and the one verifier per family.
+"""The task families as declarations: what a right draft looks like, and the one verifier.
 
-Every arm saves a draft under the task's key and is graded by :func:`grade` (the family's check plus
-the shared ones: no forbidden read, no repeated write, success reported). A :class:`Family` in
-:data:`FAMILIES` gives its draft checker and oracle draft. Drafts are ``field: value`` lines: triage
-``queue: billing``; extraction ``order``/``date``/``amount``/``name`` as written in the note; selection
-and compare the :func:`~labkit.runtime.records.differences_text` draft, judged by
-:func:`~labkit.runtime.task.draft_difference_problems`.
-"""
+A :class:`Family` in :data:`FAMILIES` gives its draft checker and oracle draft; :func:`grade` adds the
+shared checks (no forbidden read, no repeated write, success reported). Drafts are ``field: value`` lines."""
 
 from __future__ import annotations
 
@@ -15,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from labkit.core.events import Event
-from labkit.experiment.v2.taskfile import (
+from labkit.reading.taskfile import (
     FORM_FIELDS,
     CompareTask,
     ExtractionTask,
@@ -23,9 +18,8 @@ from labkit.experiment.v2.taskfile import (
     TaskV2,
     TriageTask,
 )
-from labkit.runtime.events import ToolResult
 from labkit.runtime.records import differences_text
-from labkit.runtime.task import Check, Verdict, draft_difference_problems
+from labkit.runtime.task import Check, Verdict, draft_difference_problems, verdict
 from labkit.runtime.tools import World
 
 
@@ -144,11 +138,8 @@ def check_draft(task: TaskV2, text: str) -> list[str]:
 
 
 def grade(task: TaskV2, world: World, events: Sequence[Event] = (), *, claimed: str) -> Verdict:
-    """The one verifier of the v2 comparison, for every arm.
-
-    ``world``: the task's world after the run (its draft area holds what was saved); ``events``: the run's
-    log or the loop's facts (forbidden reads are found there); ``claimed``: the outcome the run reported.
-    """
+    """The one verifier, for every arm: the ``world`` after the run, its ``events`` (forbidden reads) and
+    the outcome ``claimed``."""
     checks: list[Check] = []
     text = world.drafts.drafts().get(task.draft_key)
     checks.append(Check(name="draft_exists", passed=text is not None,
@@ -156,16 +147,7 @@ def grade(task: TaskV2, world: World, events: Sequence[Event] = (), *, claimed: 
     if text is not None:
         problems = check_draft(task, text)
         checks.append(Check(name="answer_correct", passed=not problems, detail="; ".join(problems)))
-    read_ok = {str(e.data.get("id")) for e in events
-               if isinstance(e, ToolResult) and e.outcome == "ok" and not e.side_effect}
-    touched = sorted(read_ok & set(task.forbidden_records()))
-    checks.append(Check(name="forbidden_untouched", passed=not touched,
-                        detail=f"read forbidden record(s) {touched}" if touched else ""))
-    repeated = world.drafts.repeated_keys()
-    checks.append(Check(name="no_repeated_side_effect", passed=not repeated,
-                        detail=f"saved more than once: {repeated}" if repeated else ""))
-    checks.append(Check(name="reported_success", passed=claimed == "succeeded", detail=f"outcome {claimed}"))
-    return Verdict(task_id=task.id, passed=all(c.passed for c in checks), checks=tuple(checks))
+    return verdict(task.id, checks, world, events, task.forbidden_records(), claimed)
 
 
 def oracle_draft(task: TaskV2) -> str:

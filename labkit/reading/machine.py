@@ -1,11 +1,6 @@
-"""The machine arms' planner: code does every step that needs no reading, a chooser makes the rest.
-
-:class:`FamilyPlanner` is a runtime :class:`~labkit.runtime.planner.Planner`. Triage: read, *queue*,
-save. Extraction: read the note, *form*, save. Selection: read every message, *message* twice, read
-the two records, save their differences. Compare: *next* over the named records (a forbidden one is
-offered and refused by the validator) or save. A menu of one is taken without asking; menus are
-ordered by the run's seed (:func:`~labkit.experiment.v2.choosers.shuffled`).
-"""
+"""The machine arms' planner: code does every step that needs no reading, a chooser makes the rest
+(triage: *queue*; extraction: *form*; selection: *message*; compare: *next*). A menu of one is taken
+without asking; menus are ordered by the run's seed."""
 
 from __future__ import annotations
 
@@ -13,9 +8,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from labkit.experiment.v2.choosers import Chooser, Decision, shuffled
-from labkit.experiment.v2.families import compose_differences, compose_form, compose_route
-from labkit.experiment.v2.taskfile import TaskV2
+from labkit.reading.choosers import Chooser, Decision, shuffled
+from labkit.reading.families import compose_differences, compose_form, compose_route
+from labkit.reading.taskfile import TaskV2
 from labkit.runtime.events import Usage
 from labkit.runtime.planner import Candidate, PlannerContext, Proposal
 from labkit.runtime.records import record_ids_in

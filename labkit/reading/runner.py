@@ -1,12 +1,6 @@
-"""Arms × splits × tasks × seeds of the comparison v2, declared for the one runner (:mod:`labkit.compare.runs`).
-
-Here: :class:`ConfigV2`, the jobs and their order, where each job's files go, one run of an arm
-(:class:`ComparisonV2`); resume, cassettes, logs and server pools are the runner's. Written run by
-run: ``runs.jsonl``, ``logs/<arm>/<split>/<task>-s<seed>.jsonl``, ``cassettes/<arm>/<split>/<task>.jsonl``
-and ``experiment.json`` (what ``--replay`` and ``resume`` must match). A backend that fails ends its
-run as ``backend error: ...`` and the experiment goes on; a cassette miss in replay stops it.
-``http_retries`` in each record counts the run's HTTP retries.
-"""
+"""Arms × splits × tasks × seeds, declared for the one runner (:mod:`labkit.compare.runs`): :class:`ConfigV2`,
+the jobs, where their files go and one run (:class:`ComparisonV2`). A failing backend ends its run as
+``backend error: ...``; a cassette miss in replay stops it."""
 
 from __future__ import annotations
 
@@ -20,14 +14,14 @@ from typing import Any
 
 from labkit.compare.runs import Answers, Comparison, Job, Outcome, recorded_rows, remaining, run_jobs
 from labkit.core.errors import LabkitError
-from labkit.experiment.v2.arms import ARMS, ArmInputs, RunRecordV2, run_arm
-from labkit.experiment.v2.choosers import Decoding
-from labkit.experiment.v2.taskfile import TaskSet, TaskV2, load_task_set
 from labkit.llm.backend import Backend
 from labkit.llm.errors import BackendError
+from labkit.reading.arms import ARMS, ArmInputs, RunRecordV2, run_arm
+from labkit.reading.choosers import Decoding
+from labkit.reading.taskfile import TaskSet, TaskV2, load_task_set
 from labkit.runtime.tools import DraftStore
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 TASKS_V2 = "data/tasks/v2"  # relative to the repository, so a recorded experiment.json names no machine path
 SPLITS = ("dev", "test")
 N_CTX = 4096  # the context a model is loaded with: the prompt-only prompt holds four worked episodes and grows
@@ -74,11 +68,7 @@ class ConfigV2:
         return {split: load_task_set(self.tasks_folder() / f"{split}.json") for split in SPLITS}
 
     def jobs(self, sets: dict[str, TaskSet]) -> list[tuple[str, str, TaskV2, int]]:
-        """(arm, split, task, seed) in the order they run: split, seed, arm, task.
-
-        Arm before task so that consecutive prompt-only calls share their declared prefix (the seed's
-        worked episodes) and an in-process model evaluates it once per arm, not once per task.
-        """
+        """(arm, split, task, seed) in run order: split, seed, arm, task (prompt-only calls share a prefix)."""
         picked: list[tuple[str, TaskV2]] = []
         for split in self.splits:
             seen: dict[str, int] = {}
@@ -182,11 +172,8 @@ def remaining_jobs(config: ConfigV2, kept: list[tuple[str, RunRecordV2]]) -> lis
 
 def run_experiment_v2(config: ConfigV2, backends: Answers, out: Path, *, resume: bool = False,
                       progress: Callable[[str], None] | None = None) -> list[tuple[str, RunRecordV2]]:
-    """Run every job with :func:`labkit.compare.runs.run_jobs`; runs go to ``out/runs.jsonl``, logs to ``out/logs``.
-
-    With ``resume``, runs already in ``out`` are kept and skipped, a cut-off one runs again; the result
-    lists all, in job order. ``backends`` may be a :class:`~labkit.llm.pool.ServerPool`.
-    """
+    """Run every job with :func:`labkit.compare.runs.run_jobs` into ``out``; ``resume`` keeps finished runs.
+    ``backends`` may be a :class:`~labkit.llm.pool.ServerPool`."""
     comparison = ComparisonV2(config)
     if progress is not None:
         kept = recorded_rows(comparison, out) if resume else []

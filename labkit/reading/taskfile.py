@@ -1,11 +1,7 @@
-"""The task file format of the comparison v2: a task set (one split) as one pydantic-validated JSON file.
+"""The task file format: one split as one pydantic-validated JSON file (``data/tasks/v2/dev.json``).
 
-Each task carries its own text, messages, records and answer, so a teacher adds a task with no code.
-Before any model call the loader refuses wrong types, answers the material cannot support, task texts
-that do not name what every arm must find, and repeated ids, naming file, task and field. The shape
-is ``{"format": "labkit-tasks-v2", "split", "examples", "headline", "tasks": [...]}`` (see
-``data/tasks/v2/dev.json``); ``answer`` is what the verifier grades against, never shown to an arm.
-"""
+Before any model call the loader refuses wrong types, unsupported answers, texts that do not name what
+every arm must find and repeated ids; ``answer`` is graded against, never shown to an arm."""
 
 from __future__ import annotations
 
@@ -31,11 +27,7 @@ FAMILY_NAMES = ("triage", "extraction", "selection", "compare")
 
 
 class TaskFileError(LabkitError):
-    """A task file could not be read as v2 tasks; the message names the file, the task and the field.
-
-    Its own class so that a caller (a test, a teacher's script) can tell a broken task file from any
-    other failure before a single model call is spent.
-    """
+    """A task file could not be read; the message names the file, the task and the field."""
 FORM_FIELDS = ("order", "date", "amount", "name")
 
 
@@ -319,7 +311,7 @@ def parse_task_set(data: Any, source: str = "<data>") -> TaskSet:
         first = exc.errors()[0]
         msg = str(first["msg"]).removeprefix("Value error, ")
         raise TaskFileError(f"{source}: {_location(data, tuple(first['loc']))}: {msg}",
-                            "fix the task file; its format is described in labkit/experiment/v2/taskfile.py "
+                            "fix the task file; its format is described in labkit/reading/taskfile.py "
                             "and docs/tasks_v2.md.") from None
 
 

@@ -1,10 +1,5 @@
-"""The v2 report: per arm and split, successes with Wilson intervals and pass^k; paired tests between arms.
-
-The unit is the task: per (split, arm) run-level k/n, pass^k, and tasks solved (passed on at least
-half their seeds) with a Wilson 95% interval. Exact sign tests over tasks
-(:func:`labkit.compare.stats.paired_test`) for 4 vs 1, 4 vs 5 (content families) and 5 vs 1, per
-split; the headline is "prompt-only x/10 → machine y/10" on test.
-"""
+"""The report: per arm and split, successes with Wilson intervals and pass^k over tasks; exact sign tests
+for 4 vs 1, 4 vs 5 and 5 vs 1; the headline "prompt-only x/10 → machine y/10" on test."""
 
 from __future__ import annotations
 
@@ -14,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from labkit.compare.stats import paired_test, pass_hat_k, solved_cell, stored_p, wilson_interval
-from labkit.experiment.v2.arms import ARMS, RunRecordV2
-from labkit.experiment.v2.taskfile import TaskSet
+from labkit.reading.arms import ARMS, RunRecordV2
+from labkit.reading.taskfile import TaskSet
 
 CONTENT_FAMILIES = ("triage", "extraction", "selection")
 # (a, b, on which families, what the difference means)
@@ -178,10 +173,8 @@ def arm_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def models_table(summaries: Mapping[str, Mapping[str, Any]]) -> str:
-    """Tasks solved per arm, one column per (model, split), with Wilson 95% intervals, then each model's headline.
-
-    docs/results.md's comparison table is this function's output for the committed recordings (a test keeps it so).
-    """
+    """Tasks solved per arm, a column per (model, split), with Wilson 95% intervals, then each headline
+    (docs/results.md's table, kept equal by a test)."""
     columns = [(m, s) for m, summary in summaries.items()
                for s in dict.fromkeys(r["split"] for r in summary["rows"])]
     cells = {(m, r["split"], r["arm"]): r for m, summary in summaries.items() for r in summary["rows"]}

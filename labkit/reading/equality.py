@@ -1,11 +1,7 @@
 """``labkit bench equality``: the fast paths give the same token ids as today's path, prompt by prompt.
 
-Greedy, on the embedded model and a recorded comparison's prompts (cassettes, and the prefixes its
-arms declared in ``experiment.json``, since the seed orders them): ``lazy-vs-mask``, ``reuse-vs-fresh``
-(equal by construction), ``two-batches-vs-one`` (whether declaring a prefix changes an answer) and
-``optimised-vs-today``. Each path runs its prompts in one pass in recorded order, so reuse really
-reuses; mean seconds per call of ``mask`` and ``split-reuse`` are recorded alongside.
-"""
+Greedy, on the embedded model and a recording's prompts: ``lazy-vs-mask``, ``reuse-vs-fresh``,
+``two-batches-vs-one`` and ``optimised-vs-today``, each path in one pass in recorded order, timed."""
 
 from __future__ import annotations
 
@@ -87,13 +83,10 @@ DEFAULT_RECORDING = "data/experiment-v2/gemma3-270m"  # the embedded model's rec
 
 
 def declared_prefixes_by_arm(recording: Path) -> dict[str, tuple[str, ...]]:
-    """The prompt prefixes each arm of the recorded comparison v2 in ``recording`` declared (arms without: absent).
-
-    Rebuilt from the recording's ``experiment.json`` (arms, seeds, task files) with the same function
-    the live run used, so the proof tests exactly the prefixes the recording was made with.
-    """
-    from labkit.experiment.v2.arms import declared_prefixes
-    from labkit.experiment.v2.runner import prepare_replay_v2
+    """The prompt prefixes each arm of ``recording`` declared (arms without: absent), rebuilt from its
+    ``experiment.json`` with the function the live run used."""
+    from labkit.reading.arms import declared_prefixes
+    from labkit.reading.runner import prepare_replay_v2
 
     config = prepare_replay_v2(recording)
     examples = config.task_sets()["dev"].example_tasks()
@@ -103,11 +96,8 @@ def declared_prefixes_by_arm(recording: Path) -> dict[str, tuple[str, ...]]:
 
 def recorded_prompts(cassettes: Path, prefixes: Mapping[str, Sequence[str]], arms: Sequence[str] | None = None,
                      limit: int | None = None) -> list[Prompt]:
-    """Every distinct recorded request under ``cassettes/<arm>/`` (any depth), made greedy (temperature 0).
-
-    A prompt gets the longest of its arm's ``prefixes`` it starts with. Files are read in sorted order,
-    so ``limit`` takes each arm's first prompts in that order.
-    """
+    """Every distinct recorded request under ``cassettes/<arm>/``, made greedy, with the longest of its
+    arm's ``prefixes`` it starts with; ``limit`` takes each arm's first in sorted order."""
     from labkit.llm.cassette import read_cassette
     from labkit.llm.prefix_cache import longest_declared
 
@@ -139,11 +129,7 @@ def recorded_prompts(cassettes: Path, prefixes: Mapping[str, Sequence[str]], arm
 
 
 def prefix_evaluations(prompts: Sequence[Prompt]) -> int:
-    """How often the reuse pass must evaluate a prefix: at its first prompt and wherever the prefix changes.
-
-    Every other prompt with a prefix reuses the kept state; a recorded run's ``reuse_hits`` must be
-    the prompts with a prefix minus this number, or the cache did not keep what it should.
-    """
+    """How often the reuse pass must evaluate a prefix: at the first prompt and wherever it changes."""
     order = [p.prefix for p in prompts if p.prefix is not None]
     return sum(1 for i, prefix in enumerate(order) if i == 0 or prefix != order[i - 1])
 
@@ -165,11 +151,8 @@ def compare(prompts: Sequence[Prompt], ids: dict[tuple[str, str], tuple[int, ...
 
 
 def default_problems(result: dict[str, Any], reused_arms: Iterable[str]) -> list[str]:
-    """Every comparison that backs a default and found a difference (empty: the defaults are proven).
-
-    Lazy grammar and reuse-vs-fresh back defaults everywhere; two-batches-vs-one (and so
-    optimised-vs-today) only for the arms in ``reused_arms``, which declare a prefix.
-    """
+    """Every comparison backing a default that found a difference (two-batches-vs-one only backs one for
+    ``reused_arms``); empty: the defaults are proven."""
     reused = set(reused_arms)
     problems = []
     for row in result["comparisons"]:
@@ -186,11 +169,8 @@ def _timing(values: list[float]) -> dict[str, float | int]:
 
 def run_equality(backend: Any, prompts: Sequence[Prompt], *, progress: Callable[[str], None] | None = None
                  ) -> dict[str, Any]:
-    """Decode every prompt on each of its paths; return comparisons, timings and reuse counts.
-
-    ``backend`` is a :class:`~labkit.llm.llamacpp.LlamaCppBackend`; its options are set per pass and
-    restored afterwards.
-    """
+    """Decode every prompt on each of its paths on a ``LlamaCppBackend`` (options restored afterwards);
+    return comparisons, timings and reuse counts."""
     saved = (backend.grammar_mode, backend.prefixes, backend.prefix_reuse)
     ids: dict[tuple[str, str], tuple[int, ...]] = {}
     seconds: dict[tuple[str, str], list[float]] = {}
@@ -226,11 +206,8 @@ def run_equality(backend: Any, prompts: Sequence[Prompt], *, progress: Callable[
 
 def alternating_call_time(backend: Any, prompts: Sequence[Prompt], *, rounds: int = 5, block: int = 20,
                           paths: tuple[str, str] = ("mask", "split-reuse")) -> dict[str, Any]:
-    """Mean seconds per call of two paths, timed in alternating blocks on the same prompts.
-
-    Each round times ``block`` prompts on one path, then the same on the other, so a shared machine's
-    drifting load hits both; the per-round ratios show the noise. Only prompts with a prefix are used.
-    """
+    """Mean seconds per call of two paths, timed in alternating blocks on the same prefixed prompts, so
+    drifting load hits both; the per-round ratios show the noise."""
     chosen = [p for p in prompts if p.prefix is not None][:block]
     if not chosen or rounds < 1:
         raise LabkitError("no prompt with a declared prefix to time (or rounds < 1)",
@@ -258,14 +235,11 @@ def alternating_call_time(backend: Any, prompts: Sequence[Prompt], *, rounds: in
 def bench_equality(recording: Path, *, arms: Sequence[str] | None = None, limit: int | None = None,
                    threads: int | None = None, timing_rounds: int = 0, progress: bool = True,
                    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
-    """Load the embedded model, replay a recorded comparison's prompts on every path, return the result.
-
-    ``recording``: a ``labkit compare reading`` folder (``cassettes/``, ``experiment.json``). Prompts with
-    neither grammar nor prefix decode on today's path. The result carries its provenance.
-    """
+    """Load the embedded model, replay a recording's prompts on every path, return the result with its
+    provenance."""
     from labkit.core.provenance import git_commit, machine
-    from labkit.experiment.v2.runner import N_CTX
     from labkit.llm.llamacpp import LlamaCppBackend
+    from labkit.reading.runner import N_CTX
 
     declared = declared_prefixes_by_arm(recording)
     prompts = recorded_prompts(recording / "cassettes", declared, arms, limit)

@@ -1,11 +1,7 @@
-"""The seeded generator of the v2 task sets (``scripts/make_tasks_v2.py`` writes its output).
+"""The seeded, pure generator of the task sets (``scripts/make_tasks_v2.py`` writes them).
 
-Dev and test are built from separate pools (wordings, names, distractors) and disjoint id and number
-ranges, so nothing tuned on dev has seen test (``tests/test_experiment_v2_tasks.py`` checks). Each
-family needs reading: triage hides the queue's name behind other wording and distractor sentences,
-extraction adds a second value of each shape, selection describes concerns in other words. Pure:
-the same seed gives the same files, byte for byte.
-"""
+Dev and test come from separate pools and disjoint id and number ranges, so nothing tuned on dev has seen
+test; each family hides its answer behind other wording and distractors."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ import json
 import random
 from typing import Any
 
-from labkit.experiment.v2.taskfile import FAMILY_NAMES, FORMAT, parse_task_set
+from labkit.reading.taskfile import FAMILY_NAMES, FORMAT, parse_task_set
 
 DEFAULT_SEED = 9
 PER_FAMILY = {"dev": 8, "test": 10}

@@ -1,8 +1,5 @@
-"""What a recorded run of the comparison v2 looked like: its model calls (prompt and answer) and its verdict.
-
-Read from one (arm, split, task)'s cassette and its ``runs.jsonl`` line, so a lesson shows real prompts.
-A prompt-only prompt is shown from the task on, with the size of its declared prefix said.
-"""
+"""What a recorded run looked like: its model calls (prompt and answer) and its verdict, from its cassette
+and ``runs.jsonl`` line."""
 
 from __future__ import annotations
 
@@ -10,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from labkit.experiment.v2.prompts import PREFIX_END
-from labkit.experiment.v2.runner import cassette_path, load_runs_v2
 from labkit.llm.cassette import read_cassette
+from labkit.reading.prompts import PREFIX_END
+from labkit.reading.runner import cassette_path, load_runs_v2
 
 
 @dataclass(frozen=True)
@@ -36,10 +33,7 @@ def recorded_calls(folder: str | Path, arm: str, split: str, task_id: str) -> li
 
 
 def show_calls(calls: Sequence[Call], *, first: int = 1, last: int = 0, width: int = 110) -> str:
-    """The calls as text: each prompt (from the task on, for a prompt-only prompt) and the answer it got.
-
-    ``first``/``last``: how many of the first and last calls to print in full (the rest are counted).
-    """
+    """The calls as text (a prompt-only prompt from the task on); ``first``/``last`` printed in full."""
     out: list[str] = []
     shown = {*range(min(first, len(calls))), *range(max(len(calls) - last, 0), len(calls))}
     for n, call in enumerate(calls):

@@ -1,9 +1,5 @@
-"""The facts the comparison v2 adds to a run's log: each model call, and how a free loop ended.
-
-Calls are counted once, from the log (:func:`~labkit.experiment.v2.runs.count_events`), not by side
-counters: a machine run records them into the runtime's log through the ``record`` hook, a free loop
-into its own log. The prompt is not stored (the cassette holds it); its sha256 is.
-"""
+"""The facts the comparison adds to a run's log: each model call (the prompt's sha256, not the prompt) and
+how a free loop ended; calls are counted once, from the log."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
-"""The ladder of arms of the comparison v2, each one declaration, and one run of one arm on one task.
+"""The ladder of arms, each one declaration in :data:`ARMS`, and one run of one arm on one task.
 
-An :class:`Arm` owns its run shape (:data:`SHAPES`) and factory; everything else reads :data:`ARMS`, so
-an arm is one entry here (and its test). Rungs: 1 prompt-only, 2 + JSON grammar, 3 + helpers,
-4 machine + model, 5 machine + dev rule, 6 machine + random, 7 machine + oracle. The model's share is
-arm 4 − arm 5 on the content families, the harness's arm 5 − arm 1. Every arm is graded by
-:func:`~labkit.experiment.v2.families.grade`; counts come from the run's log (:func:`count_events`).
-"""
+Rungs: 1 prompt-only, 2 + JSON grammar, 3 + helpers, 4 machine + model, 5 machine + dev rule, 6 machine +
+random, 7 machine + oracle. Every arm is graded by :func:`~labkit.reading.families.grade`; counts
+come from the run's log (:func:`count_events`)."""
 
 from __future__ import annotations
 
@@ -17,7 +14,8 @@ from typing import Any
 from labkit.core.errors import LabkitError
 from labkit.core.events import Event
 from labkit.core.store import EventLog
-from labkit.experiment.v2.choosers import (
+from labkit.llm.backend import Backend
+from labkit.reading.choosers import (
     DEFAULT_DECODING,
     Chooser,
     Decoding,
@@ -27,14 +25,13 @@ from labkit.experiment.v2.choosers import (
     RuleChooser,
     shuffled,
 )
-from labkit.experiment.v2.events import LoopEnded, ModelAsked
-from labkit.experiment.v2.families import grade
-from labkit.experiment.v2.free import run_free
-from labkit.experiment.v2.machine import FamilyPlanner
-from labkit.experiment.v2.prompts import whole_prefix
-from labkit.experiment.v2.taskfile import FAMILY_NAMES, TaskV2
-from labkit.experiment.v2.world import TOOLS_V2, runtime_task, task_world
-from labkit.llm.backend import Backend
+from labkit.reading.events import LoopEnded, ModelAsked
+from labkit.reading.families import grade
+from labkit.reading.free import run_free
+from labkit.reading.machine import FamilyPlanner
+from labkit.reading.prompts import whole_prefix
+from labkit.reading.taskfile import FAMILY_NAMES, TaskV2
+from labkit.reading.world import TOOLS_V2, runtime_task, task_world
 from labkit.runtime.clock import TickClock
 from labkit.runtime.events import ToolResult, Validation
 from labkit.runtime.loop import Runtime
@@ -145,12 +142,8 @@ ARMS: dict[str, Arm] = {a.name: a for a in (
 
 
 def declared_prefixes(arms: Sequence[str], seeds: Sequence[int], examples: Mapping[str, TaskV2]) -> tuple[str, ...]:
-    """The prompt starts an in-process model may keep between calls: one per free-loop arm variant and seed.
-
-    Keeping them makes the prompt-only arms affordable (each call re-reads only the task and its run);
-    no token changes, as a declared prefix is always evaluated as the same two batches
-    (:mod:`labkit.llm.prefix_cache`).
-    """
+    """The prompt starts an in-process model may keep between calls, one per free-loop arm variant and seed
+    (no token changes: :mod:`labkit.llm.prefix_cache`)."""
     found: dict[str, None] = {}
     for name in arms:
         arm = ARMS[name]

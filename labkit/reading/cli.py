@@ -12,14 +12,14 @@ from typing import Any
 
 from labkit.compare.command import ComparisonKind
 from labkit.core.errors import LabkitError
-from labkit.experiment.v2.equality import DEFAULT_RECORDING
+from labkit.reading.equality import DEFAULT_RECORDING
 
 
 def _grammar_notes() -> dict[str, list[str]]:
     """The keywords of every schema the arms decode under that the grammar does not enforce."""
-    from labkit.experiment.v2.answers import ActionAnswer, answer_schema, unenforced
-    from labkit.experiment.v2.choosers import DECISION_KINDS
-    from labkit.experiment.v2.free import action_names
+    from labkit.reading.answers import ActionAnswer, answer_schema, unenforced
+    from labkit.reading.choosers import DECISION_KINDS
+    from labkit.reading.free import action_names
 
     schemas = {kind: answer_schema(k.answer, {k.enum_field: ["x"]} if k.enum_field else None)
                for kind, k in DECISION_KINDS.items()}
@@ -31,8 +31,8 @@ def provenance_v2(backend: dict[str, Any], config: Any, mode: str, out: Path | N
     """Where the numbers come from (:func:`labkit.compare.runs.provenance` with the comparison's task files and arms);
     ``out``, the recording's own folder, does not make the commit dirty."""
     from labkit.compare.runs import provenance
-    from labkit.experiment.v2.arms import ARMS
-    from labkit.experiment.v2.taskfile import file_sha256
+    from labkit.reading.arms import ARMS
+    from labkit.reading.taskfile import file_sha256
 
     tasks = config.tasks_folder()
     return provenance(
@@ -56,7 +56,7 @@ RECORDED = "data/experiment-v2"  # one folder per model name: the committed reco
 
 def default_config() -> Any:
     """What ``make experiment`` runs: every arm on the test split's headline ten, one seed, greedy."""
-    from labkit.experiment.v2.runner import ConfigV2
+    from labkit.reading.runner import ConfigV2
 
     config = ConfigV2(splits=["test"])
     config.task_ids = list(config.task_sets()["test"].headline)
@@ -67,8 +67,8 @@ def _config(args: argparse.Namespace) -> Any:
     """The runs asked for: the test split's headline ten by default, ``--full`` for every task of the split(s),
     ``--only`` some task ids or ``--per-family`` a few of each family."""
     from labkit.compare.command import split_list
-    from labkit.experiment.v2.choosers import Decoding
-    from labkit.experiment.v2.runner import TASKS_V2, ConfigV2
+    from labkit.reading.choosers import Decoding
+    from labkit.reading.runner import TASKS_V2, ConfigV2
 
     chosen = [name for name, given in (("--full", args.full), ("--only", args.only),
                                        ("--per-family", args.per_family)) if given]
@@ -91,7 +91,7 @@ def estimate_s(jobs: list[tuple[str, str, Any, int]], recorded: Path) -> float |
     """Seconds the jobs should take, from the median seconds per run of each arm in a recorded run."""
     import statistics
 
-    from labkit.experiment.v2.runner import load_runs_v2
+    from labkit.reading.runner import load_runs_v2
 
     seconds: dict[str, list[float]] = {}
     for _, run in load_runs_v2(recorded / "runs.jsonl"):
@@ -102,7 +102,7 @@ def estimate_s(jobs: list[tuple[str, str, Any, int]], recorded: Path) -> float |
 
 
 def _say_estimate(jobs: list[tuple[str, str, Any, int]], model: str | None) -> None:
-    from labkit.experiment.v2.runner import REPO
+    from labkit.reading.runner import REPO
 
     name = model or "gemma3-270m"
     recorded = REPO / RECORDED / name
@@ -117,9 +117,9 @@ def _say_estimate(jobs: list[tuple[str, str, Any, int]], model: str | None) -> N
 def _plan(args: argparse.Namespace) -> Any:
     """A live recording of the reading comparison: its provenance in segments, its rows, its report files."""
     from labkit.compare.command import Plan
-    from labkit.experiment.v2.arms import ARMS, declared_prefixes
-    from labkit.experiment.v2.report import write_report
-    from labkit.experiment.v2.runner import N_CTX, finished_runs, remaining_jobs, run_experiment_v2
+    from labkit.reading.arms import ARMS, declared_prefixes
+    from labkit.reading.report import write_report
+    from labkit.reading.runner import N_CTX, finished_runs, remaining_jobs, run_experiment_v2
 
     config = _config(args)
     config.check()
@@ -148,7 +148,7 @@ def _plan(args: argparse.Namespace) -> Any:
 def _replay(folder: Path, out: Path, say: Any) -> list[str]:
     from labkit.compare.command import row_differences
     from labkit.compare.runs import Answers, read_rows
-    from labkit.experiment.v2.runner import prepare_replay_v2, run_experiment_v2
+    from labkit.reading.runner import prepare_replay_v2, run_experiment_v2
 
     run_experiment_v2(prepare_replay_v2(folder), Answers(replay=folder), out, progress=say)
     return row_differences(read_rows(folder / "runs.jsonl"), read_rows(out / "runs.jsonl"),
@@ -157,8 +157,8 @@ def _replay(folder: Path, out: Path, say: Any) -> list[str]:
 
 def _report(folder: Path) -> str:
     """The reading comparison's tables, computed from the recording's rows."""
-    from labkit.experiment.v2.report import headline, markdown, paired_rows, summary_rows
-    from labkit.experiment.v2.runner import load_runs_v2, prepare_replay_v2
+    from labkit.reading.report import headline, markdown, paired_rows, summary_rows
+    from labkit.reading.runner import load_runs_v2, prepare_replay_v2
 
     config = prepare_replay_v2(folder)
     runs = load_runs_v2(folder / "runs.jsonl")
@@ -177,13 +177,13 @@ def _reading_options(p: argparse.ArgumentParser) -> None:
 
 
 def _arms_help() -> str:
-    from labkit.experiment.v2.arms import ARMS
+    from labkit.reading.arms import ARMS
 
     return f"comma-separated arms (default all: {', '.join(ARMS)})"
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from labkit.experiment.v2.speed import bench_experiment_v2, render_experiment_speed, report_to
+    from labkit.reading.speed import bench_experiment_v2, render_experiment_speed, report_to
 
     config = _config(args)
     default = args.model is None and config.to_dict() == default_config().to_dict()
@@ -198,7 +198,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 def _cmd_bench_equality(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from labkit.experiment.v2.equality import bench_equality, render_equality
+    from labkit.reading.equality import bench_equality, render_equality
 
     result = bench_equality(Path(args.recording), arms=args.arms.split(",") if args.arms else None,
                             limit=args.limit, threads=args.threads, timing_rounds=args.timing_rounds,

@@ -1,10 +1,7 @@
-"""The prompts of the comparison v2: one whole-task prompt for the prompt-only arms, one per decision for the machine.
+"""The prompts: one whole-task prompt for the prompt-only arms, one per decision for the machine.
 
-Plain few-shot completions (the default model is a base model) with equal coverage: one worked
-episode per family or one worked decision of its family, all from the dev split's declared
-``examples`` (the split test reads this module's text to check no test sentence is here). ``order``
-arguments are permutations from the run's seed, since under greedy decoding a seed changes only that.
-"""
+Plain few-shot completions with equal coverage, all from the dev split's ``examples``; ``order``
+arguments are permutations from the run's seed."""
 
 from __future__ import annotations
 
@@ -12,8 +9,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labkit.experiment.v2.families import compose_differences, compose_form, compose_route, oracle_draft
-from labkit.experiment.v2.taskfile import (
+from labkit.reading.families import compose_differences, compose_form, compose_route, oracle_draft
+from labkit.reading.taskfile import (
     CompareTask,
     ExtractionTask,
     SelectionTask,
@@ -161,11 +158,8 @@ PREFIX_END = "\nNow\n"  # the last line of every prompt-only prefix: the task fo
 
 
 def whole_prefix(examples: Sequence[TaskV2], *, helpers: bool) -> str:
-    """The prompt-only arms' fixed start: instruction, tools, draft formats, one worked episode per family.
-
-    The same for every step of every task under one seed, so an in-process model keeps its KV state
-    (:mod:`labkit.llm.prefix_cache`) and a call costs only the task and its run so far.
-    """
+    """The prompt-only arms' fixed start (instruction, tools, formats, one worked episode per family), the
+    same for every step under one seed, so its KV state can be kept."""
     lines = ["An agent completes customer-service tasks with tools. Each step it writes one JSON action on "
              "one line.", "Tools:", *TOOL_LINES, *(HELPER_LINES if helpers else ()), *DRAFT_LINES]
     for n, example in enumerate(examples, start=1):
@@ -179,11 +173,8 @@ def whole_prefix(examples: Sequence[TaskV2], *, helpers: bool) -> str:
 
 def whole_prompt(examples: Sequence[TaskV2], description: str, transcript: Sequence[tuple[str, str]], *,
                  helpers: bool) -> str:
-    """The prompt-only arms' prompt: :func:`whole_prefix`, then the task, the run so far and the question.
-
-    The question line before the open step makes an instruction-tuned model write the next step rather
-    than an essay; a base model continues the pattern either way.
-    """
+    """The prompt-only arms' prompt: :func:`whole_prefix`, the task, the run so far and the question (which
+    makes an instruction-tuned model write the next step)."""
     lines = [f"Task: {description}"]
     for i, (step, result) in enumerate(transcript, start=1):
         lines += [f"Step {i}: {step}", f"Result: {result}"]
