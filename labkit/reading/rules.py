@@ -1,4 +1,4 @@
-"""The strongest rules written without a model, designed on dev only, for arm 5: :func:`route` (a keyword
+"""The strongest rules written without a model, designed on dev only, for the machine-rule arm: :func:`route` (a keyword
 lexicon), :func:`extract` (cue-scored candidates), :func:`pick_message` (shared stems) and
 :func:`next_record` (named order, skipping those a sentence forbids)."""
 

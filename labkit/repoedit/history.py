@@ -26,8 +26,8 @@ class OldName:
 BEFORE_REPOSITORIES = frozenset({"code_plan", "closed_plan", "plan_references", "plan_example", "first_failure",
                                  "definition_edit", "tolerant_match", "blamed_skip", "follow_traceback",
                                  "repair_feedback", "sampled_repair"})
-"""The machine's features before those for real repositories (traceback_plan, definition_view, no_repeat,
-checkpoint, relevant_tests): what every recording before commit 'issue 42 part 2' ran as ``machine``."""
+"""The features an arm recorded as ``machine_plus`` (and its ablations, oracle and best of k) ran with: today's
+machine without traceback_plan, definition_view, no_repeat, checkpoint and relevant_tests."""
 
 RENAMED: tuple[OldName, ...] = (
     OldName("machine_model", "machine_bare", "the first code comparison (the machine with no feature)", "65ec36e"),

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from labkit.repoedit.definitions import IMPORTS, Definition, definitions
+from labkit.repoedit.definitions import IMPORTS, Definition, blamed, definitions
 from labkit.repoedit.index import RepoIndex
 from labkit.repoedit.routing import trace_files
 
@@ -90,3 +91,27 @@ def excerpt(text: str, focus: Sequence[str], max_lines: int) -> tuple[str, tuple
     if at <= len(lines):
         parts.append(f"# ... lines {at}-{len(lines)} not shown")
     return "\n".join(parts), tuple(d.name for d in kept)
+
+
+@dataclass(frozen=True)
+class FileView:
+    """What an edit prompt shows of one file: the text, the definitions it may rewrite (the blamed ones first),
+    the blamed ones, and whether the text is an excerpt of the file."""
+
+    shown: str
+    names: tuple[str, ...]
+    pointed: tuple[str, ...]
+    excerpted: bool = False
+
+
+def file_view(path: str, content: str, output: str, *, view_lines: int | None, excerpt_lines: int) -> FileView:
+    """The file as its edit prompt shows it: whole, or, when it is longer than ``view_lines`` lines (None: never),
+    the excerpt of the definitions ``output`` blames, which are then the only ones that may change."""
+    names = tuple(d.name for d in definitions(content))
+    pointed = blamed(path, content, output)
+    names = (*pointed, *(n for n in names if n not in pointed))
+    if names and view_lines is not None and content.count("\n") > view_lines:
+        part, held = excerpt(content, pointed, excerpt_lines)
+        if held:
+            return FileView(part, held, tuple(n for n in pointed if n in held), excerpted=True)
+    return FileView(content, names, pointed)

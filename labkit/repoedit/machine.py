@@ -30,7 +30,6 @@ from labkit.core.reducer import Guard, TableEntry
 from labkit.core.store import EventLog
 from labkit.core.table import Row, TransitionTable
 from labkit.repoedit import features as feature
-from labkit.repoedit.definitions import blamed, definitions
 from labkit.repoedit.edits import (
     EditCase,
     PlanProposal,
@@ -61,7 +60,7 @@ from labkit.repoedit.events import (
 from labkit.repoedit.features import CodeFeature, FeatureSet
 from labkit.repoedit.formats import EditFormat, edit_format, parse_proposal
 from labkit.repoedit.index import index_project, is_test_path, summary_with_uses
-from labkit.repoedit.localize import candidate_files, excerpt
+from labkit.repoedit.localize import FileView, candidate_files, file_view
 from labkit.repoedit.notes import Notes, notes_from
 from labkit.repoedit.planners import EditView, Planner, PlanView
 from labkit.repoedit.routing import locate_failure, route_after_tests
@@ -162,7 +161,7 @@ class Limits:
     diff_limit: int = 30
     test_timeout: float = 60.0
     failure_chars: int = 900  # test output shown on a targeted fix
-    plan_index_chars: int = 2000  # traceback_plan: an index summary longer than this is planned by code
+    plan_index_chars: int = 2000  # traceback_plan: past this, the plan chooses among the files the evidence names
     view_lines: int = 150  # definition_view: a file longer than this is shown as an excerpt
     excerpt_lines: int = 80  # definition_view: the excerpt's size
     relevant_from: int = 4  # relevant_tests: a suite of this many test files or more runs the relevant ones first
@@ -490,24 +489,21 @@ class RepoEditRun:
         failure = notes.failure
         if first and self.on(feature.FIRST_FAILURE):
             failure = notes.baseline.output[-self.limits.failure_chars:]
-        names = tuple(d.name for d in definitions(content)) if self.on(feature.DEFINITION_EDIT) else ()
-        pointed = blamed(path, content, output) if names else ()
-        names = (*pointed, *(n for n in names if n not in pointed))
-        shown = content
-        if names and self.on(feature.DEFINITION_VIEW) and content.count("\n") > self.limits.view_lines:
-            part, held = excerpt(content, pointed, self.limits.excerpt_lines)
-            if held:  # only what the excerpt holds may be rewritten
-                shown, names, pointed = part, held, tuple(n for n in pointed if n in held)
+        seen = FileView(content, (), ())
+        if self.on(feature.DEFINITION_EDIT):
+            long_at = self.limits.view_lines if self.on(feature.DEFINITION_VIEW) else None
+            seen = file_view(path, content, output, view_lines=long_at, excerpt_lines=self.limits.excerpt_lines)
         retry = self.state.attempts > 0 or not first
         stuck = self.on(feature.NO_REPEAT) and self._last_refusal(path) in STUCK
         previous = self._previous_answer(path) if retry and self.on(feature.REPAIR_FEEDBACK) and not stuck else ""
         temperature = 1.0 if retry and stuck else (0.7 if retry and self.on(feature.SAMPLED_REPAIR) else 0.0)
-        view = EditView(self.requirement, path, notes.steps.get(path, ""), shown, failure, notes.refused,
-                        format=self.edit_format.name, definitions=names, blamed=pointed, previous=previous,
+        view = EditView(self.requirement, path, notes.steps.get(path, ""), seen.shown, failure, notes.refused,
+                        format=self.edit_format.name, definitions=seen.names, blamed=seen.pointed,
+                        previous=previous,
                         temperature=temperature,
                         seed=sum(isinstance(e, Proposed) for e in self.events) if temperature else 0, first=first,
                         offer_skip=not (self.on(feature.BLAMED_SKIP) and path == suspect),
-                        whole=content if shown is not content else "")
+                        whole=content if seen.excerpted else "")
         return view, suspect
 
     def _last_refusal(self, path: str) -> str:

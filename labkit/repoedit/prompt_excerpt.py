@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from labkit.llm.errors import BackendError
 from labkit.repoedit.arm_io import ArmEnd, ArmInputs, in_kept_copy
-from labkit.repoedit.definitions import blamed, definitions
 from labkit.repoedit.formats import FILE_FORMATS
 from labkit.repoedit.index import index_project
-from labkit.repoedit.localize import candidate_files, excerpt
+from labkit.repoedit.localize import candidate_files, file_view
 from labkit.repoedit.planners import EditView
 from labkit.repoedit.workspace import Workspace
 
@@ -29,17 +28,11 @@ def _run(inputs: ArmInputs, ws: Workspace) -> ArmEnd:
     found = candidate_files(evidence, baseline.failed, index) or [(index.source_files[0], "the first source file")]
     path, why = found[0]
     content = (ws.root / path).read_text(encoding="utf-8")
-    names = tuple(d.name for d in definitions(content))
-    pointed = blamed(path, content, baseline.output)
-    names = (*pointed, *(n for n in names if n not in pointed))
-    shown = content
-    if content.count("\n") > limits.view_lines:
-        part, held = excerpt(content, pointed, limits.excerpt_lines)
-        if held:
-            shown, names, pointed = part, held, tuple(n for n in pointed if n in held)
-    view = EditView(inputs.task.requirement, path, why, shown, baseline.output[-limits.failure_chars:],
-                    format="definitions", definitions=names, blamed=pointed, offer_skip=False,
-                    whole=content if shown is not content else "")
+    seen = file_view(path, content, baseline.output, view_lines=limits.view_lines,
+                     excerpt_lines=limits.excerpt_lines)
+    view = EditView(inputs.task.requirement, path, why, seen.shown, baseline.output[-limits.failure_chars:],
+                    format="definitions", definitions=seen.names, blamed=seen.pointed, offer_skip=False,
+                    whole=content if seen.excerpted else "")
     fmt = FILE_FORMATS["definitions"]
     prompt = fmt.prompt(view)
     try:
