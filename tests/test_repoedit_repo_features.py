@@ -1,6 +1,6 @@
 """The code machine's features for real repositories, each on a small package built here.
 
-traceback_plan, definition_view, no_repeat, checkpoint and relevant_tests act only where a project is
+traceback_plan, definition_view, short_docstrings, no_repeat, checkpoint and relevant_tests act only where a project is
 big (a long index, a long file, many test files) or a repair goes round in circles; the package below
 is made big where each test needs it, by the limits, so that every run stays a few seconds.
 """
@@ -16,6 +16,7 @@ from labkit.repoedit.arm_io import ArmInputs
 from labkit.repoedit.arms import arm
 from labkit.repoedit.budget import BudgetedBackend
 from labkit.repoedit.compare import CompareConfig
+from labkit.repoedit.definitions import ELIDED, definition_edit
 from labkit.repoedit.events import (
     CheckpointKept,
     CheckpointRestored,
@@ -98,6 +99,40 @@ def test_an_excerpt_holds_the_blamed_definition_and_what_it_calls_and_marks_the_
     assert held == ("main", "helper")
     assert "def other" not in shown and "# ... lines 3-8 not shown" in shown
     assert excerpt(text, ("main",), max_lines=2)[1] == ("main",)  # the first is shown even when it fills the room
+
+
+DOCUMENTED = ('class Box:\n    """A box.\n\n    It holds things.\n    """\n\n    def size(self, x):\n'
+              '        """How big.\n\n        >>> len([0])\n        1\n        """\n        return x + 1\n'
+              '\n\ndef plain(x):\n    """One line."""\n    return x\n')
+
+
+def test_an_excerpt_with_short_docstrings_shows_each_long_docstring_as_one_line() -> None:
+    shown, held = excerpt(DOCUMENTED, ("Box.size", "plain"), max_lines=40, short_docstrings=True)
+    assert held == ("Box.size", "plain")
+    assert shown.count(ELIDED) == 1 and "How big" not in shown and '"""One line."""' in shown
+    assert f"        {ELIDED}\n        return x + 1" in shown and "class Box:" in shown
+    assert "How big" in excerpt(DOCUMENTED, ("Box.size",), max_lines=40)[0]
+
+
+def test_a_rewrite_that_keeps_the_elided_line_or_drops_the_docstring_keeps_the_old_one() -> None:
+    for body in (f"    {ELIDED}\n    return x + 2", "    return x + 2"):
+        edit, why, _ = definition_edit(DOCUMENTED, "Box.size", f"def size(self, x):\n{body}", keep_docstrings=True)
+        assert edit is not None, why
+        after = DOCUMENTED.replace(edit.search, edit.replace)
+        assert ">>> len([0])\n        1\n        \"\"\"\n        return x + 2\n" in after
+        assert ELIDED not in after
+    new_doc, _, _ = definition_edit(DOCUMENTED, "Box.size", 'def size(self, x):\n    """New."""\n    return x',
+                                    keep_docstrings=True)
+    assert new_doc is not None and '"""New."""' in new_doc.replace and "How big" not in new_doc.replace
+    bare, _, _ = definition_edit(DOCUMENTED, "Box.size", "def size(self, x):\n    return x")
+    assert bare is not None and "How big" not in bare.replace  # without keep_docstrings, written as given
+
+
+def test_a_class_rewritten_whole_keeps_each_method_s_elided_docstring() -> None:
+    code = f"class Box:\n    {ELIDED}\n\n    def size(self, x):\n        {ELIDED}\n        return x"
+    edit, why, _ = definition_edit(DOCUMENTED, "Box", code, keep_docstrings=True)
+    assert edit is not None, why
+    assert "It holds things." in edit.replace and ">>> len([0])" in edit.replace and ELIDED not in edit.replace
 
 
 # ---------------------------------------------------------------- the features in the machine

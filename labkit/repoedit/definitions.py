@@ -32,6 +32,9 @@ class Definition:
 IMPORTS = "imports"
 """The name of the file's import lines (from the first import to the last) in the list of definitions."""
 
+ELIDED = '"""..."""'
+"""What an excerpt shows in place of a docstring of more than one line (short_docstrings)."""
+
 
 def _assigned(node: ast.stmt) -> str:
     """The one name a top-level assignment binds (``FACTORS = {...}``, ``LIMIT: int = 3``), else ''."""
@@ -116,12 +119,55 @@ def _defined(code: str) -> tuple[str | None, str, str]:
     return (_assigned(node) or node.name), "", own  # type: ignore[union-attr]
 
 
-def definition_edit(text: str, name: str, code: str) -> tuple[SearchReplace | None, str, str]:
+_Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _with_docstrings(code: str) -> list[tuple[str, _Def, ast.Expr | None]]:
+    """The definition ``code`` holds ('' for it) and a class's methods (by name), each with its docstring."""
+    node = next((n for n in parse(code).body if isinstance(n, _Def)), None)
+    if node is None:
+        return []
+    members = [m for m in node.body if isinstance(m, _Def)] if isinstance(node, ast.ClassDef) else []
+    return [(key, n, n.body[0] if _is_docstring(n.body[0]) else None)  # type: ignore[misc]
+            for key, n in [("", node), *((m.name, m) for m in members)]]
+
+
+def _restore_docstrings(old: str, new: str) -> str:
+    """``new`` (a definition) with each docstring it shows as :data:`ELIDED`, or leaves out, put back from
+    ``old`` (the definition it replaces; a class's methods are matched by name)."""
+    try:
+        before = {key: doc for key, _, doc in _with_docstrings(old)}
+        after = _with_docstrings(new)
+    except SyntaxError:
+        return new
+    old_lines, lines = old.splitlines(), new.splitlines()
+    spliced: list[tuple[int, int, list[str]]] = []
+    for key, node, doc in after:
+        kept = before.get(key)
+        if kept is None or (doc is not None and doc.value.value != "..."):  # type: ignore[attr-defined]
+            continue
+        first = node.body[0]
+        indent = " " * first.col_offset
+        text = [indent + line[kept.col_offset:] if not line[:kept.col_offset].strip() else line
+                for line in old_lines[kept.lineno - 1:kept.end_lineno]]
+        if doc is not None:
+            spliced.append((doc.lineno - 1, doc.end_lineno or doc.lineno, text))
+        elif first.lineno > node.lineno:  # a body on the def line has no room for a docstring
+            spliced.append((first.lineno - 1, first.lineno - 1, text))
+    for start, end, text in sorted(spliced, reverse=True):
+        lines[start:end] = text
+    return "\n".join(lines)
+
+
+def definition_edit(text: str, name: str, code: str, *, keep_docstrings: bool = False
+                    ) -> tuple[SearchReplace | None, str, str]:
     """The search/replace edit that puts ``code`` in place of definition ``name`` of ``text``, or None and why.
 
     ``code`` may be indented any way (a method written at column 0 is re-based to its class); it
     must define one thing and nothing else. It may define it under another name (a rename: the
-    requirement may ask for one); the third value says so, for the edit's event.
+    requirement may ask for one); the third value says so, for the edit's event. With
+    ``keep_docstrings`` (the model was shown :data:`ELIDED` for them), a docstring the new code elides
+    or leaves out is the old one.
     """
     found = next((d for d in definitions(text) if d.name == name), None)
     if found is None:
@@ -134,6 +180,8 @@ def definition_edit(text: str, name: str, code: str) -> tuple[SearchReplace | No
     renamed = f"{name} renamed to {defined}" if defined != name.rsplit(".", 1)[-1] else ""
     lines = text.splitlines(keepends=True)
     old = "".join(lines[found.first - 1:found.last])
+    if keep_docstrings:
+        flat = _restore_docstrings(textwrap.dedent(old).strip("\n"), flat)
     new = textwrap.indent(flat, " " * found.indent) + ("\n" if old.endswith("\n") else "")
     return SearchReplace(search=old, replace=new), "", renamed
 

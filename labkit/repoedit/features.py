@@ -67,13 +67,16 @@ CHECKPOINT = CodeFeature("checkpoint", "a test run with fewer failures than any 
                          "kept as a checkpoint; a repair that ends worse or spends its edit budget goes back to "
                          "the checkpoint and tries again while fix rounds are left, not to the baseline",
                          "after_answer")
+SHORT_DOCSTRINGS = CodeFeature("short_docstrings", "an excerpt shows a docstring of more than one line as "
+                               "'\"\"\"...\"\"\"', and a rewritten definition keeps its docstring unless the answer "
+                               "writes a new one: the answer is code, not copied prose", "prompt")
 RELEVANT_TESTS = CodeFeature("relevant_tests", "in a suite of many test files, a check first runs only the "
                              "files of the failing tests; the whole suite runs once they pass", "tests")
 
 FEATURES: tuple[CodeFeature, ...] = (CODE_PLAN, CLOSED_PLAN, PLAN_REFERENCES, PLAN_EXAMPLE, FIRST_FAILURE,
                                      DEFINITION_EDIT, TOLERANT_MATCH, BLAMED_SKIP, FOLLOW_TRACEBACK,
                                      REPAIR_FEEDBACK, SAMPLED_REPAIR, TRACEBACK_PLAN, DEFINITION_VIEW,
-                                     NO_REPEAT, CHECKPOINT, RELEVANT_TESTS)
+                                     NO_REPEAT, CHECKPOINT, RELEVANT_TESTS, SHORT_DOCSTRINGS)
 TABLE = FeatureTable("code machine", FEATURES)
 ALL: frozenset[str] = TABLE.all
 checked = TABLE.checked

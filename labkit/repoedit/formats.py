@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from labkit.core.errors import LabkitError
 from labkit.llm.parse import parse_json_output
-from labkit.repoedit.definitions import definition_edit, definitions
+from labkit.repoedit.definitions import ELIDED, definition_edit, definitions
 from labkit.repoedit.edits import MAX_PLAN_STEPS, EditProposal, PlanProposal, Refusal
 from labkit.repoedit.tasks import SearchReplace
 
@@ -194,8 +194,10 @@ Plan for {path}: {why}
 {content}
 ```
 Definitions: {definitions}
-{blamed}{failure}{previous}{refused}Answer:
+{elided}{blamed}{failure}{previous}{refused}Answer:
 """
+ELIDED_LINE = (f"A docstring shown as {ELIDED} is kept as it is: write {ELIDED} in its place, or a new docstring "
+               "if it must change.\n")
 SKIP_LINE = "If this file needs no change, answer `SKIP: <why>` instead.\n"
 DEFINITION_HEAD = DEFINITION_PROMPT.split("Your file:\n", 1)[0].format(skip="") + "Your file:\n"
 """The definition prompt's fixed part for a file the failure blames (no skip offered)."""
@@ -392,6 +394,7 @@ def _definitions_prompt(view: EditView) -> str:
     return DEFINITION_PROMPT.format(requirement=view.requirement, path=view.path, why=view.why,
                                     content=view.content.rstrip("\n"), definitions=", ".join(view.definitions),
                                     blamed=blamed, failure=failure, previous=previous, refused=refused,
+                                    elided=ELIDED_LINE if view.short_docstrings else "",
                                     skip=SKIP_LINE if view.offer_skip else "")
 
 
@@ -401,7 +404,7 @@ def _definitions_parse(raw: str, content: str, view: EditView) -> FileAnswer:
         return FileAnswer(refusal=refusal)
     changes = []
     for name, code in answer.changes:
-        edit, why, _ = definition_edit(content, name, code)
+        edit, why, _ = definition_edit(content, name, code, keep_docstrings=view.short_docstrings)
         if edit is None:
             return FileAnswer(refusal=Refusal("bad_definition", why, "write the named definition out whole: its "
                                               "def, class or assignment line and its whole body."))

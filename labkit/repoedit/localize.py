@@ -9,11 +9,13 @@ shown as an excerpt with the lines left out marked.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from labkit.repoedit.definitions import IMPORTS, Definition, blamed, definitions
+from labkit.core.python_source import parse
+from labkit.repoedit.definitions import ELIDED, IMPORTS, Definition, blamed, definitions
 from labkit.repoedit.index import RepoIndex
 from labkit.repoedit.routing import trace_files
 
@@ -62,19 +64,42 @@ def _header_end(lines: list[str], first: int) -> int:
     return at
 
 
-def excerpt(text: str, focus: Sequence[str], max_lines: int) -> tuple[str, tuple[str, ...]]:
+def long_docstrings(text: str) -> dict[int, tuple[int, int]]:
+    """The docstrings of ``text``'s functions and classes that span more than one line: first line -> (last
+    line, indent), for those that start and end a line of their own."""
+    lines, found = text.splitlines(), {}
+    for node in ast.walk(parse(text)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.body:
+            doc = node.body[0]
+            if (isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str)
+                    and (doc.end_lineno or doc.lineno) > doc.lineno
+                    and not lines[doc.lineno - 1][:doc.col_offset].strip()
+                    and lines[(doc.end_lineno or doc.lineno) - 1].rstrip().endswith(('"""', "'''"))):
+                found[doc.lineno] = (doc.end_lineno or doc.lineno, doc.col_offset)
+    return found
+
+
+def excerpt(text: str, focus: Sequence[str], max_lines: int, *, short_docstrings: bool = False
+            ) -> tuple[str, tuple[str, ...]]:
     """The part of ``text`` to show: the ``focus`` definitions, then the ones the first of them calls, as
     many as fit in ``max_lines`` (the first always), with the header line of a shown method's class;
-    returns the excerpt and the definitions it holds."""
+    returns the excerpt and the definitions it holds. With ``short_docstrings``, a docstring of more than one
+    line is shown as :data:`~labkit.repoedit.definitions.ELIDED` (and counts as one line): a fix is in the code,
+    and copying the docstring back costs the model most of its answer."""
     defs = {d.name: d for d in definitions(text) if d.name != IMPORTS}
     chosen = [defs[name] for name in focus if name in defs]
     if chosen:
         called = _calls(text, chosen[0])
         chosen += [d for d in defs.values() if d not in chosen and d.name.rsplit(".", 1)[-1] in called]
+    docs = long_docstrings(text) if short_docstrings else {}
+
+    def size(d: Definition) -> int:
+        return d.last - d.first + 1 - sum(end - at for at, (end, _) in docs.items() if d.first <= at <= d.last)
+
     kept: list[Definition] = []
     for d in chosen:
         inside = any(k.first <= d.first and d.last <= k.last for k in kept)
-        if not inside and (not kept or sum(k.last - k.first + 1 for k in kept) + d.last - d.first + 1 <= max_lines):
+        if not inside and (not kept or sum(size(k) for k in kept) + size(d) <= max_lines):
             kept.append(d)
     classes = {d.name: d for d in defs.values() if d.indent == 0}
     headers = [classes[d.name.rsplit(".", 1)[0]] for d in kept if "." in d.name and d.name.rsplit(".", 1)[0] in classes]
@@ -86,7 +111,15 @@ def excerpt(text: str, focus: Sequence[str], max_lines: int) -> tuple[str, tuple
             continue
         if first > at:
             parts.append(f"# ... lines {at}-{first - 1} not shown")
-        parts += lines[first - 1:last]
+        line = first
+        while line <= last:
+            if line in docs:
+                end, indent = docs[line]
+                parts.append(" " * indent + ELIDED)
+                line = end + 1
+            else:
+                parts.append(lines[line - 1])
+                line += 1
         at = last + 1
     if at <= len(lines):
         parts.append(f"# ... lines {at}-{len(lines)} not shown")
@@ -102,16 +135,20 @@ class FileView:
     names: tuple[str, ...]
     pointed: tuple[str, ...]
     excerpted: bool = False
+    short_docstrings: bool = False  # the excerpt shows long docstrings as ELIDED; a rewrite keeps them
 
 
-def file_view(path: str, content: str, output: str, *, view_lines: int | None, excerpt_lines: int) -> FileView:
+def file_view(path: str, content: str, output: str, *, view_lines: int | None, excerpt_lines: int,
+              short_docstrings: bool = False) -> FileView:
     """The file as its edit prompt shows it: whole, or, when it is longer than ``view_lines`` lines (None: never),
-    the excerpt of the definitions ``output`` blames, which are then the only ones that may change."""
+    the excerpt of the definitions ``output`` blames, which are then the only ones that may change (their long
+    docstrings elided, with ``short_docstrings``)."""
     names = tuple(d.name for d in definitions(content))
     pointed = blamed(path, content, output)
     names = (*pointed, *(n for n in names if n not in pointed))
     if names and view_lines is not None and content.count("\n") > view_lines:
-        part, held = excerpt(content, pointed, excerpt_lines)
+        part, held = excerpt(content, pointed, excerpt_lines, short_docstrings=short_docstrings)
         if held:
-            return FileView(part, held, tuple(n for n in pointed if n in held), excerpted=True)
+            return FileView(part, held, tuple(n for n in pointed if n in held), excerpted=True,
+                            short_docstrings=short_docstrings and ELIDED in part)
     return FileView(content, names, pointed)

@@ -492,7 +492,8 @@ class RepoEditRun:
         seen = FileView(content, (), ())
         if self.on(feature.DEFINITION_EDIT):
             long_at = self.limits.view_lines if self.on(feature.DEFINITION_VIEW) else None
-            seen = file_view(path, content, output, view_lines=long_at, excerpt_lines=self.limits.excerpt_lines)
+            seen = file_view(path, content, output, view_lines=long_at, excerpt_lines=self.limits.excerpt_lines,
+                             short_docstrings=self.on(feature.SHORT_DOCSTRINGS))
         retry = self.state.attempts > 0 or not first
         stuck = self.on(feature.NO_REPEAT) and self._last_refusal(path) in STUCK
         previous = self._previous_answer(path) if retry and self.on(feature.REPAIR_FEEDBACK) and not stuck else ""
@@ -503,7 +504,7 @@ class RepoEditRun:
                         temperature=temperature,
                         seed=sum(isinstance(e, Proposed) for e in self.events) if temperature else 0, first=first,
                         offer_skip=not (self.on(feature.BLAMED_SKIP) and path == suspect),
-                        whole=content if seen.excerpted else "")
+                        whole=content if seen.excerpted else "", short_docstrings=seen.short_docstrings)
         return view, suspect
 
     def _last_refusal(self, path: str) -> str:

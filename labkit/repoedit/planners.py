@@ -61,6 +61,7 @@ class EditView:
     first: bool = True  # the file's first edit in the run (False on a targeted fix)
     offer_skip: bool = True  # False for the file the failure blames (blamed_skip): prevent, not only refuse
     whole: str = ""  # definition_view: the whole file when ``content`` is an excerpt of it
+    short_docstrings: bool = False  # short_docstrings: the excerpt elides long docstrings; a rewrite keeps them
 
 
 class Planner(Protocol):

@@ -3,7 +3,8 @@
 Real packages do not fit a small model's context (one of their files often does not), so the one prompt
 holds what a bug report points at: the requirement, the failing output, and the file the evidence names
 first (:func:`~labkit.repoedit.localize.candidate_files`), shown whole if short, else as the excerpt of the
-definitions the failure points at (:func:`~labkit.repoedit.localize.excerpt`). The answer rewrites whole
+definitions the failure points at (:func:`~labkit.repoedit.localize.excerpt`, long docstrings elided as the
+machine's short_docstrings does). The answer rewrites whole
 definitions (the ``definitions`` format) and is applied as given; the verifier judges. Wrapped in best of
 k, it is the equal-compute baseline: the same calls and test runs as the machine, without its structure.
 """
@@ -29,10 +30,10 @@ def _run(inputs: ArmInputs, ws: Workspace) -> ArmEnd:
     path, why = found[0]
     content = (ws.root / path).read_text(encoding="utf-8")
     seen = file_view(path, content, baseline.output, view_lines=limits.view_lines,
-                     excerpt_lines=limits.excerpt_lines)
+                     excerpt_lines=limits.excerpt_lines, short_docstrings=True)
     view = EditView(inputs.task.requirement, path, why, seen.shown, baseline.output[-limits.failure_chars:],
                     format="definitions", definitions=seen.names, blamed=seen.pointed, offer_skip=False,
-                    whole=content if seen.excerpted else "")
+                    whole=content if seen.excerpted else "", short_docstrings=seen.short_docstrings)
     fmt = FILE_FORMATS["definitions"]
     prompt = fmt.prompt(view)
     try:
