@@ -26,9 +26,10 @@ from labkit.repoedit.events import (
     TestsRan,
 )
 from labkit.repoedit.features import ALL
+from labkit.repoedit.formats import FILE_FORMATS
 from labkit.repoedit.history import BEFORE_REPOSITORIES
 from labkit.repoedit.index import index_project
-from labkit.repoedit.localize import candidate_files, excerpt
+from labkit.repoedit.localize import candidate_files, excerpt, failing_statements, file_view
 from labkit.repoedit.machine import Limits, RepoEditRun, repoedit_invariants
 from labkit.repoedit.planners import EditView, OraclePlanner, PlanView, ScriptedPlanner
 from labkit.repoedit.tasks import FileFix, RepoTask, SearchReplace
@@ -114,16 +115,19 @@ def test_an_excerpt_with_short_docstrings_shows_each_long_docstring_as_one_line(
     assert "How big" in excerpt(DOCUMENTED, ("Box.size",), max_lines=40)[0]
 
 
-def test_a_rewrite_that_keeps_the_elided_line_or_drops_the_docstring_keeps_the_old_one() -> None:
+def test_a_rewrite_keeps_an_elided_docstring_whatever_it_writes_in_its_place() -> None:
     for body in (f"    {ELIDED}\n    return x + 2", "    return x + 2"):
         edit, why, _ = definition_edit(DOCUMENTED, "Box.size", f"def size(self, x):\n{body}", keep_docstrings=True)
         assert edit is not None, why
         after = DOCUMENTED.replace(edit.search, edit.replace)
         assert ">>> len([0])\n        1\n        \"\"\"\n        return x + 2\n" in after
         assert ELIDED not in after
-    new_doc, _, _ = definition_edit(DOCUMENTED, "Box.size", 'def size(self, x):\n    """New."""\n    return x',
+    guessed, _, _ = definition_edit(DOCUMENTED, "Box.size", 'def size(self, x):\n    """New."""\n    return x',
                                     keep_docstrings=True)
-    assert new_doc is not None and '"""New."""' in new_doc.replace and "How big" not in new_doc.replace
+    assert guessed is not None and "New." not in guessed.replace and "How big" in guessed.replace
+    short, _, _ = definition_edit(DOCUMENTED, "plain", 'def plain(x):\n    """Two lines."""\n    return x',
+                                  keep_docstrings=True)
+    assert short is not None and "Two lines." in short.replace  # a one-line docstring was shown: the answer's stands
     bare, _, _ = definition_edit(DOCUMENTED, "Box.size", "def size(self, x):\n    return x")
     assert bare is not None and "How big" not in bare.replace  # without keep_docstrings, written as given
 
@@ -133,6 +137,33 @@ def test_a_class_rewritten_whole_keeps_each_method_s_elided_docstring() -> None:
     edit, why, _ = definition_edit(DOCUMENTED, "Box", code, keep_docstrings=True)
     assert edit is not None, why
     assert "It holds things." in edit.replace and ">>> len([0])" in edit.replace and ELIDED not in edit.replace
+
+
+def test_the_whole_failing_test_is_evidence_where_the_traceback_shows_only_its_last_line(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_box.py").write_text(
+        "from pkg import Box\n\n\ndef test_size():\n    box = Box.build(3)\n    assert Box(\n        1\n"
+        "    ).size() == 1\n", encoding="utf-8")
+    output = "tests/test_box.py:8: in test_size\n    ).size() == 1\nE   AttributeError"
+    statements = failing_statements(tmp_path, output)
+    assert "Box.build(3)" in statements and "assert Box(" in statements
+    assert failing_statements(tmp_path, "../outside.py:1: in f\n") == ""
+    text = "class Box:\n" + "".join(f"    def m{i}(self):\n        return {i}\n\n" for i in range(90)) + (
+        "    @classmethod\n    def build(cls, n):\n        return None\n\n    def size(self):\n        return 1\n")
+    seen = file_view("pkg.py", text, output, view_lines=50, excerpt_lines=20, statements=statements)
+    assert seen.excerpted and seen.names == ("Box.size", "Box.build")  # the methods the test uses, not the class
+    assert file_view("pkg.py", text, output, view_lines=50, excerpt_lines=20).names == ("Box.size",)
+
+
+def test_an_answer_over_the_limit_is_judged_by_the_definitions_it_changes() -> None:
+    text = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(5))
+    view = EditView("r", "m.py", "why", text, format="definitions", definitions=tuple(f"f{i}" for i in range(5)))
+    parse = FILE_FORMATS["definitions"].parse
+    copied = "\n".join(block(f"f{i}", f"def f{i}(x):\n    return x + {i}") for i in range(4))
+    answer = parse(copied.replace("x + 2", "x - 2"), text, view)
+    assert answer.refusal is None and answer.named == ("f2",)
+    changed_all = parse(copied.replace("+", "-"), text, view)
+    assert changed_all.refusal is not None and changed_all.refusal.code == "too_many_definitions"
 
 
 # ---------------------------------------------------------------- the features in the machine

@@ -133,8 +133,9 @@ def _with_docstrings(code: str) -> list[tuple[str, _Def, ast.Expr | None]]:
 
 
 def _restore_docstrings(old: str, new: str) -> str:
-    """``new`` (a definition) with each docstring it shows as :data:`ELIDED`, or leaves out, put back from
-    ``old`` (the definition it replaces; a class's methods are matched by name)."""
+    """``new`` (a definition) with the docstrings of ``old`` (the definition it replaces; a class's methods
+    matched by name) that span more than one line, in place of what ``new`` writes there or where it has none:
+    the model was shown :data:`ELIDED` for them, so what it writes there is a guess."""
     try:
         before = {key: doc for key, _, doc in _with_docstrings(old)}
         after = _with_docstrings(new)
@@ -144,7 +145,7 @@ def _restore_docstrings(old: str, new: str) -> str:
     spliced: list[tuple[int, int, list[str]]] = []
     for key, node, doc in after:
         kept = before.get(key)
-        if kept is None or (doc is not None and doc.value.value != "..."):  # type: ignore[attr-defined]
+        if kept is None or kept.end_lineno == kept.lineno:  # a one-line docstring was shown: the answer's stands
             continue
         first = node.body[0]
         indent = " " * first.col_offset
@@ -166,8 +167,8 @@ def definition_edit(text: str, name: str, code: str, *, keep_docstrings: bool = 
     ``code`` may be indented any way (a method written at column 0 is re-based to its class); it
     must define one thing and nothing else. It may define it under another name (a rename: the
     requirement may ask for one); the third value says so, for the edit's event. With
-    ``keep_docstrings`` (the model was shown :data:`ELIDED` for them), a docstring the new code elides
-    or leaves out is the old one.
+    ``keep_docstrings`` (the model was shown :data:`ELIDED` for them), a docstring of more than one line
+    stays the old one, whatever the new code writes there.
     """
     found = next((d for d in definitions(text) if d.name == name), None)
     if found is None:

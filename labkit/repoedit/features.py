@@ -68,8 +68,8 @@ CHECKPOINT = CodeFeature("checkpoint", "a test run with fewer failures than any 
                          "the checkpoint and tries again while fix rounds are left, not to the baseline",
                          "after_answer")
 SHORT_DOCSTRINGS = CodeFeature("short_docstrings", "an excerpt shows a docstring of more than one line as "
-                               "'\"\"\"...\"\"\"', and a rewritten definition keeps its docstring unless the answer "
-                               "writes a new one: the answer is code, not copied prose", "prompt")
+                               "'\"\"\"...\"\"\"', and a rewritten definition keeps that docstring: the answer is "
+                               "code, not copied (or guessed) prose", "prompt")
 RELEVANT_TESTS = CodeFeature("relevant_tests", "in a suite of many test files, a check first runs only the "
                              "files of the failing tests; the whole suite runs once they pass", "tests")
 

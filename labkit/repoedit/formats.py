@@ -51,8 +51,12 @@ class DefinitionAnswer:
     reason: str = ""
 
 
-def parse_definitions(raw: str, names: tuple[str, ...]) -> tuple[DefinitionAnswer | None, Refusal | None]:
-    """Read an answer in the definition contract; a name outside ``names`` or no block at all is a refusal."""
+def parse_definitions(raw: str, names: tuple[str, ...], unchanged: Callable[[str, str], bool] = lambda n, c: False
+                      ) -> tuple[DefinitionAnswer | None, Refusal | None]:
+    """Read an answer in the definition contract; a name outside ``names`` or no block at all is a refusal.
+
+    An answer over the limit is judged by the definitions it changes: the blocks ``unchanged`` finds copied
+    as they were (a small model often writes out everything it was shown) are left out first."""
     skip = _SKIP.match(raw)
     blocks = _DEFINITION_BLOCK.findall(raw)
     if skip and not blocks:
@@ -67,6 +71,8 @@ def parse_definitions(raw: str, names: tuple[str, ...]) -> tuple[DefinitionAnswe
         return None, Refusal("unknown_definition", f"{unknown[0]!r} is not a definition of the file",
                              f"name one of: {shown}.")
     blocks = outermost(blocks)
+    if len(blocks) > MAX_DEFINITIONS:
+        blocks = [(name, code) for name, code in blocks if not unchanged(name, code)] or blocks[:1]
     if len(blocks) > MAX_DEFINITIONS:
         return None, Refusal("too_many_definitions", f"{len(blocks)} definitions in one answer",
                              f"change at most {MAX_DEFINITIONS} definitions at a time.")
@@ -196,8 +202,7 @@ Plan for {path}: {why}
 Definitions: {definitions}
 {elided}{blamed}{failure}{previous}{refused}Answer:
 """
-ELIDED_LINE = (f"A docstring shown as {ELIDED} is kept as it is: write {ELIDED} in its place, or a new docstring "
-               "if it must change.\n")
+ELIDED_LINE = f"A docstring shown as {ELIDED} is kept as it is: write {ELIDED} in its place.\n"
 SKIP_LINE = "If this file needs no change, answer `SKIP: <why>` instead.\n"
 DEFINITION_HEAD = DEFINITION_PROMPT.split("Your file:\n", 1)[0].format(skip="") + "Your file:\n"
 """The definition prompt's fixed part for a file the failure blames (no skip offered)."""
@@ -399,7 +404,11 @@ def _definitions_prompt(view: EditView) -> str:
 
 
 def _definitions_parse(raw: str, content: str, view: EditView) -> FileAnswer:
-    answer, refusal = parse_definitions(raw, view.definitions)
+    def unchanged(name: str, code: str) -> bool:
+        edit = definition_edit(content, name, code, keep_docstrings=view.short_docstrings)[0]
+        return edit is not None and edit.search == edit.replace
+
+    answer, refusal = parse_definitions(raw, view.definitions, unchanged)
     if answer is None:
         return FileAnswer(refusal=refusal)
     changes = []

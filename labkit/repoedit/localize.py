@@ -13,13 +13,15 @@ import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from labkit.core.python_source import parse
 from labkit.repoedit.definitions import ELIDED, IMPORTS, Definition, blamed, definitions
-from labkit.repoedit.index import RepoIndex
+from labkit.repoedit.index import RepoIndex, is_test_path
 from labkit.repoedit.routing import trace_files
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_FRAME = re.compile(r'^(?:\s*File "([\w./-]+\.py)", line (\d+)|([\w./-]+\.py):(\d+): in )', re.MULTILINE)
 
 
 def short_name(symbol: str) -> str:
@@ -49,6 +51,40 @@ def candidate_files(output: str, failed: Sequence[str], index: RepoIndex) -> lis
             if path in index.source_files:
                 found.setdefault(path, "a failing test module imports it")
     return list(found.items())
+
+
+def failing_statements(root: Path, output: str, max_chars: int = 1500, test_lines: int = 40) -> str:
+    """The whole statements at the traceback's lines, read from the project's files; in a test file, the
+    whole test function (up to ``test_lines`` lines).
+
+    A short traceback prints only the last line of a statement that spans several (``).as_bin()``), and the
+    call that went wrong is often on an earlier one, or earlier in the test; the names there are evidence
+    of where the bug is."""
+    found: list[str] = []
+    for match in _FRAME.finditer(output):
+        file, line = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        source = root / file
+        if not source.is_file() or not source.resolve().is_relative_to(root.resolve()):
+            continue
+        text = source.read_text(encoding="utf-8", errors="replace")
+        try:
+            tree = parse(text)
+        except SyntaxError:
+            continue
+        at = int(line)
+        spans = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
+                 if isinstance(n, ast.stmt) and n.lineno <= at <= (n.end_lineno or n.lineno)]
+        tests = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
+                 if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name.startswith("test")
+                 and n.lineno <= at <= (n.end_lineno or n.lineno) < n.lineno + test_lines]
+        if is_test_path(file) and tests:
+            spans = tests  # the whole test
+        if spans:
+            first, last = max(spans)  # the innermost starts last
+            statement = "\n".join(text.splitlines()[first - 1:last])
+            if statement not in found:
+                found.append(statement)
+    return "\n".join(found)[:max_chars]
 
 
 def _calls(text: str, definition: Definition) -> set[str]:
@@ -81,13 +117,14 @@ def long_docstrings(text: str) -> dict[int, tuple[int, int]]:
 
 def excerpt(text: str, focus: Sequence[str], max_lines: int, *, short_docstrings: bool = False
             ) -> tuple[str, tuple[str, ...]]:
-    """The part of ``text`` to show: the ``focus`` definitions, then the ones the first of them calls, as
-    many as fit in ``max_lines`` (the first always), with the header line of a shown method's class;
-    returns the excerpt and the definitions it holds. With ``short_docstrings``, a docstring of more than one
-    line is shown as :data:`~labkit.repoedit.definitions.ELIDED` (and counts as one line): a fix is in the code,
-    and copying the docstring back costs the model most of its answer."""
+    """The part of ``text`` to show: the ``focus`` definitions (a class only if none of its methods is one), then
+    the ones the first of them calls, as many as fit in ``max_lines`` (the first always), with the header line
+    of a shown method's class; returns the excerpt and the definitions it holds. With ``short_docstrings``, a
+    docstring of more than one line is shown as :data:`~labkit.repoedit.definitions.ELIDED` (and counts as one
+    line): a fix is in the code, and copying the docstring back costs the model most of its answer."""
     defs = {d.name: d for d in definitions(text) if d.name != IMPORTS}
-    chosen = [defs[name] for name in focus if name in defs]
+    methods_of = {name.rsplit(".", 1)[0] for name in focus if "." in name}
+    chosen = [defs[name] for name in focus if name in defs and name not in methods_of]  # a method over its class
     if chosen:
         called = _calls(text, chosen[0])
         chosen += [d for d in defs.values() if d not in chosen and d.name.rsplit(".", 1)[-1] in called]
@@ -139,16 +176,17 @@ class FileView:
 
 
 def file_view(path: str, content: str, output: str, *, view_lines: int | None, excerpt_lines: int,
-              short_docstrings: bool = False) -> FileView:
+              short_docstrings: bool = False, statements: str = "") -> FileView:
     """The file as its edit prompt shows it: whole, or, when it is longer than ``view_lines`` lines (None: never),
-    the excerpt of the definitions ``output`` blames, which are then the only ones that may change (their long
-    docstrings elided, with ``short_docstrings``)."""
+    the excerpt of the definitions ``output`` blames, then those the failing ``statements`` name, which are
+    then the only ones that may change (their long docstrings elided, with ``short_docstrings``)."""
     names = tuple(d.name for d in definitions(content))
     pointed = blamed(path, content, output)
     names = (*pointed, *(n for n in names if n not in pointed))
     if names and view_lines is not None and content.count("\n") > view_lines:
-        part, held = excerpt(content, pointed, excerpt_lines, short_docstrings=short_docstrings)
+        focus = tuple(dict.fromkeys((*pointed, *blamed(path, content, statements)))) if statements else pointed
+        part, held = excerpt(content, focus, excerpt_lines, short_docstrings=short_docstrings)
         if held:
-            return FileView(part, held, tuple(n for n in pointed if n in held), excerpted=True,
+            return FileView(part, held, tuple(n for n in focus if n in held), excerpted=True,
                             short_docstrings=short_docstrings and ELIDED in part)
     return FileView(content, names, pointed)

@@ -60,7 +60,7 @@ from labkit.repoedit.events import (
 from labkit.repoedit.features import CodeFeature, FeatureSet
 from labkit.repoedit.formats import EditFormat, edit_format, parse_proposal
 from labkit.repoedit.index import index_project, is_test_path, summary_with_uses
-from labkit.repoedit.localize import FileView, candidate_files, file_view
+from labkit.repoedit.localize import FileView, candidate_files, failing_statements, file_view
 from labkit.repoedit.notes import Notes, notes_from
 from labkit.repoedit.planners import EditView, Planner, PlanView
 from labkit.repoedit.routing import locate_failure, route_after_tests
@@ -493,7 +493,8 @@ class RepoEditRun:
         if self.on(feature.DEFINITION_EDIT):
             long_at = self.limits.view_lines if self.on(feature.DEFINITION_VIEW) else None
             seen = file_view(path, content, output, view_lines=long_at, excerpt_lines=self.limits.excerpt_lines,
-                             short_docstrings=self.on(feature.SHORT_DOCSTRINGS))
+                             short_docstrings=self.on(feature.SHORT_DOCSTRINGS),
+                             statements=failing_statements(self.workspace.root, output) if long_at else "")
         retry = self.state.attempts > 0 or not first
         stuck = self.on(feature.NO_REPEAT) and self._last_refusal(path) in STUCK
         previous = self._previous_answer(path) if retry and self.on(feature.REPAIR_FEEDBACK) and not stuck else ""

@@ -15,7 +15,7 @@ from labkit.llm.errors import BackendError
 from labkit.repoedit.arm_io import ArmEnd, ArmInputs, in_kept_copy
 from labkit.repoedit.formats import FILE_FORMATS
 from labkit.repoedit.index import index_project
-from labkit.repoedit.localize import candidate_files, file_view
+from labkit.repoedit.localize import candidate_files, failing_statements, file_view
 from labkit.repoedit.planners import EditView
 from labkit.repoedit.workspace import Workspace
 
@@ -30,7 +30,8 @@ def _run(inputs: ArmInputs, ws: Workspace) -> ArmEnd:
     path, why = found[0]
     content = (ws.root / path).read_text(encoding="utf-8")
     seen = file_view(path, content, baseline.output, view_lines=limits.view_lines,
-                     excerpt_lines=limits.excerpt_lines, short_docstrings=True)
+                     excerpt_lines=limits.excerpt_lines, short_docstrings=True,
+                     statements=failing_statements(ws.root, baseline.output))
     view = EditView(inputs.task.requirement, path, why, seen.shown, baseline.output[-limits.failure_chars:],
                     format="definitions", definitions=seen.names, blamed=seen.pointed, offer_skip=False,
                     whole=content if seen.excerpted else "", short_docstrings=seen.short_docstrings)
