@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from labkit.core.errors import LabkitError
-from labkit.repoedit.pypi_seeded import build, load_manifest
-from labkit.repoedit.tasks import check_task, load_tasks
+from labkit.repoedit.pypi_seeded import build, load_manifest, tasks_file
+from labkit.repoedit.tasks import check_task, is_benchmark_source, load_tasks
 from labkit.repoedit.workspace import Workspace
 
 WORDCOUNT = Path(__file__).resolve().parents[1] / "data" / "repos" / "wordcount"
@@ -76,3 +76,16 @@ def test_the_kits_manifest_splits_by_package_before_any_design() -> None:
     test = [p for p in manifest.packages if p.split == "test"]
     assert len(dev) >= 3 and len(test) >= 3 and not {p.name for p in dev} & {p.name for p in test}
     assert sum(p.tasks for p in dev) >= 50 and sum(p.tasks for p in test) >= 150
+
+
+def test_one_split_of_the_source_builds_only_its_packages(tmp_path: Path) -> None:
+    sdist = _sdist(tmp_path)
+    entry = yaml.safe_load(_manifest(tmp_path, sdist).read_text())["packages"][0]
+    other = {**entry, "name": "wordcount-copy", "split": "test"}
+    manifest = tmp_path / "packages.yaml"
+    manifest.write_text(yaml.safe_dump({"format": 1, "packages": [entry, other]}), encoding="utf-8")
+    dev = load_tasks(tasks_file("pypi:seeded:dev", tmp_path / "cache", manifest, log=lambda m: None))
+    assert {t.split for t in dev.values()} == {"dev"} and len(dev) == 2
+    assert is_benchmark_source("pypi:seeded:test") and not is_benchmark_source("pypi:seededx")
+    with pytest.raises(LabkitError, match="pypi:seeded:dev, pypi:seeded:test"):
+        tasks_file("pypi:seeded:train", tmp_path / "cache", manifest)

