@@ -178,9 +178,10 @@ def dialog_headline_block(root: Path = ROOT) -> str:
 
 def code_headline_block(root: Path = ROOT) -> str:
     """The front page's code lines: each recording on the kit's projects and the HumanEval fix tasks in the seed's
-    form (one prompt → the machine), and the free loop where the recording holds it."""
+    form (one prompt → the machine), the free loop where the recording holds it, and the equal-compute baseline
+    where it or a later recording beside it holds one."""
     from labkit.repoedit.arms import arm as arm_named
-    from labkit.repoedit.compare_report import seed_form_text, summarize
+    from labkit.repoedit.compare_report import equal_compute_text, seed_form_text, summarize
 
     folders = plus_folders(root) + [f for f in bench_folders(root) if f.parent.name == "humaneval-fix"]
     lines = []
@@ -190,7 +191,8 @@ def code_headline_block(root: Path = ROOT) -> str:
         if loop is not None:
             line += (f" {arm_named('prompt_tools').label.capitalize()}: {loop['tasks_solved']}/{loop['tasks']}, "
                      f"trees left with a test broken: {loop['broken_trees']}.")
-        lines.append(line)
+        equal = equal_compute_text(with_later_arms(folder))
+        lines.append(line + (f" {equal}" if equal else ""))
     return "\n".join(lines)
 
 

@@ -115,3 +115,24 @@ def test_the_front_pages_code_lines_are_the_recordings() -> None:
     block = shown(script.CODE_HEADLINE_BEGIN, script.CODE_HEADLINE_END)
     assert block == script.code_headline_block().strip(), STALE  # the file's block is read without its indent
     assert block.count("- ") == 3 and "humaneval:fix" in block and "(free loop)" in block
+
+
+def test_the_equal_compute_line_counts_what_each_arm_fixed_and_spent_on_the_tasks_both_ran() -> None:
+    import json
+
+    from labkit.repoedit.compare_report import equal_compute_text
+
+    fix = ROOT / "data" / "repoedit" / "humaneval-fix" / "qwen2.5-coder-1.5b"
+    folders = script.with_later_arms(fix)
+    rows = [json.loads(line) for f in folders for line in (f / "runs.jsonl").read_text().splitlines() if line]
+    machine = {r["task"]: r for r in rows if r["arm"] == "machine_plus"}  # the name it was recorded under
+    retried = {r["task"]: r for r in rows if r["arm"] == "prompt_whole_best_of_3"}
+    assert machine and retried.keys() == machine.keys()
+    text = equal_compute_text(folders)
+    assert text is not None
+    n = len(machine)
+    assert f"{sum(r['fixed'] for r in retried.values())}/{n} against the machine's " \
+           f"{sum(r['fixed'] for r in machine.values())}/{n}" in text
+    assert f"({sum(r['llm_calls'] for r in retried.values())} calls, " \
+           f"{sum(r['test_runs'] for r in retried.values())} test runs)" in text
+    assert equal_compute_text([ROOT / "data" / "repoedit" / "humaneval-implement" / "qwen2.5-coder-1.5b"]) is None

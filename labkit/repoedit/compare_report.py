@@ -25,11 +25,15 @@ from labkit.repoedit.features import FEATURES
 from labkit.repoedit.history import RENAMED, recorded_path, today
 
 BEST_M, BEST_P = f"machine_best_of_{BEST_OF}", f"prompt_whole_best_of_{BEST_OF}"
+EQUAL_COMPUTE = ("prompt_excerpt_best_of_6", BEST_P)
+"""One prompt given about the machine's compute (several tries, the visible tests picking): the baselines that
+separate what the machine's structure buys from what more calls and test feedback buy; the first recorded counts."""
 # (a, b): what the machine adds over one prompt and over a free loop with the same tools; what the features add
 # over the bare machine; what best of k adds. A pair is reported where a recording holds both arms.
 COMPARISONS = (("machine_bare", "prompt_only"), ("machine_bare", "prompt_tools"), ("machine", "prompt_whole"),
                ("machine", "prompt_tools"), ("machine", "prompt_only"), ("machine", "machine_bare"),
-               (BEST_M, BEST_P), (BEST_M, "machine"), (BEST_P, "prompt_whole"), (BEST_M, "prompt_whole"))
+               (BEST_M, BEST_P), (BEST_M, "machine"), (BEST_P, "prompt_whole"), (BEST_M, "prompt_whole"),
+               *(("machine", baseline) for baseline in EQUAL_COMPUTE))
 HEADLINES = (("prompt_whole", "machine"), ("prompt_only", "machine"), ("prompt_only", "machine_bare"))
 """(one prompt, machine) pairs for the seed's "x/n → y/n" form, the first that a recording holds both of."""
 ORACLES = tuple(name for name, spec in ARMS.items() if spec.machine and spec.planner == "oracle")
@@ -134,6 +138,28 @@ def seed_form_text(folder: Path) -> str:
             f"{f['upper_fixed']}/{n}; only the machine fixed {f['upper_better']}, only the prompt "
             f"{f['lower_better']}, exact sign test p = {f['p_value']:.2g}; trees left with a test broken: "
             f"{f['broken'][f['lower']]} and {f['broken'][f['upper']]}.")
+
+
+def equal_compute_text(folders: Sequence[Path]) -> str | None:
+    """The machine against the first :data:`EQUAL_COMPUTE` baseline the recordings hold, over the tasks both ran,
+    in one line with what each spent (calls, test runs); None if no recording holds both."""
+    rows = [r for folder in folders for r in load_rows(folder / "runs.jsonl")]
+    machine = _by_task(rows, "machine")
+    for baseline in EQUAL_COMPUTE:
+        other = _by_task(rows, baseline)
+        common = sorted(set(machine) & set(other))
+        if not common:
+            continue
+        test = paired_test({t: machine[t] for t in common}, {t: other[t] for t in common}, names=("machine", baseline))
+        ran = {arm: [r for r in rows if r.arm == arm and r.task in common] for arm in ("machine", baseline)}
+        spent = {arm: (sum(r.llm_calls for r in mine), sum(r.test_runs for r in mine)) for arm, mine in ran.items()}
+        n = len(common)
+        return (f"At about equal compute, {arm_named(baseline).label}, the visible tests picking "
+                f"({spent[baseline][0]} calls, {spent[baseline][1]} test runs), {sum(other[t][0] for t in common)}/{n} "
+                f"against the machine's {sum(machine[t][0] for t in common)}/{n} ({spent['machine'][0]} calls, "
+                f"{spent['machine'][1]} test runs); only the machine fixed {test.a_better}, only the baseline "
+                f"{test.b_better}, exact sign test p = {test.p_value:.2g}.")
+    return None
 
 
 HIDDEN_RED = "visible green, hidden red"
