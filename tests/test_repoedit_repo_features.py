@@ -29,7 +29,7 @@ from labkit.repoedit.features import ALL
 from labkit.repoedit.formats import FILE_FORMATS
 from labkit.repoedit.history import BEFORE_REPOSITORIES
 from labkit.repoedit.index import index_project
-from labkit.repoedit.localize import candidate_files, excerpt, failing_statements, file_view
+from labkit.repoedit.localize import candidate_files, excerpt, failing_statements, file_view, special_calls
 from labkit.repoedit.machine import Limits, RepoEditRun, repoedit_invariants
 from labkit.repoedit.planners import EditView, OraclePlanner, PlanView, ScriptedPlanner
 from labkit.repoedit.tasks import FileFix, RepoTask, SearchReplace
@@ -153,6 +153,29 @@ def test_the_whole_failing_test_is_evidence_where_the_traceback_shows_only_its_l
     seen = file_view("pkg.py", text, output, view_lines=50, excerpt_lines=20, statements=statements)
     assert seen.excerpted and seen.names == ("Box.size", "Box.build")  # the methods the test uses, not the class
     assert file_view("pkg.py", text, output, view_lines=50, excerpt_lines=20).names == ("Box.size",)
+
+
+def test_the_special_methods_a_failing_statement_s_syntax_calls_are_offered_though_never_named(
+        tmp_path: Path) -> None:
+    assert set(special_calls("assert box[0] == Box(1)\nfor x in box:\n    len(x)")) == {
+        "__init__", "__new__", "__iter__", "__eq__", "__getitem__", "__len__"}
+    assert special_calls("def cut(:\n") == ("__init__", "__new__")  # a statement cut off is skipped
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_box.py").write_text(
+        "from pkg import Box\n\n\ndef test_first():\n    assert Box.build(3)[0] == 1\n", encoding="utf-8")
+    output = "tests/test_box.py:5: in test_first\n    assert Box.build(3)[0] == 1\nE   assert 2 == 1"
+    text = "class Box:\n" + "".join(f"    def m{i}(self):\n        return {i}\n\n" for i in range(90)) + (
+        "    def build(self, n):\n        return self\n\n    def __getitem__(self, i):\n        return 2\n\n"
+        "    def __hash__(self):\n        return 0\n")
+    seen = file_view("pkg.py", text, output, view_lines=50, excerpt_lines=20,
+                     statements=failing_statements(tmp_path, output))
+    assert seen.pointed == ("Box.build", "Box.__getitem__")  # the method named, and the one its syntax calls
+    assert "Box.__hash__" not in seen.names and "Box.m0" not in seen.names
+    traced = output.replace("tests/test_box.py:5: in test_first", "tests/test_box.py:5: in test_first\n"
+                            "pkg.py:1: in Box")  # a frame in the class's own body
+    whole = file_view("pkg.py", text, traced, view_lines=50, excerpt_lines=20,
+                      statements=failing_statements(tmp_path, traced))
+    assert whole.names == ("Box",)  # a class the traceback blames is shown whole, not refined
 
 
 def test_an_answer_over_the_limit_is_judged_by_the_definitions_it_changes() -> None:

@@ -199,16 +199,22 @@ def blamed(path: str, text: str, output: str) -> tuple[str, ...]:
     assertion that fails inside a test blames no frame of the file, so the names the test's shown
     lines use are matched against the file's definitions. Empty when nothing matches.
     """
+    in_frames = framed(path, text, output)
+    if in_frames:
+        return in_frames
+    used = set(_IDENT.findall(output))
+    return tuple(d.name for d in definitions(text) if d.name.rsplit(".", 1)[-1] in used)
+
+
+def framed(path: str, text: str, output: str) -> tuple[str, ...]:
+    """The definitions of ``path`` that hold a frame of ``output``'s traceback, the deepest frame first."""
     defs = definitions(text)
-    framed: list[str] = []
+    found: list[str] = []
     for pattern in (_SHORT_FRAME, _LONG_FRAME):
         for match in pattern.finditer(output):
             if match.group(1) == path:
                 line = int(match.group(2))
                 inner = [d for d in defs if d.first <= line <= d.last]
                 if inner:
-                    framed.append(max(inner, key=lambda d: d.first).name)
-    if framed:  # a traceback lists the deepest frame last
-        return tuple(dict.fromkeys(reversed(framed)))
-    used = set(_IDENT.findall(output))
-    return tuple(d.name for d in defs if d.name.rsplit(".", 1)[-1] in used)
+                    found.append(max(inner, key=lambda d: d.first).name)
+    return tuple(dict.fromkeys(reversed(found)))  # a traceback lists the deepest frame last

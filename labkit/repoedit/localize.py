@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from labkit.core.python_source import parse
-from labkit.repoedit.definitions import ELIDED, IMPORTS, Definition, blamed, definitions
+from labkit.repoedit.definitions import ELIDED, IMPORTS, Definition, blamed, definitions, framed
 from labkit.repoedit.index import RepoIndex, is_test_path
 from labkit.repoedit.routing import trace_files
 
@@ -81,7 +82,7 @@ def failing_statements(root: Path, output: str, max_chars: int = 1500, test_line
             spans = tests  # the whole test
         if spans:
             first, last = max(spans)  # the innermost starts last
-            statement = "\n".join(text.splitlines()[first - 1:last])
+            statement = textwrap.dedent("\n".join(text.splitlines()[first - 1:last]))
             if statement not in found:
                 found.append(statement)
     return "\n".join(found)[:max_chars]
@@ -115,18 +116,71 @@ def long_docstrings(text: str) -> dict[int, tuple[int, int]]:
     return found
 
 
+_OPERATORS: dict[type, tuple[str, ...]] = {
+    ast.Eq: ("__eq__",), ast.NotEq: ("__ne__", "__eq__"), ast.Lt: ("__lt__",), ast.LtE: ("__le__",),
+    ast.Gt: ("__gt__",), ast.GtE: ("__ge__",), ast.In: ("__contains__", "__iter__"),
+    ast.NotIn: ("__contains__", "__iter__"), ast.Add: ("__add__", "__radd__"), ast.Sub: ("__sub__", "__rsub__"),
+    ast.Mult: ("__mul__", "__rmul__"), ast.Div: ("__truediv__",), ast.FloorDiv: ("__floordiv__",),
+    ast.Mod: ("__mod__",), ast.Pow: ("__pow__",), ast.LShift: ("__lshift__",), ast.RShift: ("__rshift__",),
+    ast.BitOr: ("__or__", "__ror__"), ast.BitAnd: ("__and__", "__rand__"), ast.BitXor: ("__xor__",),
+    ast.MatMult: ("__matmul__",), ast.Invert: ("__invert__",), ast.USub: ("__neg__",), ast.Not: ("__bool__",),
+    ast.Load: ("__getitem__",), ast.Store: ("__setitem__",), ast.Del: ("__delitem__",)}
+_BUILTINS: dict[str, tuple[str, ...]] = {
+    "len": ("__len__",), "str": ("__str__",), "repr": ("__repr__",), "hash": ("__hash__",), "bool": ("__bool__",),
+    "int": ("__int__", "__index__"), "float": ("__float__",), "format": ("__format__", "__str__"),
+    "iter": ("__iter__",), "next": ("__next__",), "reversed": ("__reversed__",), "list": ("__iter__",),
+    "tuple": ("__iter__",), "set": ("__iter__", "__hash__"), "sorted": ("__iter__", "__lt__"),
+    "dict": ("__iter__",), "print": ("__str__",), "dumps": ("__reduce__", "__getstate__"),
+    "loads": ("__setstate__", "__reduce__"), "copy": ("__copy__", "__reduce__"),
+    "deepcopy": ("__deepcopy__", "__reduce__")}
+
+
+def special_calls(statements: str) -> tuple[str, ...]:
+    """The special methods the syntax of ``statements`` calls without naming them (``a == b`` calls ``__eq__``,
+    ``x[i]`` calls ``__getitem__``, ``len(x)`` calls ``__len__``, a loop ``__iter__``, ...): the data model's
+    map from syntax to methods, so evidence that never names the method still points at it."""
+    found: list[str] = ["__init__", "__new__"]
+    trees = []
+    for block in re.split(r"\n(?=\S)", textwrap.dedent(statements)):  # each statement; a cut-off one is skipped
+        try:
+            trees.append(ast.parse(block))
+        except SyntaxError:
+            continue
+    for node in (n for tree in trees for n in ast.walk(tree)):
+        kinds: list[type] = []
+        if isinstance(node, ast.Compare):
+            kinds = [type(op) for op in node.ops]
+        elif isinstance(node, ast.BinOp | ast.AugAssign | ast.UnaryOp):
+            kinds = [type(node.op)]
+        elif isinstance(node, ast.Subscript):
+            kinds = [type(node.ctx)]
+        for kind in kinds:
+            found += _OPERATORS.get(kind, ())
+        if isinstance(node, ast.Call):
+            func = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            found += _BUILTINS.get(func, ())
+        elif isinstance(node, ast.For | ast.comprehension):
+            found.append("__iter__")
+        elif isinstance(node, ast.With):
+            found += ["__enter__", "__exit__"]
+        elif isinstance(node, ast.JoinedStr):
+            found += ["__format__", "__str__"]
+    return tuple(dict.fromkeys(found))
+
+
 def excerpt(text: str, focus: Sequence[str], max_lines: int, *, short_docstrings: bool = False
             ) -> tuple[str, tuple[str, ...]]:
-    """The part of ``text`` to show: the ``focus`` definitions (a class only if none of its methods is one), then
-    the ones the first of them calls, as many as fit in ``max_lines`` (the first always), with the header line
-    of a shown method's class; returns the excerpt and the definitions it holds. With ``short_docstrings``, a
-    docstring of more than one line is shown as :data:`~labkit.repoedit.definitions.ELIDED` (and counts as one
-    line): a fix is in the code, and copying the docstring back costs the model most of its answer."""
+    """The part of ``text`` to show: the ``focus`` definitions, then the ones they call, as many as fit in
+    ``max_lines`` (the first always), with the header line of a shown method's class; returns the excerpt
+    and the definitions it holds. A class whose methods are in focus is shown as those methods. With
+    ``short_docstrings``, a docstring of more than one line is shown as
+    :data:`~labkit.repoedit.definitions.ELIDED` (and counts as one line): a fix is in the code, and copying the
+    docstring back costs the model most of its answer."""
     defs = {d.name: d for d in definitions(text) if d.name != IMPORTS}
     methods_of = {name.rsplit(".", 1)[0] for name in focus if "." in name}
-    chosen = [defs[name] for name in focus if name in defs and name not in methods_of]  # a method over its class
+    chosen = [defs[name] for name in focus if name in defs and name not in methods_of]
     if chosen:
-        called = _calls(text, chosen[0])
+        called = set().union(*(_calls(text, d) for d in chosen))
         chosen += [d for d in defs.values() if d not in chosen and d.name.rsplit(".", 1)[-1] in called]
     docs = long_docstrings(text) if short_docstrings else {}
 
@@ -178,13 +232,22 @@ class FileView:
 def file_view(path: str, content: str, output: str, *, view_lines: int | None, excerpt_lines: int,
               short_docstrings: bool = False, statements: str = "") -> FileView:
     """The file as its edit prompt shows it: whole, or, when it is longer than ``view_lines`` lines (None: never),
-    the excerpt of the definitions ``output`` blames, then those the failing ``statements`` name, which are
-    then the only ones that may change (their long docstrings elided, with ``short_docstrings``)."""
+    the excerpt of the definitions ``output`` blames, then those the failing ``statements`` name (a class a
+    traceback frame is in stays whole; another is refined to the methods they name and the special methods their
+    syntax calls), which are then the only ones that may change (their long docstrings elided, with
+    ``short_docstrings``)."""
     names = tuple(d.name for d in definitions(content))
     pointed = blamed(path, content, output)
     names = (*pointed, *(n for n in names if n not in pointed))
     if names and view_lines is not None and content.count("\n") > view_lines:
-        focus = tuple(dict.fromkeys((*pointed, *blamed(path, content, statements)))) if statements else pointed
+        focus = pointed
+        if statements:
+            frames = framed(path, content, output)
+            named = [n for n in blamed(path, content, statements) if n.rsplit(".", 1)[0] not in frames]
+            classes = dict.fromkeys(c for n in named for c in (n, n.rsplit(".", 1)[0])
+                                    if any(d.startswith(c + ".") for d in names))
+            called = [f"{c}.{m}" for c in classes for m in special_calls(statements) if f"{c}.{m}" in names]
+            focus = tuple(dict.fromkeys((*pointed, *named, *called)))
         part, held = excerpt(content, focus, excerpt_lines, short_docstrings=short_docstrings)
         if held:
             return FileView(part, held, tuple(n for n in focus if n in held), excerpted=True,
