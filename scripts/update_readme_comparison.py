@@ -72,10 +72,15 @@ def plus_table_block(root: Path = ROOT) -> str:
     return "\n\n".join(parts)
 
 
+BENCHMARKS = ("humaneval-fix", "pypi-seeded", "humaneval-implement")
+"""The benchmark recordings, ``data/repoedit/<name>/<model>``: HumanEval's fix tasks, the seeded bugs in real
+packages, HumanEval's implement tasks."""
+
+
 def bench_folders(root: Path = ROOT) -> list[Path]:
-    """The recorded HumanEval comparisons, fix before implement."""
-    return [folder / m for kind in ("fix", "implement") for m in MODELS
-            if ((folder := root / "data" / "repoedit" / f"humaneval-{kind}") / m / "runs.jsonl").exists()]
+    """The recorded benchmark comparisons, in :data:`BENCHMARKS` order."""
+    return [folder / m for name in BENCHMARKS for m in MODELS
+            if ((folder := root / "data" / "repoedit" / name) / m / "runs.jsonl").exists()]
 
 
 LATER_ARMS = ("best-of", "ablation")
@@ -177,13 +182,13 @@ def dialog_headline_block(root: Path = ROOT) -> str:
 
 
 def code_headline_block(root: Path = ROOT) -> str:
-    """The front page's code lines: each recording on the kit's projects and the HumanEval fix tasks in the seed's
+    """The front page's code lines: each recording on the kit's projects and the benchmarks' fix tasks in the seed's
     form (one prompt → the machine), the free loop where the recording holds it, and the equal-compute baseline
     where it or a later recording beside it holds one."""
     from labkit.repoedit.arms import arm as arm_named
     from labkit.repoedit.compare_report import equal_compute_text, seed_form_text, summarize
 
-    folders = plus_folders(root) + [f for f in bench_folders(root) if f.parent.name == "humaneval-fix"]
+    folders = plus_folders(root) + [f for f in bench_folders(root) if f.parent.name != "humaneval-implement"]
     lines = []
     for folder in folders:
         line = "  - " + seed_form_text(folder)  # a list inside the front page's "Editing code" item
