@@ -125,6 +125,9 @@ def test_a_rewrite_keeps_an_elided_docstring_whatever_it_writes_in_its_place() -
     guessed, _, _ = definition_edit(DOCUMENTED, "Box.size", 'def size(self, x):\n    """New."""\n    return x',
                                     keep_docstrings=True)
     assert guessed is not None and "New." not in guessed.replace and "How big" in guessed.replace
+    same, _, _ = definition_edit(DOCUMENTED, "Box.size", 'def size(self, x):\n    """New."""\n    return x + 1',
+                                 keep_docstrings=True)
+    assert same is not None and same.search == same.replace  # the docstring's blank lines come back as they were
     short, _, _ = definition_edit(DOCUMENTED, "plain", 'def plain(x):\n    """Two lines."""\n    return x',
                                   keep_docstrings=True)
     assert short is not None and "Two lines." in short.replace  # a one-line docstring was shown: the answer's stands

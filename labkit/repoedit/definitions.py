@@ -149,8 +149,8 @@ def _restore_docstrings(old: str, new: str) -> str:
             continue
         first = node.body[0]
         indent = " " * first.col_offset
-        text = [indent + line[kept.col_offset:] if not line[:kept.col_offset].strip() else line
-                for line in old_lines[kept.lineno - 1:kept.end_lineno]]
+        text = [indent + line[kept.col_offset:] if line.strip() and not line[:kept.col_offset].strip() else line
+                for line in old_lines[kept.lineno - 1:kept.end_lineno]]  # a blank line stays as it was
         if doc is not None:
             spliced.append((doc.lineno - 1, doc.end_lineno or doc.lineno, text))
         elif first.lineno > node.lineno:  # a body on the def line has no room for a docstring
