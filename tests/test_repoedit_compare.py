@@ -219,6 +219,9 @@ def test_the_runner_writes_a_row_per_run_resumes_and_reports(project, tmp_path):
     assert "| code_plan | 1 | 1 | 1 | +0 | 0 | 0 | 1 |" in report  # the ablation table, one row per feature
     provenance = [json.loads(line) for line in (out / "provenance.jsonl").read_text().splitlines()]
     assert len(provenance) == 2 and provenance[1]["jobs_left"] == 1 and provenance[0]["tasks_sha256"]
+    assert read_config(out).task_ids == ["calc-add"]
+    (project / "tasks.yaml").unlink()  # a benchmark not built on this machine: the report counts the recorded ids
+    assert f"{len(once)}/{len(once)} runs" in render_report([out])
 
 
 def test_the_ablation_sentence_says_what_each_feature_bought_net():

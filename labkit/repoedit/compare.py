@@ -69,6 +69,7 @@ class CompareConfig:
     tasks_file: str = "data/repos/tasks.yaml"
     threads: int | None = None
     as_recorded: dict[str, frozenset[str]] = field(default_factory=dict)  # arm -> the features it ran with
+    task_ids: list[str] = field(default_factory=list)  # the split's tasks when recorded (a report needs no build)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -116,6 +117,11 @@ class CompareConfig:
     def jobs(self) -> list[tuple[RepoTask, str]]:
         """(task, arm) in the order they run: task by task, every arm on each."""
         return [(task, arm) for task in self.tasks().values() for arm in self.arms]
+
+    def planned(self) -> int:
+        """How many runs the comparison plans, from the task ids it recorded where it holds them (a benchmark's
+        tasks are then not built only to be counted)."""
+        return len(self.task_ids) * len(self.arms) if self.task_ids else len(self.jobs())
 
     def the_limits(self) -> Limits:
         return Limits(**self.limits)
@@ -385,7 +391,9 @@ class CodeComparison(Comparison):
         settings.check()
         self.settings, self.clock = settings, clock
         wanted = None if only is None else set(only)
-        self._jobs = [(task, arm) for task, arm in settings.jobs() if wanted is None or (arm, task.id) in wanted]
+        jobs = settings.jobs()
+        settings.task_ids = list(dict.fromkeys(task.id for task, _ in jobs))
+        self._jobs = [(task, arm) for task, arm in jobs if wanted is None or (arm, task.id) in wanted]
         self._tasks = {task.id: task for task, _ in self._jobs}
         self._baselines: dict[str, Baseline] = {}
         self._measuring = threading.Lock()
@@ -398,6 +406,8 @@ class CodeComparison(Comparison):
         the headline arms lands in the same table, paired on the same tasks."""
         config = self.config()
         recorded = {**recorded, "arms": [today(a) for a in recorded.get("arms", [])]}
+        if "task_ids" not in recorded:  # recorded before the ids were stored
+            config = {k: v for k, v in config.items() if k != "task_ids"}
         return recorded == config or ({**recorded, "arms": config["arms"]} == config
                                       and set(recorded.get("arms", [])) <= set(config["arms"]))
 

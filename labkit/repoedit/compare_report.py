@@ -35,10 +35,11 @@ COMPARISONS = (("machine_bare", "prompt_only"), ("machine_bare", "prompt_tools")
                ("machine", "prompt_tools"), ("machine", "prompt_only"), ("machine", "machine_bare"),
                (BEST_M, BEST_P), (BEST_M, "machine"), (BEST_P, "prompt_whole"), (BEST_M, "prompt_whole"),
                *(("machine", baseline) for baseline in EQUAL_COMPUTE))
-HEADLINES = (("prompt_excerpt", "machine"), ("prompt_whole", "machine"), ("prompt_only", "machine"),
+HEADLINES = (("prompt_whole", "machine"), ("prompt_excerpt", "machine"), ("prompt_only", "machine"),
              ("prompt_only", "machine_bare"))
-"""(one prompt, machine) pairs for the seed's "x/n → y/n" form, the first that a recording holds both of (in a real
-package no whole file fits the context, so the one prompt there is the excerpt)."""
+"""(one prompt, machine) pairs for the seed's "x/n → y/n" form: of those a recording holds with the first machine
+it holds, the one whose prompt fixed most (the strongest one-prompt baseline; in a real package no whole file
+fits the context, and the excerpt is it), the first of them on a tie."""
 ORACLES = tuple(name for name, spec in ARMS.items() if spec.machine and spec.planner == "oracle")
 DEFAULT_TASKS = "data/repos/tasks.yaml"
 # What a paired test compares per task: the fix, and the tree left no worse (no test broken that passed before).
@@ -93,31 +94,44 @@ def paired_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
     return out
 
 
-def headline(rows: Sequence[RunRow]) -> str | None:
-    """The seed's form, "prompt-only x/n → machine y/n", for the first pair of :data:`HEADLINES` the rows
-    hold, over the tasks both arms ran (None if none)."""
+def headline_pair(rows: Sequence[RunRow]) -> tuple[str, str, list[str]] | None:
+    """The pair of :data:`HEADLINES` the seed's form reports, and the tasks both its arms ran (None if none)."""
+    found = []
     for lower, upper in HEADLINES:
         ca, cb = _by_task(rows, lower), _by_task(rows, upper)
-        common = set(ca) & set(cb)
-        if common:
-            x, y = sum(ca[t][0] for t in common), sum(cb[t][0] for t in common)
-            if (lower, upper) == ("prompt_only", "machine_bare"):  # the seed's own words
-                return f"prompt-only {x}/{len(common)} → machine {y}/{len(common)}"
-            return f"{arm_named(lower).label} {x}/{len(common)} → {arm_named(upper).label} {y}/{len(common)}"
+        if common := sorted(set(ca) & set(cb)):
+            found.append((lower, upper, common, sum(ca[t][0] for t in common)))
+    if not found:
+        return None
+    first = [f for f in found if f[1] == found[0][1]]
+    lower, upper, common, _ = max(first, key=lambda f: f[3])  # max keeps the first of equals
+    return lower, upper, common
+
+
+def headline(rows: Sequence[RunRow]) -> str | None:
+    """The seed's form, "prompt-only x/n → machine y/n", for :func:`headline_pair`, over the tasks both arms
+    ran (None if none)."""
+    pair = headline_pair(rows)
+    if pair is not None:
+        lower, upper, common = pair
+        ca, cb = _by_task(rows, lower), _by_task(rows, upper)
+        x, y = sum(ca[t][0] for t in common), sum(cb[t][0] for t in common)
+        if (lower, upper) == ("prompt_only", "machine_bare"):  # the seed's own words
+            return f"prompt-only {x}/{len(common)} → machine {y}/{len(common)}"
+        return f"{arm_named(lower).label} {x}/{len(common)} → {arm_named(upper).label} {y}/{len(common)}"
     return None
 
 
 def seed_form(folder: Path) -> dict[str, Any] | None:
-    """One recording in the seed's form, as numbers: the first pair of :data:`HEADLINES` it holds (one prompt,
+    """One recording in the seed's form, as numbers: the pair :func:`headline_pair` picks (one prompt,
     then the machine), tasks fixed by each over the tasks both ran, the paired exact sign test of the machine
     against the prompt, and the trees each left with a test broken that passed before (None if no pair)."""
     config = read_config(folder)
     rows = load_rows(folder / "runs.jsonl")
-    for lower, upper in HEADLINES:
+    pair = headline_pair(rows)
+    if pair is not None:
+        lower, upper, common = pair
         ca, cb = _by_task(rows, lower), _by_task(rows, upper)
-        common = sorted(set(ca) & set(cb))
-        if not common:
-            continue
         test = paired_test({t: cb[t] for t in common}, {t: ca[t] for t in common}, names=(upper, lower))
         broken = {arm: sum(bool(r.broken_left) for r in rows if r.arm == arm and r.task in common)
                   for arm in (lower, upper)}
@@ -305,7 +319,7 @@ def summarize(folder: Path | Sequence[Path]) -> dict[str, Any]:
     rows = [row for rows in recorded for row in rows]
     arms = arm_rows(rows)
     paired = paired_rows(rows)
-    planned = sum(len(c.jobs()) for c in configs)
+    planned = sum(c.planned() for c in configs)
     return {"model": config.model, "tasks_file": config.tasks_file,
             "split": config.split, "call_budget": config.call_budget, "arms": arms,
             "paired": paired, "ablation": ablation_rows(rows), "failures": failure_rows(rows),
