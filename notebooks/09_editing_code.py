@@ -352,7 +352,7 @@ print(render_report([DATA / "repoedit" / "compare" / model for model in ("gemma3
 from labkit.repoedit.features import FEATURES
 
 for feature in FEATURES:
-    print(f"{feature.name:17} {feature.about}")
+    print(f"{feature.name:19} {feature.about}")
 
 # %% [markdown]
 # Because each feature is a name, the comparison also runs the machine **without** each one (the arms

@@ -20,6 +20,7 @@ from labkit.repoedit.definitions import ELIDED, definition_edit
 from labkit.repoedit.events import (
     CheckpointKept,
     CheckpointRestored,
+    EditSkipped,
     ProposalRefused,
     Proposed,
     RepoEditState,
@@ -125,6 +126,8 @@ def test_a_rewrite_keeps_an_elided_docstring_whatever_it_writes_in_its_place() -
     guessed, _, _ = definition_edit(DOCUMENTED, "Box.size", 'def size(self, x):\n    """New."""\n    return x',
                                     keep_docstrings=True)
     assert guessed is not None and "New." not in guessed.replace and "How big" in guessed.replace
+    dotted, _, _ = definition_edit(DOCUMENTED, "Box.size", "def Box.size(self, x):\n    return x + 2")
+    assert dotted is not None and "    def size(self, x):" in dotted.replace  # the name as the list shows it
     same, _, _ = definition_edit(DOCUMENTED, "Box.size", 'def size(self, x):\n    """New."""\n    return x + 1',
                                  keep_docstrings=True)
     assert same is not None and same.search == same.replace  # the docstring's blank lines come back as they were
@@ -249,6 +252,19 @@ def test_without_no_repeat_the_same_answer_is_applied_again_and_shown_back(packa
     assert not [e for e in of(run, ProposalRefused) if e.code == "repeated"]
     assert TOTAL_WRONG in planner.views[2].previous
     assert run.state.status == "FAILED"
+
+
+@pytest.mark.slow
+def test_an_answer_that_changes_nothing_moves_on_to_the_next_planned_file(package: Path) -> None:
+    plan = ('{"steps": [{"file": "pkg/util.py", "why": "total uses clean"}, '
+            '{"file": "pkg/core.py", "why": "total and first are defined here"}]}')
+    same = block("clean", "def clean(xs):\n    return [x for x in xs if x is not None]")
+    run, _ = run_on(package, [same, TOTAL_FIXED + "\n\n" + FIRST_FIXED], plans=[plan])
+    [skipped] = of(run, EditSkipped)
+    assert skipped.file == "pkg/util.py" and "unchanged" in skipped.reason
+    assert run.state.status == "DONE" and not of(run, ProposalRefused)
+    without, _ = run_on(package, [same, same], plans=[plan], features=ALL - {"unchanged_moves_on"})
+    assert not of(without, EditSkipped) and of(without, ProposalRefused)[0].code == "no_change"
 
 
 @pytest.mark.slow

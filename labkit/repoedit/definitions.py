@@ -168,8 +168,12 @@ def definition_edit(text: str, name: str, code: str, *, keep_docstrings: bool = 
     must define one thing and nothing else. It may define it under another name (a rename: the
     requirement may ask for one); the third value says so, for the edit's event. With
     ``keep_docstrings`` (the model was shown :data:`ELIDED` for them), a docstring of more than one line
-    stays the old one, whatever the new code writes there.
+    stays the old one, whatever the new code writes there. A method written under its dotted name
+    (``def Box.size(self):``, as the list of definitions names it) is read as the method.
     """
+    if "." in name:
+        code = re.sub(rf"^(\s*(?:async\s+)?def\s+){re.escape(name)}(?=\s*\()", rf"\g<1>{name.rsplit('.', 1)[-1]}",
+                      code, count=1, flags=re.MULTILINE)
     found = next((d for d in definitions(text) if d.name == name), None)
     if found is None:
         known = ", ".join(d.name for d in definitions(text)) or "(none)"

@@ -70,13 +70,17 @@ CHECKPOINT = CodeFeature("checkpoint", "a test run with fewer failures than any 
 SHORT_DOCSTRINGS = CodeFeature("short_docstrings", "an excerpt shows a docstring of more than one line as "
                                "'\"\"\"...\"\"\"', and a rewritten definition keeps that docstring: the answer is "
                                "code, not copied (or guessed) prose", "prompt")
+UNCHANGED_MOVES_ON = CodeFeature("unchanged_moves_on", "an answer that leaves a planned file as it was is taken "
+                                 "as a skip of it when the plan holds another file and the failure does not point "
+                                 "at this one: the model saw no bug there, and more tries would spend the edit "
+                                 "budget on it", "check")
 RELEVANT_TESTS = CodeFeature("relevant_tests", "in a suite of many test files, a check first runs only the "
                              "files of the failing tests; the whole suite runs once they pass", "tests")
 
 FEATURES: tuple[CodeFeature, ...] = (CODE_PLAN, CLOSED_PLAN, PLAN_REFERENCES, PLAN_EXAMPLE, FIRST_FAILURE,
                                      DEFINITION_EDIT, TOLERANT_MATCH, BLAMED_SKIP, FOLLOW_TRACEBACK,
                                      REPAIR_FEEDBACK, SAMPLED_REPAIR, TRACEBACK_PLAN, DEFINITION_VIEW,
-                                     NO_REPEAT, CHECKPOINT, RELEVANT_TESTS, SHORT_DOCSTRINGS)
+                                     NO_REPEAT, CHECKPOINT, RELEVANT_TESTS, SHORT_DOCSTRINGS, UNCHANGED_MOVES_ON)
 TABLE = FeatureTable("code machine", FEATURES)
 ALL: frozenset[str] = TABLE.all
 checked = TABLE.checked

@@ -27,7 +27,8 @@ BEFORE_REPOSITORIES = frozenset({"code_plan", "closed_plan", "plan_references", 
                                  "definition_edit", "tolerant_match", "blamed_skip", "follow_traceback",
                                  "repair_feedback", "sampled_repair"})
 """The features an arm recorded as ``machine_plus`` (and its ablations, oracle and best of k) ran with: today's
-machine without traceback_plan, definition_view, no_repeat, checkpoint, relevant_tests and short_docstrings."""
+machine without traceback_plan, definition_view, no_repeat, checkpoint, relevant_tests, short_docstrings and
+unchanged_moves_on."""
 
 RENAMED: tuple[OldName, ...] = (
     OldName("machine_model", "machine_bare", "the first code comparison (the machine with no feature)", "65ec36e"),

@@ -546,7 +546,7 @@ class RepoEditRun:
         answer = self.edit_format.parse(raw, content, view)
         changes, status, reason = answer.changes, answer.status, answer.reason
         if answer.refusal is not None:
-            self._refuse("EDIT_FILE", answer.refusal, path)
+            self._refuse_edit(answer.refusal, path, suspect)
             return
         if status == "abort":
             self.machine.fire("abort", file=path, reason=reason or "the planner aborted")
@@ -570,9 +570,18 @@ class RepoEditRun:
             self._settle(self.machine.record(ApprovalRequested(file=path, changed_lines=changed_lines(before, after),
                                                                diff=unified_diff(path, before, after), edits=edits)))
         elif isinstance(result, Refusal):
-            self._refuse("EDIT_FILE", result, path)
+            self._refuse_edit(result, path, suspect)
         else:
             self._applied(result, "guards", list(answer.named))
+
+    def _refuse_edit(self, refusal: Refusal, path: str, suspect: str) -> None:
+        """Refuse an answer for ``path``; with ``unchanged_moves_on``, one that changes nothing is a skip of the file
+        instead, where the plan holds another file and the failure does not point at this one."""
+        if refusal.code == "no_change" and self.on(feature.UNCHANGED_MOVES_ON) and len(self.state.queue) > 1 \
+                and path != suspect:
+            self._settle(self.machine.record(EditSkipped(file=path, reason="the answer left the file unchanged")))
+            return
+        self._refuse("EDIT_FILE", refusal, path)
 
     def _applied(self, result: EditResult, by: str, named: list[str] | None = None) -> None:
         event = self.machine.record(EditApplied(file=result.path, diff=result.diff,
