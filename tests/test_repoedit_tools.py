@@ -132,3 +132,15 @@ def test_test_output_does_not_depend_on_the_callers_environment(tmp_path, monkey
         monkeypatch.setenv("COLUMNS", "200")
         assert ws.run_tests(timeout=60).output == plain
     assert "5, ...]" in plain  # pytest's truncated comparison: the output CI=true would have written in full
+
+
+def test_a_failing_test_s_id_names_its_file_though_its_class_is_named_test_something(tmp_path):
+    project = tmp_path / "proj"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_apis.py").write_text(
+        "import unittest\n\n\nclass testAtom(unittest.TestCase):\n    def test_one(self):\n"
+        "        self.assertEqual(1, 2)\n\n\ndef test_plain():\n    assert True\n")
+    with Workspace(project) as ws:
+        run = ws.run_tests(timeout=60)
+    assert run.failed == ("tests/test_apis.py::testAtom::test_one",)
+    assert run.passed == ("tests/test_apis.py::test_plain",)

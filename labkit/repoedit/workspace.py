@@ -226,7 +226,7 @@ class Workspace:
         if result.returncode == 1 and "No module named pytest" in out:
             raise LabkitError(f"{self.python} has no pytest, so the project's tests cannot run",
                               "install it into that interpreter (pip install pytest), or pass python= one that has it.")
-        run = _read_run(result.returncode, portable(out, self.root), report)
+        run = _read_run(result.returncode, portable(out, self.root), report, self.root)
         return dataclasses.replace(run, details={k: portable(v, self.root) for k, v in run.details.items()},
                                    sandbox=result.record())
 
@@ -241,7 +241,7 @@ def limits_for_tests(timeout: float) -> SandboxLimits:
                          processes=256, output_bytes=4 * 1024**2)
 
 
-def _read_run(code: int, output: str, report: Path) -> TestRun:
+def _read_run(code: int, output: str, report: Path, root: Path) -> TestRun:
     tail = output[-OUTPUT_TAIL:]
     if code == 5:
         return TestRun("no_tests", output=tail, exit_code=code)
@@ -249,7 +249,7 @@ def _read_run(code: int, output: str, report: Path) -> TestRun:
         return TestRun("error", output=tail, exit_code=code)
     passed, failed, details = [], [], {}
     for case in ET.parse(report).getroot().iter("testcase"):
-        node = _node_id(case.get("classname", ""), case.get("name", ""))
+        node = _node_id(case.get("classname", ""), case.get("name", ""), root)
         problem = next((c for c in case if c.tag in ("failure", "error")), None)
         if problem is None and not any(c.tag == "skipped" for c in case):
             passed.append(node)
@@ -260,9 +260,14 @@ def _read_run(code: int, output: str, report: Path) -> TestRun:
     return TestRun(outcome, tuple(passed), tuple(failed), tail, code, details)
 
 
-def _node_id(classname: str, name: str) -> str:
-    """pytest node id from junit's dotted classname (``tests.test_x`` or ``tests.test_x.TestK``)."""
+def _node_id(classname: str, name: str, root: Path) -> str:
+    """pytest node id from junit's dotted classname (``tests.test_x`` or ``tests.test_x.TestK``): the longest
+    prefix that is a file under ``root`` is the module (a class may be named ``testK`` too); without one, the
+    last part named ``test...``."""
     parts = classname.split(".")
+    for cut in range(len(parts), 0, -1):
+        if (root / ("/".join(parts[:cut]) + ".py")).is_file():
+            return "::".join(["/".join(parts[:cut]) + ".py", *parts[cut:], name])
     for cut in range(len(parts), 0, -1):
         if parts[cut - 1].startswith("test"):
             module = "/".join(parts[:cut]) + ".py"
