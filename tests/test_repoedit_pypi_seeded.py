@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from labkit.core.errors import LabkitError
-from labkit.repoedit.pypi_seeded import build, load_manifest, tasks_file
+from labkit.repoedit.pypi_seeded import build, load_kept, load_manifest, tasks_file
 from labkit.repoedit.tasks import check_task, is_benchmark_source, load_tasks
 from labkit.repoedit.workspace import Workspace
 
@@ -89,3 +89,23 @@ def test_one_split_of_the_source_builds_only_its_packages(tmp_path: Path) -> Non
     assert is_benchmark_source("pypi:seeded:test") and not is_benchmark_source("pypi:seededx")
     with pytest.raises(LabkitError, match="pypi:seeded:dev, pypi:seeded:test"):
         tasks_file("pypi:seeded:train", tmp_path / "cache", manifest)
+
+
+def test_a_build_beside_a_list_of_kept_mutants_runs_only_those_and_builds_the_same_tasks(tmp_path: Path) -> None:
+    manifest = _manifest(tmp_path, _sdist(tmp_path), tasks=4)  # the search tries one mutant that no test catches
+    searched: list[str] = []
+    first = build(load_manifest(manifest), tmp_path / "first", tmp_path / "cache", base=tmp_path, log=searched.append)
+    listed = tmp_path / "first" / "kept.yaml"
+    kept = load_kept(listed)
+    assert list(kept) == ["wordcount 1.0"] and len(kept["wordcount 1.0"]) == len(first) == 4
+    tried: list[str] = []
+    again = build(load_manifest(manifest), tmp_path / "again", tmp_path / "cache", base=tmp_path, kept=kept,
+                  log=tried.append)
+    assert again == first and len(tried) == 4 < len(searched)  # one suite run per kept mutant, none for the rest
+    assert (tmp_path / "again" / "kept.yaml").read_text() == listed.read_text()
+    with pytest.raises(LabkitError, match="not among its mutants"):
+        build(load_manifest(manifest), tmp_path / "wrong", tmp_path / "cache", base=tmp_path,
+              kept={"wordcount 1.0": ["0" * 16]})
+    stale = listed.read_text().replace("builder: ", "builder: 9")
+    listed.write_text(stale)
+    assert load_kept(listed) == {}  # another builder's list is not used

@@ -163,17 +163,19 @@ def _cmd_seeded(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from labkit.llm.modelfile import default_cache_dir
-    from labkit.repoedit.pypi_seeded import MANIFEST, build, load_manifest
+    from labkit.repoedit.pypi_seeded import KEPT, MANIFEST, build, load_kept, load_manifest
 
     out, manifest = Path(args.out), Path(args.manifest or MANIFEST)
     if out.exists() and any(out.iterdir()):
         raise LabkitError(f"{out} is not empty", "choose a new or empty folder.")
     built = build(load_manifest(manifest), out, default_cache_dir(), base=manifest.parent,
-                  log=(lambda m: print(m, file=sys.stderr)) if args.verbose else (lambda m: None))
+                  log=(lambda m: print(m, file=sys.stderr)) if args.verbose else (lambda m: None),
+                  kept=load_kept(manifest.with_name(KEPT.name)))
     packages, splits = Counter(e["id"].rsplit("-", 1)[0] for e in built), Counter(e["split"] for e in built)
     print(f"{len(built)} tasks from {len(packages)} packages into {out} (dev {splits['dev']}, test "
           f"{splits['test']}: {', '.join(f'{k} {v}' for k, v in packages.items())}); run them with --tasks "
-          f"{out / 'tasks.yaml'}" + ("" if manifest == MANIFEST else f" (manifest {manifest})"))
+          f"{out / 'tasks.yaml'}" + ("" if manifest == MANIFEST else f" (manifest {manifest})")
+          + f"; the mutants kept are listed in {out / KEPT.name} (beside the manifest, a build verifies only those)")
     return 0
 
 

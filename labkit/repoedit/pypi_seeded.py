@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -39,6 +40,10 @@ BUILDER_VERSION = 2  # 2: a unittest class named test... is not read as a module
 SEED = 20261206
 TRIES_PER_TASK = 4  # mutants tried per wanted task before a package is built with fewer
 SUITE_TIMEOUT = 120.0
+KEPT = MANIFEST.with_name("kept.yaml")
+KEPT_HEADER = ("# The mutants a pypi:seeded build kept, per package, in task order (pypi_seeded.mutant_key). A build\n"
+               "# that finds this file beside its manifest (same builder version and seed) runs only these mutants,\n"
+               "# and each must be caught again; without it, the build searches the candidates again.\n")
 
 
 class Package(BaseModel):
@@ -176,9 +181,16 @@ def _safe_report(verdict_report: str, mutant: Mutant) -> str:
     return "\n".join(line for line in verdict_report.splitlines() if not any(q in line for q in quoted))
 
 
-def build_package(package: Package, sdist: Path, out: Path, seed: int = SEED,
-                  log=lambda message: None) -> list[dict]:
-    """Lay out one package, check its suite, and write its tasks' projects under ``out``; their entries."""
+def mutant_key(mutant: Mutant) -> str:
+    """A short id of one mutant (where and what it changes), as :data:`KEPT` lists it."""
+    return hashlib.sha256(f"{mutant.file}\0{mutant.line}\0{mutant.operator}\0{mutant.mutated}".encode()
+                          ).hexdigest()[:16]
+
+
+def build_package(package: Package, sdist: Path, out: Path, seed: int = SEED, log=lambda message: None,
+                  kept: Sequence[str] | None = None) -> list[dict]:
+    """Lay out one package, check its suite, and write its tasks' projects under ``out``; their entries. With
+    ``kept`` (a list of :func:`mutant_key`), only those mutants are tried, and each must be caught again."""
     base = out / "_packages" / package.sdist_name
     base.mkdir(parents=True)
     lay_out(sdist, package, base)
@@ -189,13 +201,21 @@ def build_package(package: Package, sdist: Path, out: Path, seed: int = SEED,
                           f"({original.outcome}; failing: {', '.join(original.failed[:5]) or 'none'})",
                           "drop the test files that need what the sandbox lacks (in the manifest's drop).")
     entries: list[dict] = []
+    keys: list[str] = []
     tried = 0
+    wanted = None if kept is None else set(kept)
     for mutant in candidates(base, seed):
-        if len(entries) == package.tasks or tried == package.tasks * TRIES_PER_TASK:
+        if len(entries) == (package.tasks if wanted is None else len(wanted)) or \
+                (wanted is None and tried == package.tasks * TRIES_PER_TASK):
             break
+        if wanted is not None and mutant_key(mutant) not in wanted:
+            continue
         tried += 1
         verdict = keep(mutant, base, original, timeout=SUITE_TIMEOUT)
         log(f"{package.name}: {mutant.file} {mutant.definition} {mutant.operator}: {verdict.why}")
+        if not verdict.kept and wanted is not None:
+            raise LabkitError(f"{package.name}: mutant {mutant_key(mutant)} of {KEPT.name} is not caught here "
+                              f"({verdict.why})", f"move {KEPT.name} away to search for mutants again.")
         if not verdict.kept:
             continue
         task_id = f"{package.name}-{len(entries) + 1:03d}"
@@ -205,6 +225,7 @@ def build_package(package: Package, sdist: Path, out: Path, seed: int = SEED,
         target.unlink()
         target.write_text(mutant.text, encoding="utf-8")
         search, replace = oracle_search(mutant.text, mutant)
+        keys.append(mutant_key(mutant))
         entries.append({
             "id": task_id, "project": task_id, "split": package.split, "kind": "mutation",
             "requirement": _safe_report(bug_report(verdict, package.name), mutant),
@@ -213,18 +234,45 @@ def build_package(package: Package, sdist: Path, out: Path, seed: int = SEED,
                       f"({mutant.operator})",
             "oracle": [{"path": mutant.file, "why": f"undo the seeded {mutant.operator} change in "
                         f"{mutant.definition}", "edits": [{"search": search, "replace": replace}]}]})
+    if wanted is not None and len(entries) < len(wanted):
+        raise LabkitError(f"{package.name}: {len(wanted) - len(entries)} mutant(s) of {KEPT.name} are not among its "
+                          "mutants", f"move {KEPT.name} away to search for mutants again.")
+    (out / "_packages" / f"{package.sdist_name}.kept").write_text("\n".join(keys) + "\n", encoding="utf-8")
     return entries
 
 
+def _package_key(package: Package) -> str:
+    return f"{package.name} {package.version}"
+
+
+def load_kept(path: Path, seed: int = SEED) -> dict[str, list[str]]:
+    """The kept mutants of an earlier build, per package (``name version``); empty where ``path`` is missing or
+    was written by another builder version or seed (such a build searches again)."""
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if data.get("builder") != BUILDER_VERSION or data.get("seed") != seed:
+        return {}
+    return {str(k): [str(key) for key in v] for k, v in (data.get("packages") or {}).items()}
+
+
 def build(manifest: Manifest, out: Path, cache: Path, *, base: Path | None = None, seed: int = SEED,
-          log=lambda message: None) -> list[dict]:
-    """Every package's tasks into ``out`` (with ``tasks.yaml``); the entries, in manifest order."""
+          log=lambda message: None, kept: dict[str, list[str]] | None = None) -> list[dict]:
+    """Every package's tasks into ``out`` (with ``tasks.yaml``, and ``kept.yaml``: which mutants were kept,
+    which a later build can verify instead of searching again); the entries, in manifest order. ``kept`` is an
+    earlier build's :func:`load_kept`."""
     out.mkdir(parents=True, exist_ok=True)
     entries: list[dict] = []
     for package in manifest.packages:
-        entries += build_package(package, fetch_sdist(package, cache, base=base), out, seed, log)
+        entries += build_package(package, fetch_sdist(package, cache, base=base), out, seed, log,
+                                 (kept or {}).get(_package_key(package)))
     (out / "tasks.yaml").write_text(yaml.safe_dump({"format": 1, "tasks": entries}, sort_keys=False,
                                                    allow_unicode=True, width=200), encoding="utf-8")
+    packages = {_package_key(p): (out / "_packages" / f"{p.sdist_name}.kept").read_text().split()
+                for p in manifest.packages}
+    (out / KEPT.name).write_text(KEPT_HEADER + yaml.safe_dump({"format": 1, "builder": BUILDER_VERSION, "seed": seed,
+                                                               "packages": packages}, sort_keys=False),
+                                 encoding="utf-8")
     return entries
 
 
@@ -260,7 +308,8 @@ def tasks_file(source: str = SOURCE, cache_dir: Path | None = None, manifest_pat
         partial = Path(tempfile.mkdtemp(prefix=folder.name + ".partial-", dir=folder.parent))
         log(f"labkit: building the {source} tasks into {folder} (once, 5 to 40 min)")
         try:
-            build(manifest, partial / "tasks", cache, base=manifest_path.parent, log=log)
+            build(manifest, partial / "tasks", cache, base=manifest_path.parent, log=log,
+                  kept=load_kept(manifest_path.with_name(KEPT.name)))
             (partial / "tasks").rename(folder)
         except OSError:
             if not done.exists():
@@ -270,5 +319,6 @@ def tasks_file(source: str = SOURCE, cache_dir: Path | None = None, manifest_pat
     return done
 
 
-__all__ = ["MANIFEST", "SOURCE", "SPLITS", "Manifest", "Package", "build", "build_package", "candidates",
-           "fetch_sdist", "is_source", "lay_out", "load_manifest", "oracle_search", "source_files", "tasks_file"]
+__all__ = ["KEPT", "MANIFEST", "SOURCE", "SPLITS", "Manifest", "Package", "build", "build_package", "candidates",
+           "fetch_sdist", "is_source", "lay_out", "load_kept", "load_manifest", "mutant_key", "oracle_search",
+           "source_files", "tasks_file"]
