@@ -341,3 +341,21 @@ def test_seed_form_counts_the_first_headline_pair_of_a_recording_and_says_it_in_
     assert (form["upper_better"], form["lower_better"]) == (paired["a_better"], paired["b_better"])
     text = seed_form_text(folder)
     assert f"{form['lower_fixed']}/{form['tasks']} →" in text and "the kit's projects" in text
+
+
+def test_seed_form_of_a_recording_made_in_stretches_says_how_many_of_its_tasks_it_holds(tmp_path):
+    import shutil
+
+    from labkit.repoedit.compare_report import seed_form, seed_form_text
+
+    folder = tmp_path / "partial"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "repoedit" / "compare-plus"
+                    / "qwen2.5-coder-1.5b", folder)
+    assert "recorded so far" not in seed_form_text(folder)
+    config = json.loads((folder / "compare.json").read_text())
+    tasks = list(dict.fromkeys(r.task for r in load_rows(folder / "runs.jsonl")))
+    config["task_ids"] = [*tasks, "not-yet-1", "not-yet-2"]
+    (folder / "compare.json").write_text(json.dumps(config))
+    form = seed_form(folder)
+    assert form is not None and (form["tasks"], form["planned_tasks"]) == (len(tasks), len(tasks) + 2)
+    assert f"recorded so far: {len(tasks)} of its {len(tasks) + 2} tasks" in seed_form_text(folder)

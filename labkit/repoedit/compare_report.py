@@ -125,7 +125,8 @@ def headline(rows: Sequence[RunRow]) -> str | None:
 def seed_form(folder: Path) -> dict[str, Any] | None:
     """One recording in the seed's form, as numbers: the pair :func:`headline_pair` picks (one prompt,
     then the machine), tasks fixed by each over the tasks both ran, the paired exact sign test of the machine
-    against the prompt, and the trees each left with a test broken that passed before (None if no pair)."""
+    against the prompt, the trees each left with a test broken that passed before, and the tasks its split plans
+    (a recording made in stretches holds fewer until it is complete) (None if no pair)."""
     config = read_config(folder)
     rows = load_rows(folder / "runs.jsonl")
     pair = headline_pair(rows)
@@ -139,7 +140,7 @@ def seed_form(folder: Path) -> dict[str, Any] | None:
                 "tasks": len(common), "lower": lower, "upper": upper,
                 "lower_fixed": sum(ca[t][0] for t in common), "upper_fixed": sum(cb[t][0] for t in common),
                 "upper_better": test.a_better, "lower_better": test.b_better, "p_value": test.p_value,
-                "broken": broken}
+                "broken": broken, "planned_tasks": len(config.task_ids) or len(common)}
     return None
 
 
@@ -151,7 +152,8 @@ def seed_form_text(folder: Path) -> str:
         return f"{folder}: no pair of one prompt and the machine recorded."
     where = ("the kit's projects" if f["tasks_file"] == DEFAULT_TASKS else f"tasks {f['tasks_file']}")
     lower, upper, n = arm_named(f["lower"]).label, arm_named(f["upper"]).label, f["tasks"]
-    return (f"{f['model']}, {where}, {f['split']} split: {lower} {f['lower_fixed']}/{n} → {upper} "
+    so_far = f" (recorded so far: {n} of its {f['planned_tasks']} tasks)" if f["planned_tasks"] > n else ""
+    return (f"{f['model']}, {where}, {f['split']} split{so_far}: {lower} {f['lower_fixed']}/{n} → {upper} "
             f"{f['upper_fixed']}/{n}; only the machine fixed {f['upper_better']}, only the prompt "
             f"{f['lower_better']}, exact sign test p = {f['p_value']:.2g}; trees left with a test broken: "
             f"{f['broken'][f['lower']]} and {f['broken'][f['upper']]}.")
