@@ -49,3 +49,29 @@ def test_an_arm_the_recording_lacks_is_refused_with_the_arms_it_has() -> None:
     with pytest.raises(LabkitError, match="no runs of machine_pluss") as err:
         benchmark_targets(DATA / "humaneval-fix" / QWEN, "machine_pluss")
     assert "prompt_whole" in err.value.hint
+
+
+def _seeded(machine: int, baseline: int, p: float, even_p: float | None, wall_s: float, runs: int = 300,
+            planned: int = 300) -> dict[str, Any]:
+    summary = _summary(machine, baseline, p)
+    summary["arms"][0]["wall_s"], summary["arms"][1]["wall_s"] = wall_s, 0.0
+    if even_p is not None:
+        summary["paired"].append({"measure": "fixed", "a": "m", "b": "e", "a_better": 3, "b_better": 1,
+                                  "p_value": even_p})
+    return {**summary, "runs": runs, "planned": planned}
+
+
+def test_each_seeded_target_is_met_exactly_at_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(targets, "summarize", lambda folders: _seeded(60, 40, 0.0099, 0.0499, 3 * 3600.0))
+    assert [t.met for t in targets.seeded_targets(Path("x"), "m", "b", "e")] == [True] * 6
+    monkeypatch.setattr(targets, "summarize", lambda folders: _seeded(59, 40, 0.01, 0.05, 3 * 3600.0 + 1))
+    assert [t.met for t in targets.seeded_targets(Path("x"), "m", "b", "e")] == [False, False, False, False, True,
+                                                                              False]
+
+
+def test_a_seeded_recording_in_stretches_is_judged_on_what_it_holds_and_its_hours_projected(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(targets, "summarize", lambda folders: _seeded(60, 0, 1.0, None, 3600.0, runs=30, planned=300))
+    found = targets.seeded_targets(Path("x"), "m", "b", "e")
+    assert found[1].met and "not recorded yet" in found[3].what and not found[3].met
+    assert found[5].what == "the test split recorded in at most 3 h (1.0 h for 30 of 300 runs, about 10.0 h for all)"
