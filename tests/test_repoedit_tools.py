@@ -144,3 +144,18 @@ def test_a_failing_test_s_id_names_its_file_though_its_class_is_named_test_somet
         run = ws.run_tests(timeout=60)
     assert run.failed == ("tests/test_apis.py::testAtom::test_one",)
     assert run.passed == ("tests/test_apis.py::test_plain",)
+
+
+@pytest.mark.parametrize("where", ["parent", "at"])
+def test_a_copy_made_under_a_relative_folder_runs_its_tests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             where: str) -> None:
+    """`labkit compare code --out data/...` puts the copies under a relative folder; pytest, run inside the copy,
+    must still find it (a relative --rootdir made every run an error, and the oracle fixed nothing)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "test_m.py").write_text("def test_f():\n    assert True\n")
+    monkeypatch.chdir(tmp_path)
+    Path("rel").mkdir()
+    with Workspace(project, **{where: "rel/copy" if where == "at" else "rel"}) as ws:
+        run = ws.run_tests(timeout=60)
+    assert (run.outcome, run.passed) == ("passed", ("test_m.py::test_f",))

@@ -120,10 +120,10 @@ class Workspace:
                 raise LabkitError(f"{at} exists already, so a new working copy cannot be made there",
                                   "remove it, or resume the run that made it (with the same log).")
             Path(at).mkdir(parents=True)
-            self._tmp = Path(at)
+            self._tmp = Path(at).resolve()
         else:
-            self._tmp = Path(tempfile.mkdtemp(prefix="labkit-repoedit-", dir=parent))
-        self.root = self._tmp / source.name
+            self._tmp = Path(tempfile.mkdtemp(prefix="labkit-repoedit-", dir=parent)).resolve()
+        self.root = self._tmp / source.name  # absolute: pytest runs inside the copy, given paths to it
         shutil.copytree(source, self.root, symlinks=True,
                         ignore=shutil.ignore_patterns(*_IGNORED, ".git"))
         (self.root / ".gitignore").write_text("".join(f"{p}/\n" for p in _IGNORED), encoding="utf-8")
@@ -135,7 +135,7 @@ class Workspace:
         """The copy of ``source`` that a stopped run left in ``at``, as it is (nothing is reset here)."""
         self = cls.__new__(cls)
         self.source, self.python, self.keep = Path(source), python, False
-        self._tmp = Path(at)
+        self._tmp = Path(at).resolve()
         self.root = self._tmp / self.source.name
         if not (self.root / ".git").is_dir():
             raise LabkitError(f"{self.root} is not a working copy left by a run",
