@@ -75,3 +75,9 @@ def test_a_seeded_recording_in_stretches_is_judged_on_what_it_holds_and_its_hour
     found = targets.seeded_targets(Path("x"), "m", "b", "e")
     assert found[1].met and "not recorded yet" in found[3].what and not found[3].met
     assert found[5].what == "the test split recorded in at most 3 h (1.0 h for 30 of 300 runs, about 10.0 h for all)"
+
+
+def test_a_machine_that_fixes_nothing_misses_the_ratio_against_a_prompt_that_fixes_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(targets, "summarize", lambda folders: _seeded(0, 0, 1.0, None, 60.0))
+    assert not targets.seeded_targets(Path("x"), "m", "b", "e")[1].met

@@ -72,7 +72,8 @@ def seeded_targets(folders: Path | Sequence[Path], machine: str = "machine", bas
     summary = summarize(folders)
     mine, theirs, paired = _arms(summary, machine, baseline)
     rate = mine["tasks_solved"] / mine["tasks"]
-    times = mine["tasks_solved"] / theirs["tasks_solved"] if theirs["tasks_solved"] else float("inf")
+    fixed, base = mine["tasks_solved"], theirs["tasks_solved"]
+    times = fixed / base if base else (float("inf") if fixed else 0.0)  # 0 against 0 is no gain
     even = next((p for p in summary["paired"] if (p["measure"], p["a"], p["b"]) == ("fixed", machine, equal_compute)),
                 None)
     hours = sum(r["wall_s"] for r in summary["arms"]) / 3600
