@@ -177,6 +177,13 @@ def test_judge_counts_a_write_beside_the_copy_and_a_removed_test(project):
     assert verdict.tests_changed == ("tests/test_calc.py",) and not verdict.fixed
 
 
+
+def test_a_baseline_pytest_cannot_run_is_refused_not_read_as_red_tests(project):
+    (project / "calc" / "pytest.ini").write_text("[pytest]\nminversion = 99\n")
+    with pytest.raises(LabkitError, match="exit 4, a usage error") as refused:
+        measure_baseline(project / "calc")
+    assert "99" in str(refused.value) and "nothing was recorded" in refused.value.hint
+
 def _script(request) -> str:
     """Every model arm fixes the task: prompt-only at once, the loop in two steps, the machine plan + edit."""
     prompt = request.prompt

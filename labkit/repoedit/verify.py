@@ -23,11 +23,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from labkit.core.errors import LabkitError
 from labkit.repoedit.index import is_test_path
 from labkit.repoedit.workspace import TestRun, Workspace, tree_digest, tree_hashes
 
 REPORT_NAME = "junit.xml"  # the one file the workspace itself writes beside the copy
 VERIFY_TIMEOUT = 60.0
+PYTEST_CANNOT_RUN = {3: "an internal error", 4: "a usage error"}
+"""pytest exit codes that say the harness, not the project, is wrong: a baseline that ends so is refused, not
+recorded as a task whose every test is red."""
 HIDDEN_NAME = "test_hidden_grader.py"  # where a benchmark's own tests go in the verifier's copy
 
 
@@ -62,6 +66,11 @@ def measure_baseline(source: Path, *, python: str = sys.executable, timeout: flo
     """Run the shipped project's tests once in a throw-away copy and hash its files."""
     with Workspace(source, python=python) as ws:
         run = ws.run_tests(timeout=timeout)
+        if run.exit_code in PYTEST_CANNOT_RUN:
+            raise LabkitError(f"pytest could not run the tests of {source} (exit {run.exit_code}, "
+                              f"{PYTEST_CANNOT_RUN[run.exit_code]}): {run.output.strip()[-400:]}",
+                              "nothing was recorded for this task: make `python -m pytest` run in the project "
+                              "(its config, the harness's arguments), then record it.")
         return Baseline(run.passed, run.failed, tree_hashes(ws.root), tree_digest(source), dict(run.details),
                         run.output)
 
