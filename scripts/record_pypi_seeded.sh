@@ -3,14 +3,16 @@
 # random order of the task ids (seed 42), so a recording stopped anywhere holds a random sample of every test
 # package. Run it again to go on: finished rows are kept (--resume).
 #
-# usage: scripts/record_pypi_seeded.sh MODEL ARMS OUT [STOP_AT]
-#   STOP_AT: a time `date -d` reads; no stretch starts after it (default: record every task)
+# usage: scripts/record_pypi_seeded.sh MODEL ARMS OUT [STOP_AT [COMPARE_FLAG...]]
+#   STOP_AT: a time `date -d` reads; no stretch starts after it (empty or absent: record every task)
+#   COMPARE_FLAG: passed on to `labkit compare code`, e.g. --reuse DIR for the best-of and ablation arms
 # env:   PYTHON (default .venv/bin/python), THREADS (default 2), LOCK (default /tmp/labkit-live.lock: one
 #        llama.cpp process at a time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=$1 ARMS=$2 OUT=$3
 STOP=$(date -d "${4:-9999-12-31}" +%s)
+shift $(( $# < 4 ? $# : 4 ))
 PY=${PYTHON:-.venv/bin/python}
 mapfile -t IDS < <("$PY" - <<'PYEOF'
 import random
@@ -30,5 +32,5 @@ for ((i = 0; i < ${#IDS[@]}; i += 3)); do
   chunk=$(IFS=,; echo "${IDS[*]:i:3}")
   echo "== tasks $i-$((i + 2)) of ${#IDS[@]}: $chunk ($(date))"
   flock "${LOCK:-/tmp/labkit-live.lock}" "$PY" -m labkit compare code --model "$MODEL" --threads "${THREADS:-2}" \
-    --tasks pypi:seeded:test --split test --arms "$ARMS" --out "$OUT" --resume --only "$chunk"
+    --tasks pypi:seeded:test --split test --arms "$ARMS" --out "$OUT" --resume --only "$chunk" "$@"
 done
