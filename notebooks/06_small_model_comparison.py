@@ -35,7 +35,7 @@ from labkit import predict
 from labkit.compare.stats import wilson_interval
 from labkit.reading.arms import ARMS
 from labkit.reading.report import arm_table, counts_only, ladder_figure, ladder_plot, write_report
-from labkit.reading.runner import Backends, prepare_replay_v2, run_experiment_v2
+from labkit.reading.runner import Backends, prepare_reading_replay, run_reading
 from labkit.reading.taskfile import FAMILY_NAMES, file_sha256, load_task_set
 from labkit.reading.view import recorded_calls, show_calls, verdict
 
@@ -165,9 +165,9 @@ for m in MODELS:
 summaries, runs = {}, {}
 for m in MODELS:
     recorded_folder = RECORDED / m
-    config = prepare_replay_v2(recorded_folder)
+    config = prepare_reading_replay(recorded_folder)
     with tempfile.TemporaryDirectory() as scratch:
-        replayed = run_experiment_v2(config, Backends(replay=recorded_folder), Path(scratch))
+        replayed = run_reading(config, Backends(replay=recorded_folder), Path(scratch))
         summary = write_report(Path(scratch), replayed, config.arms, config.splits, test, provenance[m],
                                plots=False)
     committed = json.loads((recorded_folder / "summary.json").read_text(encoding="utf-8"))

@@ -34,7 +34,7 @@ from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.modelfile import embedded_model_path
 from labkit.llm.pool import ServerPool
 from labkit.llm.serve import serving
-from labkit.reading.runner import ConfigV2, run_experiment_v2
+from labkit.reading.runner import ReadingConfig, run_reading
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "data" / "bench" / "servers-cpu.json"
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    config = ConfigV2(arms=["machine-model"], splits=["test"], seeds=[0, 1], per_family=1)
+    config = ReadingConfig(arms=["machine-model"], splits=["test"], seeds=[0, 1], per_family=1)
     scratch = Path(tempfile.mkdtemp(prefix="labkit-bench-servers-"))
     commit = git_commit(repo=REPO)
     at_start = machine()
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         with layout(threads, slots, scratch) as backend:
             out = scratch / f"run-{n}-{key}"
             started = time.perf_counter()
-            run_experiment_v2(config, Answers(live=backend), out)
+            run_reading(config, Answers(live=backend), out)
             times[name].append(round(time.perf_counter() - started, 2))
         rows = rows_of(out)
         reference = rows if reference is None else reference

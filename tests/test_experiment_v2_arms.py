@@ -17,7 +17,7 @@ from labkit.reading.arms import (
     ARMS,
     SHAPES,
     ArmInputs,
-    RunRecordV2,
+    ReadingRun,
     count_events,
     declared_prefixes,
     run_arm,
@@ -56,7 +56,7 @@ def _first(tasks: TaskSet, kind: type, pick: Any = None) -> Any:
 
 
 def _run(arm: str, task: Any, dev: TaskSet, tmp_path: Path, answers: list[str] | None = None,
-         seed: int = 0) -> tuple[RunRecordV2, list[Any], ScriptedBackend | None]:
+         seed: int = 0) -> tuple[ReadingRun, list[Any], ScriptedBackend | None]:
     backend = ScriptedBackend(answers) if answers is not None else None
     area = f"{arm}-{task.id}-{seed}-{next(_AREAS)}"  # a fresh draft area per run
     record, events = run_arm(ARMS[arm], ArmInputs(task, seed, backend, dev.example_tasks()),

@@ -13,9 +13,9 @@ from labkit.core.store import load_events
 from labkit.llm.backend import Request
 from labkit.llm.errors import ServerError
 from labkit.llm.fake import ScriptedBackend
-from labkit.reading.arms import RunRecordV2
+from labkit.reading.arms import ReadingRun
 from labkit.reading.report import counts_only, headline, paired_rows, summary_rows, write_report
-from labkit.reading.runner import Backends, ConfigV2, load_runs_v2, log_path, run_experiment_v2
+from labkit.reading.runner import Backends, ReadingConfig, load_reading_runs, log_path, run_reading
 
 SMOKE = ["dev-triage-01", "dev-extraction-02", "test-selection-01", "test-compare-03"]
 
@@ -32,14 +32,14 @@ def _answer(request: Request) -> str:
     return json.dumps({"action": "done", "args": {}})
 
 
-def _config(**kw: Any) -> ConfigV2:
-    return ConfigV2(task_ids=SMOKE, **kw)
+def _config(**kw: Any) -> ReadingConfig:
+    return ReadingConfig(task_ids=SMOKE, **kw)
 
 
 def test_record_then_replay_gives_the_same_counts(tmp_path: Path) -> None:
     config = _config()
     live = tmp_path / "live"
-    runs = run_experiment_v2(config, Backends(live=ScriptedBackend(_answer)), live)
+    runs = run_reading(config, Backends(live=ScriptedBackend(_answer)), live)
     assert len(runs) == len(SMOKE) * 7
     sets = config.task_sets()
     recorded = write_report(live, runs, config.arms, config.splits, sets["test"], {"mode": "live"})
@@ -47,9 +47,9 @@ def test_record_then_replay_gives_the_same_counts(tmp_path: Path) -> None:
     for split, record in runs:
         events = load_events(log_path(live, record.arm, split, record.task, record.seed))
         assert events, record
-    assert load_runs_v2(live / "runs.jsonl") == runs
+    assert load_reading_runs(live / "runs.jsonl") == runs
     replayed_dir = tmp_path / "replay"
-    again = run_experiment_v2(config, Backends(replay=live), replayed_dir)
+    again = run_reading(config, Backends(replay=live), replayed_dir)
     replayed = write_report(replayed_dir, again, config.arms, config.splits, sets["test"], {"mode": "replay"})
     assert counts_only(replayed) == counts_only(recorded)
     assert (live / "ladder.png").stat().st_size > 1000 and (live / "summary.md").exists()
@@ -65,7 +65,7 @@ def test_a_failing_backend_fails_its_runs_and_the_experiment_goes_on(tmp_path: P
             raise ServerError("the server at http://127.0.0.1:9 is not answering", "start it again.")
 
     config = _config(arms=["prompt-only", "machine-oracle"])
-    runs = run_experiment_v2(config, Backends(live=Down(["x"])), tmp_path)
+    runs = run_reading(config, Backends(live=Down(["x"])), tmp_path)
     model = [r for _, r in runs if r.arm == "prompt-only"]
     assert len(model) == len(SMOKE) and all(not r.passed and r.termination.startswith("backend error") for r in model)
     assert all(r.passed for _, r in runs if r.arm == "machine-oracle")
@@ -75,21 +75,21 @@ def test_a_failing_backend_fails_its_runs_and_the_experiment_goes_on(tmp_path: P
 
 def test_replay_of_something_not_recorded_is_an_error(tmp_path: Path) -> None:
     live = tmp_path / "live"
-    run_experiment_v2(_config(arms=["machine-model"]), Backends(live=ScriptedBackend(_answer)), live)
+    run_reading(_config(arms=["machine-model"]), Backends(live=ScriptedBackend(_answer)), live)
     with pytest.raises(LabkitError, match="no cassette"):
-        run_experiment_v2(_config(arms=["prompt-only"]), Backends(replay=live), tmp_path / "r")
+        run_reading(_config(arms=["prompt-only"]), Backends(replay=live), tmp_path / "r")
 
 
-def rec(arm: str, task: Any, passed: bool) -> tuple[str, RunRecordV2]:
+def rec(arm: str, task: Any, passed: bool) -> tuple[str, ReadingRun]:
     """A test-split row of ``arm`` on ``task`` that only says whether it passed."""
-    return "test", RunRecordV2(arm=arm, task=task.id, family=task.family, seed=0, passed=passed,
+    return "test", ReadingRun(arm=arm, task=task.id, family=task.family, seed=0, passed=passed,
                                failed_checks=[], termination="", llm_calls=0, decisions=0, reasks=0,
                                schema_invalid=0, violations=0, guard_rejections=0, tool_calls=0,
                                prompt_tokens=0, completion_tokens=0, wall_s=0.0)
 
 
 def test_paired_rows_and_headline_from_runs(tmp_path: Path) -> None:
-    config = ConfigV2(splits=["test"])
+    config = ReadingConfig(splits=["test"])
     test_set = config.task_sets()["test"]
 
     runs = []
@@ -111,9 +111,9 @@ def test_the_committed_no_model_baseline_reproduces(tmp_path: Path) -> None:
     import re
 
     folder = Path(__file__).resolve().parents[1] / "data" / "experiment-v2" / "no-model"
-    config = ConfigV2.from_dict(json.loads((folder / "experiment.json").read_text(encoding="utf-8")))
-    runs = run_experiment_v2(config, Backends(live=ScriptedBackend([])), tmp_path)
-    recorded = load_runs_v2(folder / "runs.jsonl")
+    config = ReadingConfig.from_dict(json.loads((folder / "experiment.json").read_text(encoding="utf-8")))
+    runs = run_reading(config, Backends(live=ScriptedBackend([])), tmp_path)
+    recorded = load_reading_runs(folder / "runs.jsonl")
 
     def strip(items: list[Any]) -> list[Any]:
         return [(split, {k: v for k, v in r.to_dict().items() if k != "wall_s"}) for split, r in items]
@@ -150,15 +150,15 @@ def test_the_cli_runs_and_replays_the_no_model_arms(tmp_path: Path, capsys: pyte
 @pytest.mark.parametrize("model", ["gemma3-270m", "qwen2.5-coder-1.5b"])
 def test_a_committed_live_recording_replays_exactly(model: str, tmp_path: Path) -> None:
     """data/experiment-v2/<model> (live, every arm) replays to its recorded runs: two tasks per family and split."""
-    from labkit.reading.runner import prepare_replay_v2
+    from labkit.reading.runner import prepare_reading_replay
 
     folder = Path(__file__).resolve().parents[1] / "data" / "experiment-v2" / model
-    config = prepare_replay_v2(folder)
+    config = prepare_reading_replay(folder)
     sets = config.task_sets()
     config.task_ids = [t.id for split in config.splits for fam in ("triage", "extraction", "selection", "compare")
                        for t in [t for t in sets[split].tasks if t.family == fam and
                                  (config.task_ids is None or t.id in config.task_ids)][:2]]
-    runs = run_experiment_v2(config, Backends(replay=folder), tmp_path)
+    runs = run_reading(config, Backends(replay=folder), tmp_path)
     assert len(runs) == len(config.task_ids) * len(config.arms) * len(config.seeds) and len(config.arms) == 7
 
     def strip(items: list[Any]) -> list[Any]:
@@ -166,7 +166,7 @@ def test_a_committed_live_recording_replays_exactly(model: str, tmp_path: Path) 
         return sorted(rows, key=lambda row: (row[0], row[1]["arm"], row[1]["task"], row[1]["seed"]))
 
     wanted = set(config.task_ids)
-    assert strip(runs) == strip([(s, r) for s, r in load_runs_v2(folder / "runs.jsonl") if r.task in wanted])
+    assert strip(runs) == strip([(s, r) for s, r in load_reading_runs(folder / "runs.jsonl") if r.task in wanted])
     provenance = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
     assert provenance["mode"] == "live" and len(provenance["backend"]["model_sha256"]) == 64
 
@@ -175,9 +175,9 @@ def test_the_view_shows_a_recorded_runs_calls_and_verdict(tmp_path: Path) -> Non
     """view.recorded_calls/show_calls/verdict read a recording: prompts from the task on, answers, the grade."""
     from labkit.reading.view import recorded_calls, show_calls, verdict
 
-    config = ConfigV2(arms=["prompt-only", "machine-rule"], splits=["test"], task_ids=["test-triage-01"])
+    config = ReadingConfig(arms=["prompt-only", "machine-rule"], splits=["test"], task_ids=["test-triage-01"])
     answers = ['{"action": "read_message", "args": {"id": "M501"}}', '{"action": "done", "args": {}}']
-    run_experiment_v2(config, Backends(live=ScriptedBackend(answers)), tmp_path)
+    run_reading(config, Backends(live=ScriptedBackend(answers)), tmp_path)
     calls = recorded_calls(tmp_path, "prompt-only", "test", "test-triage-01")
     assert [c.answer for c in calls] == answers
     shown = show_calls(calls, first=1, last=0)
@@ -194,7 +194,7 @@ def test_an_interrupted_recording_resumes_where_it_stopped(tmp_path: Path) -> No
 
     config = _config(arms=["prompt-only", "machine-model"])
     whole = tmp_path / "whole"
-    expected = run_experiment_v2(config, Backends(live=ScriptedBackend(_answer)), whole)
+    expected = run_reading(config, Backends(live=ScriptedBackend(_answer)), whole)
 
     class Interrupted(Exception):
         pass
@@ -214,18 +214,18 @@ def test_an_interrupted_recording_resumes_where_it_stopped(tmp_path: Path) -> No
 
     out = tmp_path / "resumed"
     with pytest.raises(Interrupted):
-        run_experiment_v2(config, Backends(live=StopsAfter(5)), out)
-    kept = load_runs_v2(out / "runs.jsonl")
+        run_reading(config, Backends(live=StopsAfter(5)), out)
+    kept = load_reading_runs(out / "runs.jsonl")
     assert 0 < len(kept) < len(expected)
     with (out / "runs.jsonl").open("a", encoding="utf-8") as handle:
         handle.write('{"split": "dev", "arm": "prompt-on')  # the line the interruption tore
     model = ScriptedBackend(_answer)
-    runs = run_experiment_v2(config, Backends(live=model), out, resume=True)
+    runs = run_reading(config, Backends(live=model), out, resume=True)
     assert [(s, r.arm, r.task, r.passed, r.llm_calls) for s, r in runs] == \
         [(s, r.arm, r.task, r.passed, r.llm_calls) for s, r in expected]
-    assert load_runs_v2(out / "runs.jsonl") == runs  # the torn line is gone, every run once, in job order
+    assert load_reading_runs(out / "runs.jsonl") == runs  # the torn line is gone, every run once, in job order
     assert len(model.requests) < sum(r.llm_calls for _, r in expected)  # the kept runs did not run again
-    again = run_experiment_v2(config, Backends(replay=out), tmp_path / "replay")
+    again = run_reading(config, Backends(replay=out), tmp_path / "replay")
     assert [(r.arm, r.task, r.passed) for _, r in again] == [(r.arm, r.task, r.passed) for _, r in expected]
     with pytest.raises(LabkitError, match="another configuration"):
         finished_runs(_config(arms=["prompt-only"]), out)
@@ -248,7 +248,7 @@ def test_headline_counts_row_of_paired_of_and_split_text_read_the_committed_summ
     with pytest.raises(KeyError, match="no row"):
         row_of(summary, "train", "machine-model")
 
-    config = ConfigV2(splits=["test"])
+    config = ReadingConfig(splits=["test"])
     test_set = config.task_sets()["test"]
     heads = [test_set.by_id(t) for t in test_set.headline]
     runs = [rec("prompt-only", t, i == 0) for i, t in enumerate(heads)] + [rec("machine-model", t, i > 0)

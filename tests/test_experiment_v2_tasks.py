@@ -25,7 +25,7 @@ from labkit.reading.taskfile import (
     load_task_set,
     parse_task_set,
 )
-from labkit.reading.world import TOOLS_V2, runtime_task, task_world
+from labkit.reading.world import READING_TOOLS, runtime_task, task_world
 from labkit.runtime.events import ToolResult, Validation
 from labkit.runtime.loop import Runtime
 from labkit.runtime.planner import Candidate, PlannerContext, Proposal
@@ -283,7 +283,7 @@ class _Script:
 
 def _run(task: Any, actions: list[tuple[str, dict[str, Any]]], tmp_path: Path) -> tuple[Any, list[Event], str]:
     world = task_world(task, DraftStore(tmp_path / "drafts.sqlite", area=task.id))
-    rt = Runtime(runtime_task(task), _Script(actions), world, clock=iter(range(10_000)).__next__, tools=TOOLS_V2)
+    rt = Runtime(runtime_task(task), _Script(actions), world, clock=iter(range(10_000)).__next__, tools=READING_TOOLS)
     result = rt.run()
     while result.outcome == "paused":
         result = rt.decide(False, by="test")
@@ -332,7 +332,7 @@ def test_the_default_tool_set_is_unchanged(dev: TaskSet, tmp_path: Path) -> None
     """Without tools=INBOX_TOOLS a runtime knows no read_message (runs over records alone are as before)."""
     from labkit.runtime.tools import TOOLS
 
-    assert "read_message" not in TOOLS and set(TOOLS) < set(TOOLS_V2)
+    assert "read_message" not in TOOLS and set(TOOLS) < set(READING_TOOLS)
     task = next(t for t in dev.tasks if isinstance(t, TriageTask))
     world = task_world(task, DraftStore(tmp_path / "d.sqlite"))
     rt = Runtime(runtime_task(task), _Script([("read_message", {"id": task.message.id})]), world,

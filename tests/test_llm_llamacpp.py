@@ -21,7 +21,7 @@ from labkit.llm.prefix_cache import split_point
 from labkit.reading.arms import example_order
 from labkit.reading.equality import DEFAULT_RECORDING, declared_prefixes_by_arm, recorded_prompts, run_equality
 from labkit.reading.prompts import whole_prefix, whole_prompt
-from labkit.reading.runner import N_CTX, ConfigV2
+from labkit.reading.runner import N_CTX, ReadingConfig
 
 pytestmark = pytest.mark.slow
 
@@ -107,13 +107,13 @@ RECORDING = Path(__file__).resolve().parents[1] / DEFAULT_RECORDING
 
 @pytest.fixture(scope="module")
 def llm_long(tmp_path_factory):
-    """The embedded model with the context the comparison v2 loads it with (its prompt-only prompts need it)."""
+    """The embedded model with the context the reading comparison loads it with (its prompt-only prompts need it)."""
     return LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"), n_ctx=N_CTX)
 
 
 def _free_prompts() -> tuple[str, str, str]:
     """The prompt-only arms' declared prefix and two prompts that start with it (dev examples, seed 0)."""
-    examples = example_order(ConfigV2().task_sets()["dev"].example_tasks(), 0)
+    examples = example_order(ReadingConfig().task_sets()["dev"].example_tasks(), 0)
     a = whole_prompt(examples, "Route message M901 to one queue and save it under key route-M901.", [],
                      helpers=False)
     b = whole_prompt(examples, "Compare records R901 and R902 and save the differences under key diff-R901.",

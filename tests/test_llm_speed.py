@@ -17,7 +17,7 @@ from labkit.llm.cassette import read_cassette
 from labkit.llm.errors import BackendError
 from labkit.llm.lazy_grammar import GRAMMAR_MODES, check_grammar_mode, lazy_for
 from labkit.llm.prefix_cache import MIN_PREFIX_TOKENS, PrefixEvaluator, longest_declared, split_point
-from labkit.reading.arms import RunRecordV2
+from labkit.reading.arms import ReadingRun
 from labkit.reading.equality import (
     COMPARISONS,
     DEFAULT_RECORDING,
@@ -244,8 +244,8 @@ def test_the_optimisations_themselves_changed_no_token_on_any_recorded_prompt():
 
 
 @pytest.mark.xfail(strict=True, reason="data/bench/equality.json: on 7 of the first 25 prompt-helpers prompts the "
-                   "declared prefix's two batches give other tokens than one batch; the comparison v2 declares that "
-                   "prefix all the same (its recording is made with two batches), so this default is not proven")
+                   "declared prefix's two batches give other tokens than one batch; the reading comparison declares "
+                   "that prefix all the same (its recording is made with two batches), so this default is not proven")
 def test_no_recorded_difference_stands_behind_a_default():
     """Fails while data/bench/equality.json says a declared prefix changes an answer against one batch."""
     result, _, _ = _recorded_equality()
@@ -254,13 +254,13 @@ def test_no_recorded_difference_stands_behind_a_default():
 
 # --- the back-to-back experiment's comparison ---------------------------------------------------------------
 
-def _run(arm: str = "machine-model", seed: int = 0, **changes: object) -> tuple[str, RunRecordV2]:
+def _run(arm: str = "machine-model", seed: int = 0, **changes: object) -> tuple[str, ReadingRun]:
     fields = {"arm": arm, "task": "test-triage-01", "family": "triage", "seed": seed, "passed": True,
               "failed_checks": [], "termination": "done", "llm_calls": 3, "decisions": 3, "reasks": 0,
               "schema_invalid": 0, "violations": 0, "guard_rejections": 0, "tool_calls": 4, "prompt_tokens": 900,
               "completion_tokens": 12, "wall_s": 2.0}
     fields.update(changes)
-    return "test", RunRecordV2(**fields)  # type: ignore[arg-type]
+    return "test", ReadingRun(**fields)  # type: ignore[arg-type]
 
 
 def test_runs_that_differ_only_in_time_are_identical_and_any_count_or_grade_change_is_named():
@@ -282,11 +282,11 @@ def test_per_arm_totals():
 @pytest.mark.bench  # `labkit bench experiment` checks this identity on every arm (experiment-speed-v2.json)
 def test_the_v2_bench_runs_off_then_on_on_the_real_model_and_finds_them_identical(tmp_path):
     """Off (mask, prefix afresh) and on (lazy, prefix kept) give the same runs; on reuses the prefix."""
-    from labkit.reading.runner import ConfigV2
-    from labkit.reading.speed import bench_experiment_v2, render_experiment_speed
+    from labkit.reading.runner import ReadingConfig
+    from labkit.reading.speed import bench_reading, render_experiment_speed
 
-    config = ConfigV2(arms=["prompt-grammar", "machine-model"], splits=["test"], task_ids=["test-triage-01"])
-    result = bench_experiment_v2(config, workdir=tmp_path)
+    config = ReadingConfig(arms=["prompt-grammar", "machine-model"], splits=["test"], task_ids=["test-triage-01"])
+    result = bench_reading(config, workdir=tmp_path)
     assert result["identical"], result["differences"]
     on = result["arms"]["on"]
     assert on["prompt-grammar"]["llm_calls"] >= 2 and on["machine-model"]["llm_calls"] >= 1

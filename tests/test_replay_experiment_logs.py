@@ -1,4 +1,4 @@
-"""``labkit replay`` on every log the comparison v2 writes: machine runs (a table) and free loops (no table).
+"""``labkit replay`` on every log the reading comparison writes: machine runs (a table) and free loops (no table).
 
 Inputs: real logs of a live run (``tests/fixtures/experiment-v2-logs``, see its README), logs the
 runner writes with a scripted model (every arm; a loop that stops at its step budget, refused
@@ -15,7 +15,7 @@ import pytest
 from labkit.cli import main
 from labkit.llm.backend import Request
 from labkit.llm.fake import ScriptedBackend
-from labkit.reading.runner import Backends, ConfigV2, log_path, run_experiment_v2
+from labkit.reading.runner import Backends, ReadingConfig, log_path, run_reading
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "experiment-v2-logs"
 REPO = Path(__file__).resolve().parents[1]
@@ -91,8 +91,8 @@ def _never_done() -> ScriptedBackend:
 
 
 def test_every_log_the_runner_writes_is_verified(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config = ConfigV2(task_ids=["dev-triage-01"], splits=["dev"])
-    runs = run_experiment_v2(config, Backends(live=_never_done()), tmp_path)
+    config = ReadingConfig(task_ids=["dev-triage-01"], splits=["dev"])
+    runs = run_reading(config, Backends(live=_never_done()), tmp_path)
     assert len(runs) == len(config.arms)
     for split, record in runs:
         code, out, _ = _replay(capsys, str(log_path(tmp_path, record.arm, split, record.task, record.seed)))

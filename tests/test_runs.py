@@ -27,7 +27,7 @@ from labkit.llm.cassette import read_cassette
 from labkit.llm.errors import ServerError
 from labkit.llm.fake import ScriptedBackend
 from labkit.llm.pool import SerialCalls, ServerPool
-from labkit.reading.runner import ComparisonV2, ConfigV2, load_runs_v2, run_experiment_v2
+from labkit.reading.runner import ReadingComparison, ReadingConfig, load_reading_runs, run_reading
 
 SMOKE = ["dev-triage-01", "dev-extraction-02", "test-selection-01", "test-compare-03"]
 
@@ -78,13 +78,13 @@ def _strip(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_runs_spread_over_two_servers_and_their_slots_give_one_servers_rows_in_job_order(tmp_path: Path) -> None:
-    config = ConfigV2(task_ids=SMOKE, arms=["prompt-only", "machine-model", "machine-rule"], seeds=[0, 1])
+    config = ReadingConfig(task_ids=SMOKE, arms=["prompt-only", "machine-model", "machine-rule"], seeds=[0, 1])
     one = FakeServer("http://only")
-    serial = run_experiment_v2(config, Answers(live=one), tmp_path / "one")
+    serial = run_reading(config, Answers(live=one), tmp_path / "one")
     a, b = FakeServer("http://a"), FakeServer("http://b")
     pool = CountingPool([a, b], slots=2)
     said: list[str] = []
-    spread = run_experiment_v2(config, Answers(live=pool), tmp_path / "two", progress=said.append)
+    spread = run_reading(config, Answers(live=pool), tmp_path / "two", progress=said.append)
     assert [(s, r.to_dict()) for s, r in spread] != [] and len(spread) == len(SMOKE) * 3 * 2
     assert _strip(read_rows(tmp_path / "two" / "runs.jsonl")) == _strip(read_rows(tmp_path / "one" / "runs.jsonl"))
     assert [(s, {**r.to_dict(), "wall_s": 0}) for s, r in spread] == \
@@ -98,7 +98,7 @@ def test_runs_spread_over_two_servers_and_their_slots_give_one_servers_rows_in_j
     for path in (tmp_path / "two" / "cassettes").rglob("*.jsonl"):
         servers |= {c["server"] for c in read_cassette(path)[1]}
     assert servers == {"http://a", "http://b"}
-    again = run_experiment_v2(config, Answers(replay=tmp_path / "two"), tmp_path / "replay")
+    again = run_reading(config, Answers(replay=tmp_path / "two"), tmp_path / "replay")
     assert [(s, r.passed, r.llm_calls, r.termination) for s, r in again] == \
         [(s, r.passed, r.llm_calls, r.termination) for s, r in serial]
 
@@ -111,13 +111,13 @@ def test_the_rows_are_identical_whatever_order_the_runs_finish_in(tmp_path: Path
             time.sleep(0.01)
             return super()._complete(request)
 
-    config = ConfigV2(task_ids=SMOKE, arms=["machine-model"], seeds=[0, 1, 2])
-    serial = run_experiment_v2(config, Answers(live=FakeServer("http://only")), tmp_path / "one")
+    config = ReadingConfig(task_ids=SMOKE, arms=["machine-model"], seeds=[0, 1, 2])
+    serial = run_reading(config, Answers(live=FakeServer("http://only")), tmp_path / "one")
     finished: list[str] = []
-    spread = run_experiment_v2(config, Answers(live=ServerPool([Slow("http://slow"), FakeServer("http://fast")])),
+    spread = run_reading(config, Answers(live=ServerPool([Slow("http://slow"), FakeServer("http://fast")])),
                                tmp_path / "two", progress=finished.append)
     assert [r.to_dict() | {"wall_s": 0} for _, r in spread] == [r.to_dict() | {"wall_s": 0} for _, r in serial]
-    assert load_runs_v2(tmp_path / "two" / "runs.jsonl") == spread
+    assert load_reading_runs(tmp_path / "two" / "runs.jsonl") == spread
 
 
 class Toy(Comparison):
@@ -246,7 +246,7 @@ def test_a_recording_into_data_needs_a_clean_commit(tmp_path: Path) -> None:
 
 
 def test_the_v2_comparison_declares_its_jobs_for_the_runner() -> None:
-    comparison = ComparisonV2(ConfigV2(task_ids=SMOKE, arms=["prompt-only", "machine-rule"]))
+    comparison = ReadingComparison(ReadingConfig(task_ids=SMOKE, arms=["prompt-only", "machine-rule"]))
     jobs = comparison.jobs()
     assert [j.key() for j in jobs[:2]] == [("dev", "prompt-only", "dev-triage-01", 0),
                                           ("dev", "prompt-only", "dev-extraction-02", 0)]

@@ -14,7 +14,7 @@ from labkit.compare.runs import Answers, read_rows
 from labkit.llm.cassette import read_cassette
 from labkit.llm.http import OpenAICompatBackend
 from labkit.llm.pool import ServerPool
-from labkit.reading.runner import ConfigV2, run_experiment_v2
+from labkit.reading.runner import ReadingConfig, run_reading
 
 TASKS = ["dev-triage-01", "test-triage-01"]  # both splits, one short model call per run
 
@@ -22,15 +22,15 @@ TASKS = ["dev-triage-01", "test-triage-01"]  # both splits, one short model call
 @pytest.mark.slow
 def test_the_v2_comparison_spread_over_two_real_servers_gives_one_servers_rows(
         start_llama_server: Any, tmp_path: Path) -> None:
-    config = ConfigV2(arms=["machine-model", "machine-rule"], task_ids=TASKS, seeds=[0, 1])
+    config = ReadingConfig(arms=["machine-model", "machine-rule"], task_ids=TASKS, seeds=[0, 1])
 
     def client(url: str) -> OpenAICompatBackend:
         return OpenAICompatBackend(url, timeout_s=120, cache_dir=tmp_path / "cache")
 
     with start_llama_server(threads=1) as first, start_llama_server(threads=1) as second:
-        alone = run_experiment_v2(config, Answers(live=client(first)), tmp_path / "one")
+        alone = run_reading(config, Answers(live=client(first)), tmp_path / "one")
         pool = ServerPool([client(first), client(second)])
-        spread = run_experiment_v2(config, Answers(live=pool), tmp_path / "two")
+        spread = run_reading(config, Answers(live=pool), tmp_path / "two")
 
     def rows(folder: str) -> list[dict[str, Any]]:
         return [{k: v for k, v in row.items() if k != "wall_s"} for row in read_rows(tmp_path / folder / "runs.jsonl")]

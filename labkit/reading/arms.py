@@ -30,8 +30,8 @@ from labkit.reading.families import grade
 from labkit.reading.free import run_free
 from labkit.reading.machine import FamilyPlanner
 from labkit.reading.prompts import whole_prefix
-from labkit.reading.taskfile import FAMILY_NAMES, TaskV2
-from labkit.reading.world import TOOLS_V2, runtime_task, task_world
+from labkit.reading.taskfile import FAMILY_NAMES, ReadingTask
+from labkit.reading.world import READING_TOOLS, runtime_task, task_world
 from labkit.runtime.clock import TickClock
 from labkit.runtime.events import ToolResult, Validation
 from labkit.runtime.loop import Runtime
@@ -42,18 +42,18 @@ from labkit.runtime.tools import DraftStore
 class ArmInputs:
     """What one run of an arm is given (the same for every arm but the factory's own choices)."""
 
-    task: TaskV2
+    task: ReadingTask
     seed: int
     backend: Backend | None
-    examples: Mapping[str, TaskV2]  # one dev example per family
+    examples: Mapping[str, ReadingTask]  # one dev example per family
     decoding: Decoding = DEFAULT_DECODING
 
-    def example_order(self) -> list[TaskV2]:
+    def example_order(self) -> list[ReadingTask]:
         """The few-shot episodes in the order this seed shows them (seed varies it under greedy decoding)."""
         return example_order(self.examples, self.seed)
 
 
-def example_order(examples: Mapping[str, TaskV2], seed: int) -> list[TaskV2]:
+def example_order(examples: Mapping[str, ReadingTask], seed: int) -> list[ReadingTask]:
     """One dev example per family, in the order ``seed`` shows them."""
     return [examples[f] for f in shuffled(FAMILY_NAMES, seed, "examples")]
 
@@ -95,7 +95,7 @@ def _run_machine(arm: Arm, inputs: ArmInputs, drafts: DraftStore) -> tuple[list[
     chooser: Chooser = arm.factory(inputs, lambda e: hook[0](e))
     planner = FamilyPlanner(inputs.task, chooser, seed=inputs.seed)
     rt = Runtime(runtime_task(inputs.task), planner, task_world(inputs.task, drafts), clock=TickClock(),
-                 tools=TOOLS_V2, log=EventLog(run_id=f"{arm.name}:{inputs.task.id}:{inputs.seed}"))
+                 tools=READING_TOOLS, log=EventLog(run_id=f"{arm.name}:{inputs.task.id}:{inputs.seed}"))
     hook.append(rt.machine.record)  # model calls become facts of the run's own log
     result = rt.run()
     while result.outcome == "paused":  # the experiment's supervisor refuses every escalation
@@ -141,7 +141,8 @@ ARMS: dict[str, Arm] = {a.name: a for a in (
 )}
 
 
-def declared_prefixes(arms: Sequence[str], seeds: Sequence[int], examples: Mapping[str, TaskV2]) -> tuple[str, ...]:
+def declared_prefixes(arms: Sequence[str], seeds: Sequence[int],
+                      examples: Mapping[str, ReadingTask]) -> tuple[str, ...]:
     """The prompt starts an in-process model may keep between calls, one per free-loop arm variant and seed
     (no token changes: :mod:`labkit.llm.prefix_cache`)."""
     found: dict[str, None] = {}
@@ -156,7 +157,7 @@ def declared_prefixes(arms: Sequence[str], seeds: Sequence[int], examples: Mappi
 
 
 @dataclass
-class RunRecordV2:
+class ReadingRun:
     """What the experiment keeps about one run (one line of its results); counts come from the events."""
 
     arm: str
@@ -207,7 +208,7 @@ def count_events(events: Sequence[Event]) -> dict[str, int]:
 
 
 def run_arm(arm: Arm, inputs: ArmInputs, drafts: DraftStore, *,
-            clock: Callable[[], float] = time.perf_counter) -> tuple[RunRecordV2, list[Event]]:
+            clock: Callable[[], float] = time.perf_counter) -> tuple[ReadingRun, list[Event]]:
     """Run ``arm`` on ``inputs.task`` in the draft area ``drafts``; grade it; count from its events."""
     if arm.uses_model and inputs.backend is None:
         raise LabkitError(f"arm {arm.name} needs a model backend", "pass a backend (or a cassette).")
@@ -218,7 +219,7 @@ def run_arm(arm: Arm, inputs: ArmInputs, drafts: DraftStore, *,
     verdict = grade(inputs.task, world, events, claimed=claimed)
     counts = count_events(events)
     counts.pop("loop_steps")
-    record = RunRecordV2(arm=arm.name, task=inputs.task.id, family=inputs.task.family, seed=inputs.seed,
+    record = ReadingRun(arm=arm.name, task=inputs.task.id, family=inputs.task.family, seed=inputs.seed,
                          passed=verdict.passed, failed_checks=[c.name for c in verdict.failed()],
                          termination=termination, wall_s=round(wall, 3),
                          details=[f"{c.name}: {c.detail}" for c in verdict.failed() if c.detail], **counts)

@@ -24,7 +24,7 @@ from labkit.reading.answers import (
     read_answer,
 )
 from labkit.reading.events import ModelAsked
-from labkit.reading.taskfile import FORM_FIELDS, CompareTask, ExtractionTask, SelectionTask, TaskV2, TriageTask
+from labkit.reading.taskfile import FORM_FIELDS, CompareTask, ExtractionTask, ReadingTask, SelectionTask, TriageTask
 from labkit.runtime.events import Usage
 from labkit.runtime.planner import PlannerError
 from labkit.runtime.redact import scrub_text
@@ -121,7 +121,7 @@ class ModelChooser:
 
     name = "model"
 
-    def __init__(self, backend: Backend, examples: Mapping[str, TaskV2], *, seed: int,
+    def __init__(self, backend: Backend, examples: Mapping[str, ReadingTask], *, seed: int,
                  decoding: Decoding = DEFAULT_DECODING, record: Callable[[Event], Any] | None = None) -> None:
         self.backend = backend
         self.examples = examples
@@ -207,7 +207,7 @@ class OracleChooser:
 
     name = "oracle"
 
-    def __init__(self, task: TaskV2) -> None:
+    def __init__(self, task: ReadingTask) -> None:
         self.task = task
 
     def choose(self, d: Decision) -> Choice:

@@ -27,7 +27,7 @@ def _grammar_notes() -> dict[str, list[str]]:
     return {name: unenforced(schema) for name, schema in schemas.items()}
 
 
-def provenance_v2(backend: dict[str, Any], config: Any, mode: str, out: Path | None = None) -> dict[str, Any]:
+def reading_provenance(backend: dict[str, Any], config: Any, mode: str, out: Path | None = None) -> dict[str, Any]:
     """Where the numbers come from (:func:`labkit.compare.runs.provenance` with the comparison's task files and arms);
     ``out``, the recording's own folder, does not make the commit dirty."""
     from labkit.compare.runs import provenance
@@ -56,9 +56,9 @@ RECORDED = "data/experiment-v2"  # one folder per model name: the committed reco
 
 def default_config() -> Any:
     """What ``make experiment`` runs: every arm on the test split's headline ten, one seed, greedy."""
-    from labkit.reading.runner import ConfigV2
+    from labkit.reading.runner import ReadingConfig
 
-    config = ConfigV2(splits=["test"])
+    config = ReadingConfig(splits=["test"])
     config.task_ids = list(config.task_sets()["test"].headline)
     return config
 
@@ -68,17 +68,17 @@ def _config(args: argparse.Namespace) -> Any:
     ``--only`` some task ids or ``--per-family`` a few of each family."""
     from labkit.compare.command import split_list
     from labkit.reading.choosers import Decoding
-    from labkit.reading.runner import TASKS_V2, ConfigV2
+    from labkit.reading.runner import READING_TASKS, ReadingConfig
 
     chosen = [name for name, given in (("--full", args.full), ("--only", args.only),
                                        ("--per-family", args.per_family)) if given]
     if len(chosen) > 1:
         raise LabkitError(f"{' and '.join(chosen)} choose tasks in different ways", "give one of them.")
-    config = ConfigV2(arms=split_list(args.arms) or ConfigV2().arms,
+    config = ReadingConfig(arms=split_list(args.arms) or ReadingConfig().arms,
                       splits=["dev", "test"] if args.split == "all" else [args.split],
                       seeds=list(range(args.first_seed, args.first_seed + args.seeds)),
                       decoding=Decoding(temperature=args.temperature), task_ids=split_list(args.only),
-                      per_family=args.per_family, tasks_dir=args.tasks or TASKS_V2)
+                      per_family=args.per_family, tasks_dir=args.tasks or READING_TASKS)
     if not chosen:  # the default: the test split's headline set, the seed's "x/10 -> y/10" form
         if args.split != "test":
             raise LabkitError("the default task set is the test split's headline ten",
@@ -91,10 +91,10 @@ def estimate_s(jobs: list[tuple[str, str, Any, int]], recorded: Path) -> float |
     """Seconds the jobs should take, from the median seconds per run of each arm in a recorded run."""
     import statistics
 
-    from labkit.reading.runner import load_runs_v2
+    from labkit.reading.runner import load_reading_runs
 
     seconds: dict[str, list[float]] = {}
-    for _, run in load_runs_v2(recorded / "runs.jsonl"):
+    for _, run in load_reading_runs(recorded / "runs.jsonl"):
         seconds.setdefault(run.arm, []).append(run.wall_s)
     if not all(arm in seconds for arm, *_ in jobs):
         return None
@@ -119,7 +119,7 @@ def _plan(args: argparse.Namespace) -> Any:
     from labkit.compare.command import Plan
     from labkit.reading.arms import ARMS, declared_prefixes
     from labkit.reading.report import write_report
-    from labkit.reading.runner import N_CTX, finished_runs, remaining_jobs, run_experiment_v2
+    from labkit.reading.runner import N_CTX, finished_runs, remaining_jobs, run_reading
 
     config = _config(args)
     config.check()
@@ -132,11 +132,11 @@ def _plan(args: argparse.Namespace) -> Any:
         kept = finished_runs(config, out) if resume else []
         if needs_model and not args.server:
             _say_estimate(remaining_jobs(config, kept), args.model)
-        prov = with_segment(provenance_v2(answers.describe(), config, "live", out), out, resume=resume)
+        prov = with_segment(reading_provenance(answers.describe(), config, "live", out), out, resume=resume)
         out.mkdir(parents=True, exist_ok=True)  # this segment's provenance first: an interruption keeps it
         (out / "provenance.json").write_text(json.dumps(prov, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         started = time.perf_counter()
-        runs = run_experiment_v2(config, answers, out, resume=resume, progress=say)
+        runs = run_reading(config, answers, out, resume=resume, progress=say)
         prov["segments"][-1]["wall_s"] = round(time.perf_counter() - started, 1)
         prov["wall_s"] = round(sum(seg["wall_s"] or 0 for seg in prov["segments"]), 1)
         write_report(out, runs, config.arms, config.splits, config.task_sets()["test"], prov)
@@ -148,9 +148,9 @@ def _plan(args: argparse.Namespace) -> Any:
 def _replay(folder: Path, out: Path, say: Any) -> list[str]:
     from labkit.compare.command import row_differences
     from labkit.compare.runs import Answers, read_rows
-    from labkit.reading.runner import prepare_replay_v2, run_experiment_v2
+    from labkit.reading.runner import prepare_reading_replay, run_reading
 
-    run_experiment_v2(prepare_replay_v2(folder), Answers(replay=folder), out, progress=say)
+    run_reading(prepare_reading_replay(folder), Answers(replay=folder), out, progress=say)
     return row_differences(read_rows(folder / "runs.jsonl"), read_rows(out / "runs.jsonl"),
                            key=lambda r: (r["arm"], r["split"], r["task"], r["seed"]))
 
@@ -158,10 +158,10 @@ def _replay(folder: Path, out: Path, say: Any) -> list[str]:
 def _report(folder: Path) -> str:
     """The reading comparison's tables, computed from the recording's rows."""
     from labkit.reading.report import headline, markdown, paired_rows, summary_rows
-    from labkit.reading.runner import load_runs_v2, prepare_replay_v2
+    from labkit.reading.runner import load_reading_runs, prepare_reading_replay
 
-    config = prepare_replay_v2(folder)
-    runs = load_runs_v2(folder / "runs.jsonl")
+    config = prepare_reading_replay(folder)
+    runs = load_reading_runs(folder / "runs.jsonl")
     head = headline(runs, config.task_sets()["test"]) if "test" in config.splits else None
     return markdown(summary_rows(runs, config.arms, config.splits), paired_rows(runs, config.splits), head)
 
@@ -183,11 +183,11 @@ def _arms_help() -> str:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from labkit.reading.speed import bench_experiment_v2, render_experiment_speed, report_to
+    from labkit.reading.speed import bench_reading, render_experiment_speed, report_to
 
     config = _config(args)
     default = args.model is None and config.to_dict() == default_config().to_dict()
-    result = bench_experiment_v2(config, model=args.model, threads=args.threads, repeats=args.repeats,
+    result = bench_reading(config, model=args.model, threads=args.threads, repeats=args.repeats,
                                  default_configuration=default,
                                  say=None if args.quiet else (lambda line: print(line, file=sys.stderr)))
     report_to(args.out, result)

@@ -79,16 +79,16 @@ class Prompt:
         return {self.resolve(p) for c in COMPARISONS if self.applies(c) for p in (c.path, c.reference)}
 
 
-DEFAULT_RECORDING = "data/experiment-v2/gemma3-270m"  # the embedded model's recording of the comparison v2
+DEFAULT_RECORDING = "data/experiment-v2/gemma3-270m"  # the embedded model's recording of the reading comparison
 
 
 def declared_prefixes_by_arm(recording: Path) -> dict[str, tuple[str, ...]]:
     """The prompt prefixes each arm of ``recording`` declared (arms without: absent), rebuilt from its
     ``experiment.json`` with the function the live run used."""
     from labkit.reading.arms import declared_prefixes
-    from labkit.reading.runner import prepare_replay_v2
+    from labkit.reading.runner import prepare_reading_replay
 
-    config = prepare_replay_v2(recording)
+    config = prepare_reading_replay(recording)
     examples = config.task_sets()["dev"].example_tasks()
     found = {arm: declared_prefixes([arm], config.seeds, examples) for arm in config.arms}
     return {arm: prefixes for arm, prefixes in found.items() if prefixes}
@@ -103,7 +103,7 @@ def recorded_prompts(cassettes: Path, prefixes: Mapping[str, Sequence[str]], arm
 
     if not cassettes.is_dir():
         raise LabkitError(f"{cassettes} is not a folder of cassettes",
-                          f"point --recording at a recorded comparison v2 (e.g. {DEFAULT_RECORDING}).")
+                          f"point --recording at a recorded reading comparison (e.g. {DEFAULT_RECORDING}).")
     found: list[Prompt] = []
     for arm_dir in sorted(p for p in cassettes.iterdir() if p.is_dir()):
         if arms and arm_dir.name not in arms:

@@ -14,8 +14,8 @@ from labkit.reading.taskfile import (
     FORM_FIELDS,
     CompareTask,
     ExtractionTask,
+    ReadingTask,
     SelectionTask,
-    TaskV2,
     TriageTask,
 )
 from labkit.runtime.records import differences_text
@@ -128,16 +128,16 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 )}
 
 
-def family_of(task: TaskV2) -> Family:
+def family_of(task: ReadingTask) -> Family:
     return FAMILIES[task.family]
 
 
-def check_draft(task: TaskV2, text: str) -> list[str]:
+def check_draft(task: ReadingTask, text: str) -> list[str]:
     """The family's verdict on ``text`` as the answer of ``task``: [] if right, else what is wrong."""
     return family_of(task).check(task, text)
 
 
-def grade(task: TaskV2, world: World, events: Sequence[Event] = (), *, claimed: str) -> Verdict:
+def grade(task: ReadingTask, world: World, events: Sequence[Event] = (), *, claimed: str) -> Verdict:
     """The one verifier, for every arm: the ``world`` after the run, its ``events`` (forbidden reads) and
     the outcome ``claimed``."""
     checks: list[Check] = []
@@ -150,7 +150,7 @@ def grade(task: TaskV2, world: World, events: Sequence[Event] = (), *, claimed: 
     return verdict(task.id, checks, world, events, task.forbidden_records(), claimed)
 
 
-def oracle_draft(task: TaskV2) -> str:
+def oracle_draft(task: ReadingTask) -> str:
     """The right answer draft of ``task`` (what the oracle arm saves)."""
     return cast(str, family_of(task).oracle_draft(task))
 

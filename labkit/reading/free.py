@@ -19,7 +19,7 @@ from labkit.reading.answers import ActionAnswer, answer_schema, read_answer
 from labkit.reading.choosers import Decoding
 from labkit.reading.events import LoopEnded, ModelAsked
 from labkit.reading.families import compose_differences, compose_form, compose_route
-from labkit.reading.taskfile import Form, TaskV2
+from labkit.reading.taskfile import Form, ReadingTask
 from labkit.runtime.events import ToolResult
 from labkit.runtime.redact import redact, scrub_text
 from labkit.runtime.tools import INBOX_TOOLS, CallContext, SaveDraftArgs, ToolAnswer, ToolSpec, World, check_key
@@ -117,7 +117,7 @@ def _result_text(answer: ToolAnswer, action: LoopAction) -> str:
     return f"ok saved {data.get('key', '')}"
 
 
-def run_free(task: TaskV2, world: World, backend: Backend, log: EventLog, *, examples: Sequence[TaskV2],
+def run_free(task: ReadingTask, world: World, backend: Backend, log: EventLog, *, examples: Sequence[ReadingTask],
              grammar: bool, helpers: bool, seed: int, decoding: Decoding) -> FreeOutcome:
     """Run ``task`` in the prompt-only loop; facts go to ``log``; the world keeps what was saved."""
     names = action_names(helpers)

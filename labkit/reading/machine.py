@@ -10,7 +10,7 @@ from typing import Any
 
 from labkit.reading.choosers import Chooser, Decision, shuffled
 from labkit.reading.families import compose_differences, compose_form, compose_route
-from labkit.reading.taskfile import TaskV2
+from labkit.reading.taskfile import ReadingTask
 from labkit.runtime.events import Usage
 from labkit.runtime.planner import Candidate, PlannerContext, Proposal
 from labkit.runtime.records import record_ids_in
@@ -27,7 +27,7 @@ def message_ids_in(text: str) -> list[str]:
 class FamilyPlanner:
     """Code for the steps, ``chooser`` for the decisions (see the module docstring)."""
 
-    def __init__(self, task: TaskV2, chooser: Chooser, *, seed: int) -> None:
+    def __init__(self, task: ReadingTask, chooser: Chooser, *, seed: int) -> None:
         self.task = task
         self.chooser = chooser
         self.seed = seed

@@ -13,8 +13,8 @@ from labkit.reading.families import compose_differences, compose_form, compose_r
 from labkit.reading.taskfile import (
     CompareTask,
     ExtractionTask,
+    ReadingTask,
     SelectionTask,
-    TaskV2,
     TriageTask,
 )
 from labkit.runtime.records import DIFF_FIELDS
@@ -129,7 +129,8 @@ def step_line(action: str, args: Mapping[str, Any]) -> str:
     return json.dumps({"action": action, "args": dict(args)}, ensure_ascii=False)
 
 
-def _save_step(task: TaskV2, helpers: bool, records: Mapping[str, Mapping[str, Any]]) -> tuple[str, dict[str, Any]]:
+def _save_step(task: ReadingTask, helpers: bool,
+               records: Mapping[str, Mapping[str, Any]]) -> tuple[str, dict[str, Any]]:
     if not helpers:
         return "save_draft", {"key": task.draft_key, "text": oracle_draft(task)}
     if isinstance(task, TriageTask):
@@ -139,7 +140,7 @@ def _save_step(task: TaskV2, helpers: bool, records: Mapping[str, Mapping[str, A
     return "save_differences", {"key": task.draft_key, "ids": list(task.answer)}  # type: ignore[union-attr]
 
 
-def episode(task: TaskV2, helpers: bool) -> list[tuple[str, str]]:
+def episode(task: ReadingTask, helpers: bool) -> list[tuple[str, str]]:
     """The worked episode of ``task`` (a dev example): ``(step, result)`` lines of the right actions."""
     steps: list[tuple[str, str]] = []
     for m in task.message_list():
@@ -157,7 +158,7 @@ NEXT_STEP_QUESTION = "Write only the next step: one JSON action on one line."
 PREFIX_END = "\nNow\n"  # the last line of every prompt-only prefix: the task follows
 
 
-def whole_prefix(examples: Sequence[TaskV2], *, helpers: bool) -> str:
+def whole_prefix(examples: Sequence[ReadingTask], *, helpers: bool) -> str:
     """The prompt-only arms' fixed start (instruction, tools, formats, one worked episode per family), the
     same for every step under one seed, so its KV state can be kept."""
     lines = ["An agent completes customer-service tasks with tools. Each step it writes one JSON action on "
@@ -171,7 +172,7 @@ def whole_prefix(examples: Sequence[TaskV2], *, helpers: bool) -> str:
     return "\n".join(lines) + "\n" + PREFIX_END
 
 
-def whole_prompt(examples: Sequence[TaskV2], description: str, transcript: Sequence[tuple[str, str]], *,
+def whole_prompt(examples: Sequence[ReadingTask], description: str, transcript: Sequence[tuple[str, str]], *,
                  helpers: bool) -> str:
     """The prompt-only arms' prompt: :func:`whole_prefix`, the task, the run so far and the question (which
     makes an instruction-tuned model write the next step)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.compare.stats import paired_test, pass_hat_k, solved_cell, stored_p, wilson_interval
-from labkit.reading.arms import ARMS, RunRecordV2
+from labkit.reading.arms import ARMS, ReadingRun
 from labkit.reading.taskfile import TaskSet
 
 CONTENT_FAMILIES = ("triage", "extraction", "selection")
@@ -20,7 +20,7 @@ COMPARISONS = (
     ("machine-rule", "prompt-only", None, "the harness's share"),
 )
 
-Runs = Sequence[tuple[str, RunRecordV2]]
+Runs = Sequence[tuple[str, ReadingRun]]
 
 
 def per_task(runs: Runs, split: str, arm: str, families: Sequence[str] | None = None) -> dict[str, tuple[int, int]]:

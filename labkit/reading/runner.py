@@ -1,5 +1,5 @@
-"""Arms × splits × tasks × seeds, declared for the one runner (:mod:`labkit.compare.runs`): :class:`ConfigV2`,
-the jobs, where their files go and one run (:class:`ComparisonV2`). A failing backend ends its run as
+"""Arms × splits × tasks × seeds, declared for the one runner (:mod:`labkit.compare.runs`): :class:`ReadingConfig`,
+the jobs, where their files go and one run (:class:`ReadingComparison`). A failing backend ends its run as
 ``backend error: ...``; a cassette miss in replay stops it."""
 
 from __future__ import annotations
@@ -16,20 +16,20 @@ from labkit.compare.runs import Answers, Comparison, Job, Outcome, recorded_rows
 from labkit.core.errors import LabkitError
 from labkit.llm.backend import Backend
 from labkit.llm.errors import BackendError
-from labkit.reading.arms import ARMS, ArmInputs, RunRecordV2, run_arm
+from labkit.reading.arms import ARMS, ArmInputs, ReadingRun, run_arm
 from labkit.reading.choosers import Decoding
-from labkit.reading.taskfile import TaskSet, TaskV2, load_task_set
+from labkit.reading.taskfile import ReadingTask, TaskSet, load_task_set
 from labkit.runtime.tools import DraftStore
 
 REPO = Path(__file__).resolve().parents[2]
-TASKS_V2 = "data/tasks/v2"  # relative to the repository, so a recorded experiment.json names no machine path
+READING_TASKS = "data/tasks/v2"  # relative to the repository, so a recorded experiment.json names no machine path
 SPLITS = ("dev", "test")
 N_CTX = 4096  # the context a model is loaded with: the prompt-only prompt holds four worked episodes and grows
 
 
 @dataclass
-class ConfigV2:
-    """What a v2 experiment runs; stored as ``experiment.json`` beside its results."""
+class ReadingConfig:
+    """What a reading comparison runs; stored as ``experiment.json`` beside its results."""
 
     arms: list[str] = field(default_factory=lambda: list(ARMS))
     splits: list[str] = field(default_factory=lambda: list(SPLITS))
@@ -37,16 +37,16 @@ class ConfigV2:
     decoding: Decoding = field(default_factory=Decoding)
     task_ids: list[str] | None = None  # None: every task of each split
     per_family: int | None = None  # at most this many tasks per family and split (a smoke run)
-    tasks_dir: str = TASKS_V2  # relative paths are read from the repository root
+    tasks_dir: str = READING_TASKS  # relative paths are read from the repository root
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ConfigV2:
+    def from_dict(cls, data: dict[str, Any]) -> ReadingConfig:
         return cls(arms=list(data["arms"]), splits=list(data["splits"]), seeds=list(data["seeds"]),
                    decoding=Decoding(**data["decoding"]), task_ids=data.get("task_ids"),
-                   per_family=data.get("per_family"), tasks_dir=str(data.get("tasks_dir", TASKS_V2)))
+                   per_family=data.get("per_family"), tasks_dir=str(data.get("tasks_dir", READING_TASKS)))
 
     def tasks_folder(self) -> Path:
         folder = Path(self.tasks_dir)
@@ -67,9 +67,9 @@ class ConfigV2:
     def task_sets(self) -> dict[str, TaskSet]:
         return {split: load_task_set(self.tasks_folder() / f"{split}.json") for split in SPLITS}
 
-    def jobs(self, sets: dict[str, TaskSet]) -> list[tuple[str, str, TaskV2, int]]:
+    def jobs(self, sets: dict[str, TaskSet]) -> list[tuple[str, str, ReadingTask, int]]:
         """(arm, split, task, seed) in run order: split, seed, arm, task (prompt-only calls share a prefix)."""
-        picked: list[tuple[str, TaskV2]] = []
+        picked: list[tuple[str, ReadingTask]] = []
         for split in self.splits:
             seen: dict[str, int] = {}
             for task in sets[split].tasks:
@@ -100,19 +100,19 @@ def cassette_path(folder: Path, arm: str, split: str, task_id: str) -> Path:
 Backends = Answers
 
 
-def _failed_run(arm: str, split: str, task: TaskV2, seed: int, error: Exception, http_retries: int) -> RunRecordV2:
+def _failed_run(arm: str, split: str, task: ReadingTask, seed: int, error: Exception, http_retries: int) -> ReadingRun:
     message = getattr(error, "message", str(error))
-    return RunRecordV2(arm=arm, task=task.id, family=task.family, seed=seed, passed=False,
+    return ReadingRun(arm=arm, task=task.id, family=task.family, seed=seed, passed=False,
                        failed_checks=["backend"], termination=f"backend error: {message[:120]}", llm_calls=0,
                        decisions=0, reasks=0, schema_invalid=0, violations=0, guard_rejections=0, tool_calls=0,
                        prompt_tokens=0, completion_tokens=0, wall_s=0.0, http_retries=http_retries,
                        details=[message[:300]])
 
 
-class ComparisonV2(Comparison):
-    """The comparison v2 as :mod:`labkit.compare.runs` reads it: its jobs, cassettes and logs, and one run of an arm."""
+class ReadingComparison(Comparison):
+    """The reading comparison as :mod:`labkit.compare.runs` reads it: its jobs, cassettes, logs, one run of an arm."""
 
-    def __init__(self, settings: ConfigV2) -> None:
+    def __init__(self, settings: ReadingConfig) -> None:
         settings.check()
         self.settings = settings
         sets = settings.task_sets()
@@ -153,28 +153,28 @@ class ComparisonV2(Comparison):
         return Outcome({"split": job.split, **record.to_dict()}, False, record.termination)
 
 
-def _as_runs(rows: list[dict[str, Any]]) -> list[tuple[str, RunRecordV2]]:
-    return [(row["split"], RunRecordV2(**{k: v for k, v in row.items() if k != "split"})) for row in rows]
+def _as_runs(rows: list[dict[str, Any]]) -> list[tuple[str, ReadingRun]]:
+    return [(row["split"], ReadingRun(**{k: v for k, v in row.items() if k != "split"})) for row in rows]
 
 
-def finished_runs(config: ConfigV2, out: Path) -> list[tuple[str, RunRecordV2]]:
+def finished_runs(config: ReadingConfig, out: Path) -> list[tuple[str, ReadingRun]]:
     """The runs an interrupted recording in ``out`` finished, if it ran ``config`` (else a clear error)."""
-    return _as_runs(recorded_rows(ComparisonV2(config), out))
+    return _as_runs(recorded_rows(ReadingComparison(config), out))
 
 
-def remaining_jobs(config: ConfigV2, kept: list[tuple[str, RunRecordV2]]) -> list[tuple[str, str, Any, int]]:
+def remaining_jobs(config: ReadingConfig, kept: list[tuple[str, ReadingRun]]) -> list[tuple[str, str, Any, int]]:
     """The jobs of ``config`` (arm, split, task, seed) that the ``kept`` runs do not already answer, in job order."""
-    comparison = ComparisonV2(config)
+    comparison = ReadingComparison(config)
     todo = {job.key() for job in remaining(comparison, [{"split": split, **r.to_dict()} for split, r in kept])}
     return [(arm, split, task, seed) for arm, split, task, seed in config.jobs(config.task_sets())
             if (split, arm, task.id, seed) in todo]
 
 
-def run_experiment_v2(config: ConfigV2, backends: Answers, out: Path, *, resume: bool = False,
-                      progress: Callable[[str], None] | None = None) -> list[tuple[str, RunRecordV2]]:
+def run_reading(config: ReadingConfig, backends: Answers, out: Path, *, resume: bool = False,
+                      progress: Callable[[str], None] | None = None) -> list[tuple[str, ReadingRun]]:
     """Run every job with :func:`labkit.compare.runs.run_jobs` into ``out``; ``resume`` keeps finished runs.
     ``backends`` may be a :class:`~labkit.llm.pool.ServerPool`."""
-    comparison = ComparisonV2(config)
+    comparison = ReadingComparison(config)
     if progress is not None:
         kept = recorded_rows(comparison, out) if resume else []
         todo = remaining(comparison, kept)
@@ -188,7 +188,7 @@ def run_experiment_v2(config: ConfigV2, backends: Answers, out: Path, *, resume:
     return _as_runs(run_jobs(comparison, backends, out, resume=resume, progress=progress))
 
 
-def load_runs_v2(path: Path) -> list[tuple[str, RunRecordV2]]:
+def load_reading_runs(path: Path) -> list[tuple[str, ReadingRun]]:
     """The finished runs of a ``runs.jsonl`` (a torn last line is skipped)."""
     runs = []
     if not path.exists():
@@ -197,20 +197,20 @@ def load_runs_v2(path: Path) -> list[tuple[str, RunRecordV2]]:
         try:
             data = json.loads(line)
             split = data.pop("split")
-            runs.append((split, RunRecordV2(**data)))
+            runs.append((split, ReadingRun(**data)))
         except (ValueError, TypeError, KeyError):
             print(f"labkit: skipped an unreadable line of {path}", file=sys.stderr)
     return runs
 
 
-def prepare_replay_v2(folder: Path) -> ConfigV2:
-    """The configuration a recorded v2 experiment in ``folder`` ran (its model arms need ``cassettes/``)."""
+def prepare_reading_replay(folder: Path) -> ReadingConfig:
+    """The configuration a recorded reading comparison in ``folder`` ran (its model arms need ``cassettes/``)."""
     path = folder / "experiment.json"
     if not path.exists():
-        raise LabkitError(f"{folder} is not a recorded v2 experiment ({path} is missing)",
+        raise LabkitError(f"{folder} is not a recorded reading comparison ({path} is missing)",
                           "replay a folder written by `labkit compare reading`.")
     try:
-        config = ConfigV2.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        config = ReadingConfig.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise LabkitError(f"{path} is damaged ({type(exc).__name__}: {exc})", "restore it from git.") from None
     if any(ARMS[a].uses_model for a in config.arms if a in ARMS) and not (folder / "cassettes").exists():
@@ -218,5 +218,5 @@ def prepare_replay_v2(folder: Path) -> ConfigV2:
     return config
 
 
-__all__ = ["Backends", "ComparisonV2", "ConfigV2", "finished_runs", "load_runs_v2", "log_path", "prepare_replay_v2",
-           "remaining_jobs", "run_experiment_v2"]
+__all__ = ["Backends", "ReadingComparison", "ReadingConfig", "finished_runs", "load_reading_runs", "log_path",
+           "prepare_reading_replay", "remaining_jobs", "run_reading"]

@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from labkit.core.errors import LabkitError
-from labkit.reading.arms import RunRecordV2
+from labkit.reading.arms import ReadingRun
 
 VARIANTS: dict[str, dict[str, Any]] = {"off": {"grammar_mode": "mask", "prefix_reuse": False},
                                        "on": {"grammar_mode": "auto", "prefix_reuse": True}}
 
 
-def differences(off: Sequence[tuple[str, RunRecordV2]], on: Sequence[tuple[str, RunRecordV2]]) -> list[str]:
+def differences(off: Sequence[tuple[str, ReadingRun]], on: Sequence[tuple[str, ReadingRun]]) -> list[str]:
     """Every run whose record (all but its wall time) differs between the two variants (empty: identical)."""
-    def keyed(runs: Sequence[tuple[str, RunRecordV2]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    def keyed(runs: Sequence[tuple[str, ReadingRun]]) -> dict[tuple[Any, ...], dict[str, Any]]:
         return {(s, r.arm, r.task, r.seed): {k: v for k, v in r.to_dict().items() if k != "wall_s"} for s, r in runs}
 
     a, b = keyed(off), keyed(on)
@@ -33,7 +33,7 @@ def differences(off: Sequence[tuple[str, RunRecordV2]], on: Sequence[tuple[str, 
     return found
 
 
-def per_arm(runs: Sequence[tuple[str, RunRecordV2]]) -> dict[str, dict[str, float | int]]:
+def per_arm(runs: Sequence[tuple[str, ReadingRun]]) -> dict[str, dict[str, float | int]]:
     """Runs, passes, calls, token totals and wall seconds per arm."""
     rows: dict[str, dict[str, float | int]] = {}
     for _, r in runs:
@@ -46,7 +46,7 @@ def per_arm(runs: Sequence[tuple[str, RunRecordV2]]) -> dict[str, dict[str, floa
     return rows
 
 
-def bench_experiment_v2(config: Any, *, model: str | None = None, threads: int | None = None, repeats: int = 1,
+def bench_reading(config: Any, *, model: str | None = None, threads: int | None = None, repeats: int = 1,
                         default_configuration: bool = False, workdir: Path | None = None,
                         say: Callable[[str], None] | None = None, clock: Callable[[], float] = time.perf_counter,
                         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> dict[str, Any]:
@@ -54,7 +54,7 @@ def bench_experiment_v2(config: Any, *, model: str | None = None, threads: int |
     from labkit.core.provenance import git_commit, machine
     from labkit.llm.models import model_backend
     from labkit.reading.arms import declared_prefixes
-    from labkit.reading.runner import N_CTX, Backends, run_experiment_v2
+    from labkit.reading.runner import N_CTX, Backends, run_reading
 
     if repeats < 1:
         raise LabkitError(f"--repeats must be at least 1, got {repeats}", "use 1 (one off and one on run) or more.")
@@ -65,7 +65,7 @@ def bench_experiment_v2(config: Any, *, model: str | None = None, threads: int |
     backend = model_backend(model, n_ctx=N_CTX, threads=threads, prefixes=prefixes)
     base = workdir or Path(tempfile.mkdtemp(prefix="labkit-bench-experiment-"))
     walls: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    runs: dict[str, list[tuple[str, RunRecordV2]]] = {}
+    runs: dict[str, list[tuple[str, ReadingRun]]] = {}
     problems: list[str] = []
     reuse: dict[str, int] = {}
     for repeat in range(repeats):
@@ -77,7 +77,7 @@ def bench_experiment_v2(config: Any, *, model: str | None = None, threads: int |
                 say(f"labkit bench experiment: optimisations {name}, repeat {repeat + 1}/{repeats}")
             out = base / f"{name}-{repeat}"
             t0 = clock()
-            done = run_experiment_v2(config, Backends(live=backend), out)
+            done = run_reading(config, Backends(live=backend), out)
             walls[name].append(clock() - t0)
             if name == "on":
                 reuse = {"reused": backend.prefix_stats.reused - before[0],

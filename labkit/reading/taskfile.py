@@ -59,7 +59,7 @@ class Record(BaseModel):
         return self.model_dump()
 
 
-assert set(DIFF_FIELDS) <= set(Record.model_fields), "a v2 record must carry every compared field"
+assert set(DIFF_FIELDS) <= set(Record.model_fields), "a reading record must carry every compared field"
 
 
 class Form(BaseModel):
@@ -221,11 +221,11 @@ class CompareTask(_TaskBase):
         return self.forbidden
 
 
-TaskV2 = Annotated[TriageTask | ExtractionTask | SelectionTask | CompareTask, Field(discriminator="family")]
+ReadingTask = Annotated[TriageTask | ExtractionTask | SelectionTask | CompareTask, Field(discriminator="family")]
 
 
 class TaskSet(BaseModel):
-    """One split of the v2 tasks, with its declared few-shot examples (dev) or headline set (test)."""
+    """One split of the reading tasks, with its declared few-shot examples (dev) or headline set (test)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -234,7 +234,7 @@ class TaskSet(BaseModel):
     generator: dict[str, Any] = Field(default_factory=dict, description="how the file was made (provenance)")
     examples: dict[str, str] = Field(default_factory=dict, description="family -> id of its few-shot example")
     headline: tuple[str, ...] = ()
-    tasks: tuple[TaskV2, ...] = Field(min_length=1)
+    tasks: tuple[ReadingTask, ...] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskSet:
@@ -267,13 +267,13 @@ class TaskSet(BaseModel):
             raise ValueError("the headline set is drawn from the test split")
         return self
 
-    def by_id(self, task_id: str) -> TaskV2:
+    def by_id(self, task_id: str) -> ReadingTask:
         for task in self.tasks:
             if task.id == task_id:
                 return task
         raise TaskFileError(f"no task {task_id!r} in the {self.split} split", "see the ids in the task file.")
 
-    def example_tasks(self) -> dict[str, TaskV2]:
+    def example_tasks(self) -> dict[str, ReadingTask]:
         """The declared few-shot example of each family (dev only), by family."""
         return {family: self.by_id(task_id) for family, task_id in self.examples.items()}
 
@@ -283,7 +283,7 @@ class TaskSet(BaseModel):
             counts[task.family] = counts.get(task.family, 0) + 1
         return counts
 
-    def __iter__(self) -> Iterator[TaskV2]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[ReadingTask]:  # type: ignore[override]
         return iter(self.tasks)
 
 
@@ -316,12 +316,12 @@ def parse_task_set(data: Any, source: str = "<data>") -> TaskSet:
 
 
 def load_task_set(path: str | Path) -> TaskSet:
-    """Read and validate a v2 task file (see the module docstring for the format)."""
+    """Read and validate a reading task file (see the module docstring for the format)."""
     path = Path(path)
     text = read_input(path, "task file", TaskFileError, max_bytes=TASK_FILE_MAX_BYTES,
                       hint="check the path; the generated files are data/tasks/v2/dev.json and test.json "
                            "(scripts/make_tasks_v2.py writes them).")
-    shape = "a v2 task file is one JSON object with 'format', 'split' and 'tasks'."
+    shape = "a reading task file is one JSON object with 'format', 'split' and 'tasks'."
     try:
         data = json.loads(text, object_pairs_hook=_refuse_repeated_keys)
     except json.JSONDecodeError as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from labkit.llm.cassette import read_cassette
 from labkit.reading.prompts import PREFIX_END
-from labkit.reading.runner import cassette_path, load_runs_v2
+from labkit.reading.runner import cassette_path, load_reading_runs
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def show_calls(calls: Sequence[Call], *, first: int = 1, last: int = 0, width: i
 
 def verdict(folder: str | Path, arm: str, split: str, task_id: str, seed: int = 0) -> str:
     """The recorded run's grade in one line: passed or which checks failed and why."""
-    for s, run in load_runs_v2(Path(folder) / "runs.jsonl"):
+    for s, run in load_reading_runs(Path(folder) / "runs.jsonl"):
         if (s, run.arm, run.task, run.seed) == (split, arm, task_id, seed):
             if run.passed:
                 return f"{arm}: passed ({run.termination}, {run.llm_calls} model calls)"

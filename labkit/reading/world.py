@@ -6,21 +6,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from labkit.reading.taskfile import TaskV2
+from labkit.reading.taskfile import ReadingTask
 from labkit.runtime.task import Goal, Task
 from labkit.runtime.tools import INBOX_TOOLS, DraftStore, ToolSpec, World
 
-TOOLS_V2: Mapping[str, ToolSpec] = INBOX_TOOLS
+READING_TOOLS: Mapping[str, ToolSpec] = INBOX_TOOLS
 
 
-def task_world(task: TaskV2, drafts: DraftStore) -> World:
+def task_world(task: ReadingTask, drafts: DraftStore) -> World:
     """The world of ``task``: its records and messages (read-only) and the draft area ``drafts``."""
     records: dict[str, dict[str, Any]] = {r.id: r.as_dict() for r in task.record_list()}
     messages = {m.id: m.model_dump(exclude_none=True) for m in task.message_list()}
     return World(drafts, records, messages=messages)
 
 
-def runtime_task(task: TaskV2, *, planner: str = "scripted-diff") -> Task:
+def runtime_task(task: ReadingTask, *, planner: str = "scripted-diff") -> Task:
     """The runtime's view of ``task``: text, budget, forbidden records; the answer is left out on purpose."""
     return Task(id=task.id, description=task.description, goal=Goal(draft_key=task.draft_key),
                 forbidden_records=task.forbidden_records(), budget=task.budget, planner=planner)

@@ -351,7 +351,7 @@ TOOLS: dict[str, ToolSpec] = {t.name: t for t in (
              planner_visible=False, faults=STATUS_FAULTS),
 )}
 
-# Worlds with messages (the comparison v2): the same tools plus one more read.
+# Worlds with messages (the reading comparison): the same tools plus one more read.
 INBOX_TOOLS: dict[str, ToolSpec] = {**TOOLS, "read_message": ToolSpec(
     "read_message", ReadMessageArgs, False, "read one customer message or note by id (read-only)",
     observes=READ_OBSERVED, faults=READ_FAULTS)}
