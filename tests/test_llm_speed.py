@@ -213,7 +213,7 @@ def _recorded_equality() -> tuple[dict, dict[str, tuple[str, ...]], list[Prompt]
                                               result["limit_per_arm"])  # limit None: every recorded prompt
 
 
-def test_the_recorded_equality_run_replayed_the_v2_recording_on_every_path_it_needs():
+def test_the_recorded_equality_run_replayed_the_reading_recording_on_every_path_it_needs():
     """data/bench/equality.json covers what the committed recording and its declared prefixes say it must."""
     result, declared, prompts = _recorded_equality()
     assert result["source"] == DEFAULT_RECORDING  # the prompts of the committed v2 recording
@@ -280,7 +280,7 @@ def test_per_arm_totals():
 
 
 @pytest.mark.bench  # `labkit bench experiment` checks this identity on every arm (experiment-speed-v2.json)
-def test_the_v2_bench_runs_off_then_on_on_the_real_model_and_finds_them_identical(tmp_path):
+def test_the_reading_bench_runs_off_then_on_on_the_real_model_and_finds_them_identical(tmp_path):
     """Off (mask, prefix afresh) and on (lazy, prefix kept) give the same runs; on reuses the prefix."""
     from labkit.reading.runner import ReadingConfig
     from labkit.reading.speed import bench_reading, render_experiment_speed

@@ -245,7 +245,7 @@ def test_a_recording_into_data_needs_a_clean_commit(tmp_path: Path) -> None:
     assert clean_commit(tmp_path / "scratch", repo=tmp_path).endswith("+dirty")  # elsewhere only flagged
 
 
-def test_the_v2_comparison_declares_its_jobs_for_the_runner() -> None:
+def test_the_reading_comparison_declares_its_jobs_for_the_runner() -> None:
     comparison = ReadingComparison(ReadingConfig(task_ids=SMOKE, arms=["prompt-only", "machine-rule"]))
     jobs = comparison.jobs()
     assert [j.key() for j in jobs[:2]] == [("dev", "prompt-only", "dev-triage-01", 0),

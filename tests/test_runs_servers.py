@@ -20,7 +20,7 @@ TASKS = ["dev-triage-01", "test-triage-01"]  # both splits, one short model call
 
 
 @pytest.mark.slow
-def test_the_v2_comparison_spread_over_two_real_servers_gives_one_servers_rows(
+def test_the_reading_comparison_spread_over_two_real_servers_gives_one_servers_rows(
         start_llama_server: Any, tmp_path: Path) -> None:
     config = ReadingConfig(arms=["machine-model", "machine-rule"], task_ids=TASKS, seeds=[0, 1])
 

@@ -78,7 +78,7 @@ def test_a_meter_counts_each_calls_retries_from_its_completion(flaky: Any) -> No
     assert metered.meter.completion_tokens == 10  # the stub reports 5 per call
 
 
-def test_a_v2_run_records_its_retries_in_record_log_summary_and_report(
+def test_a_reading_run_records_its_retries_in_record_log_summary_and_report(
         flaky: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
     code = main(["compare", "reading", *_server_args(flaky.url), "--arms", "machine-model", "--only", TASKS,
@@ -154,7 +154,7 @@ def test_the_server_options_are_declared_once_for_the_comparison_and_complete() 
                         several=False)
 
 
-def test_v2_spreads_its_runs_over_two_servers_and_gets_one_servers_rows(tmp_path: Path, json_server: Any) -> None:
+def test_reading_runs_spread_over_two_servers_give_one_servers_rows(tmp_path: Path, json_server: Any) -> None:
     first, second, only = (json_server(flaky_answer()) for _ in range(3))
     common = ["--server-model", "stub-model", "--model-sha256", SHA, "--schema-mode", "json_schema", "--arms",
               "machine-model,machine-rule", "--only", TASKS, "--split", "dev", "--seeds", "2", "--quiet"]
