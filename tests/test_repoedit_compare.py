@@ -9,6 +9,7 @@ never answers usefully (the budget ends it), and the runner's resume and bad-inp
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -297,6 +298,18 @@ def test_the_meaning_follows_the_numbers_whichever_way_they_come_out():
     text = meaning(arm_rows(worse), paired_rows(worse))
     assert "The one prompt fixed 1 task(s) more than the machine" in text and "not a proof" in text
 
+
+
+def test_below_the_ceiling_counts_only_the_tasks_the_ceiling_fixed_and_the_arm_did_not():
+    from labkit.repoedit.compare_report import below_ceiling
+
+    rows = _rows([True, False, False, False, False], [True, True, True, False, False])  # machine_bare, prompt_only
+    rows[2] = replace(rows[2], edits=0, refused=2)  # t2: every answer machine_bare gave was refused
+    rows[3] = replace(rows[3], edits=0)  # t3: nothing written, on a task the ceiling did not fix either
+    assert below_ceiling(rows, "machine_bare", ceiling="prompt_only") == {"every answer refused": 1,
+                                                                         "edited, still red": 1}  # t1, t2
+    assert below_ceiling(rows, "prompt_only", ceiling="machine_bare") == {}  # it fixed the one task the other did
+    assert below_ceiling(rows, "machine_bare", ceiling="oracle") == {}  # no ceiling recorded: nothing to count
 
 def test_a_recording_through_the_cassettes_replays_row_for_row_and_a_changed_prompt_stops_it(project, tmp_path):
     from labkit.llm.errors import CassetteMiss

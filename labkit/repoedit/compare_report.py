@@ -200,6 +200,14 @@ def failure_kind(row: RunRow) -> str:
     return HIDDEN_RED if row.outcome == "passed" and row.hidden_passed is False else "edited, still red"
 
 
+
+def below_ceiling(rows: Sequence[RunRow], arm: str, ceiling: str = "oracle") -> dict[str, int]:
+    """How ``arm``'s runs ended on the tasks ``ceiling`` fixed and ``arm`` did not, by :func:`failure_kind`: where
+    the known fix got through the same machine, so the definition it changes was within the machine's reach."""
+    fixed = {r.task for r in rows if r.arm == ceiling and r.fixed}
+    kinds = [failure_kind(r) for r in rows if r.arm == arm and r.task in fixed and not r.fixed]
+    return {kind: kinds.count(kind) for kind in FAILURES if kind in kinds}
+
 def refusals_without_edit(folder: Path, arm: str) -> dict[tuple[str, ...], int]:
     """For the runs of ``arm`` that ended with no edit applied: how many ended after each set of refusal codes,
     read from their event logs, most common first (what the machine refused when nothing got through)."""
