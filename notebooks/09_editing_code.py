@@ -20,7 +20,7 @@
 #
 # **Prerequisites:** notebook 01 ([transition table](../docs/glossary.md), [guard](../docs/glossary.md)),
 # notebook 03 ([event log](../docs/glossary.md), [hash chain](../docs/glossary.md), [invariant](../docs/glossary.md)).
-# **Time:** about 90 minutes, the quiz included. The runs below use real git copies and real pytest
+# **Time:** about 105 minutes, the quiz included. The runs below use real git copies and real pytest
 # subprocesses (a second or two each); the planner is the known fix or a short script, so no model is loaded.
 # The **Predict** boxes hide their answer until you choose and press *check*.
 #
