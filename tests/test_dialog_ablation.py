@@ -63,3 +63,20 @@ def test_the_committed_dev_recordings_hold_every_pair() -> None:
     # the recordings were made under the design rounds' names: every recorded pair is read
     assert [r["feature"] for r in rows] == [feature for feature, _, _ in history.ABLATIONS]
     assert all(r["users"] >= 6 for r in rows)
+
+
+def test_feature_by_trait_pairs_each_trait_s_users_alone() -> None:
+    from labkit.dialog.ablation import ablation_by_trait, feature_trait_table
+
+    recording = {"machine": [_score("u1", "machine", True), _score("u2", "machine", True),
+                             _score("u3", "machine", False)],
+                 "machine_without_carry_over": [_score("u1", "x", False), _score("u2", "x", True),
+                                                _score("u3", "x", True)]}
+    traits = {"u1": ("terse", "typos"), "u2": ("terse",), "u3": ("typos",)}
+    rows = ablation_by_trait([recording], traits)
+    assert [(r["trait"], r["feature"], r["users"], r["with"], r["without"], r["buys"]) for r in rows] == [
+        ("terse", "carry_over", 2, 2, 1, 1), ("typos", "carry_over", 2, 1, 1, 0)]
+    assert ablation_by_trait([recording], {}) == []  # hand-written users have no traits
+    table = feature_trait_table(rows)
+    assert table.splitlines()[0] == "| feature | terse | typos |"
+    assert "| `carry_over` | +1 (2/1 of 2) | +0 (1/1 of 2) |" in table

@@ -142,3 +142,40 @@ def test_adherence_is_counted_per_trait_from_the_written_personas(tmp_path: Path
     assert table["terse", "ideal"] == {"adhered": terse, "of": terse, "ci95": table["terse", "ideal"]["ci95"]}
     assert table["terse", "machine"]["adhered"] == 0 and table["terse", "machine"]["of"] == terse
     assert traits_of(load_user_scripts(DATA / "users")[0]) == ()  # a hand-written persona is no trait list
+
+
+def test_the_trait_table_and_plot_show_every_trait_and_arm() -> None:
+    from labkit.dialog.measure import trait_plot, trait_table
+
+    table = {("terse", "machine"): {"adhered": 3, "of": 4, "ci95": [0.3, 0.95]},
+             ("terse", "prompt_only_checked"): {"adhered": 0, "of": 4, "ci95": [0.0, 0.49]},
+             ("typos", "machine"): {"adhered": 1, "of": 2, "ci95": [0.09, 0.91]}}
+    text = trait_table(table)
+    assert text.splitlines()[0] == "| trait | machine | prompt_only_checked |"
+    assert "| terse | 3/4 (30%–95%) | 0/4 (0%–49%) |" in text and "| typos | 1/2 (9%–91%) | — |" in text
+    fig = trait_plot(table)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["typos", "terse"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["machine", "prompt_only_checked"]
+
+
+def test_the_report_of_generated_users_counts_adherence_and_each_feature_per_trait(tmp_path: Path) -> None:
+    from labkit.compare.command import kinds
+    from labkit.compare.runs import Answers
+    from labkit.dialog.comparison import DialogConfig, record
+    from labkit.llm.fake import ScriptedBackend
+    from tests.test_dialog_comparison import echo
+
+    written = write_users({"support": SCENARIOS["support"]}, tmp_path / "users", {"dev": 6})
+    settings = DialogConfig(model="scripted", arms=("machine", "machine_without_carry_over"), split="dev",
+                            scenarios=str(DATA), users_dir=str(tmp_path / "users"))
+    record(settings, Answers(live=ScriptedBackend(echo)), tmp_path / "rec")
+    report = kinds()["dialog"].report(tmp_path / "rec")
+    per_trait, per_feature = report.split("Adhered per trait:")[1].split("What each feature buys per trait:")
+    traits = sorted({t for u in written for t in u.traits})
+    rows = [line for line in per_trait.splitlines() if line.startswith("| ") and not line.startswith("| trait")]
+    assert [row.split(" | ")[0].removeprefix("| ") for row in rows] == traits
+    for row, trait in zip(rows, traits, strict=True):  # each cell counts that trait's users, in both arms
+        n = sum(trait in u.traits for u in written)
+        assert row.count(f"/{n} (") == 2, row
+    assert "| `carry_over` |" in per_feature

@@ -21,29 +21,52 @@ from labkit.dialog.scenario import Scenario
 from labkit.dialog.users import UserScript
 
 
-def ablation_rows(recordings: Sequence[Mapping[str, Sequence[Score]]]) -> list[dict[str, Any]]:
-    """One row per declared ablation (today's arms, then the recorded pairs of :mod:`labkit.dialog.history`) whose
-    two arms some recording holds (scored per arm, as from :func:`labkit.dialog.rescore.score_folder`); ablations no
-    recording holds are left out."""
-    rows = []
+def _pair_row(ablation: Ablation, with_by: Mapping[str, Score], without_by: Mapping[str, Score],
+              users: Sequence[str]) -> dict[str, Any]:
+    """The ablation's row over ``users`` (each scored by both arms)."""
+    tests = compare_arms([with_by[u] for u in users], [without_by[u] for u in users])
+    adhered = tests["adhered"]
+    with_n, without_n = (sum(by[u].adhered for u in users) for by in (with_by, without_by))
+    return {"feature": ablation.feature, "with_arm": ablation.with_arm, "without_arm": ablation.without_arm,
+            "users": len(users), "with": with_n, "without": without_n, "buys": with_n - without_n,
+            "only_with": adhered.a_better, "only_without": adhered.b_better, "p_value": adhered.p_value,
+            # per user a part is passed or not, so the difference of the counts is wins minus losses
+            "parts": {part: tests[part].a_better - tests[part].b_better for part in PARTS}}
+
+
+def _pairs(recordings: Sequence[Mapping[str, Sequence[Score]]]
+           ) -> list[tuple[Ablation, dict[str, Score], dict[str, Score], list[str]]]:
+    """Every declared ablation (today's arms, then the recorded pairs of :mod:`labkit.dialog.history`) with its two
+    arms' scores by user from the first recording that holds both, and the users both ran."""
+    found = []
     for ablation in (*ABLATIONS, *(Ablation(*pair) for pair in history.ABLATIONS)):
-        found = next((r for r in recordings if ablation.with_arm in r and ablation.without_arm in r), None)
-        if found is None:
+        recording = next((r for r in recordings if ablation.with_arm in r and ablation.without_arm in r), None)
+        if recording is None:
             continue
-        with_by = {s.user: s for s in found[ablation.with_arm]}
-        without_by = {s.user: s for s in found[ablation.without_arm]}
+        with_by = {s.user: s for s in recording[ablation.with_arm]}
+        without_by = {s.user: s for s in recording[ablation.without_arm]}
         users = sorted(set(with_by) & set(without_by))
-        if not users:
-            continue
-        tests = compare_arms([with_by[u] for u in users], [without_by[u] for u in users])
-        adhered = tests["adhered"]
-        with_n, without_n = (sum(by[u].adhered for u in users) for by in (with_by, without_by))
-        rows.append({"feature": ablation.feature, "with_arm": ablation.with_arm,
-                     "without_arm": ablation.without_arm, "users": len(users), "with": with_n,
-                     "without": without_n, "buys": with_n - without_n, "only_with": adhered.a_better,
-                     "only_without": adhered.b_better, "p_value": adhered.p_value,
-                     # per user a part is passed or not, so the difference of the counts is wins minus losses
-                     "parts": {part: tests[part].a_better - tests[part].b_better for part in PARTS}})
+        if users:
+            found.append((ablation, with_by, without_by, users))
+    return found
+
+
+def ablation_rows(recordings: Sequence[Mapping[str, Sequence[Score]]]) -> list[dict[str, Any]]:
+    """One row per declared ablation whose two arms some recording holds (scored per arm, as from
+    :func:`labkit.dialog.rescore.score_folder`); ablations no recording holds are left out."""
+    return [_pair_row(*pair) for pair in _pairs(recordings)]
+
+
+def ablation_by_trait(recordings: Sequence[Mapping[str, Sequence[Score]]],
+                      traits: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """feature x trait: the rows of :func:`ablation_rows` once per trait, over the users of that trait
+    (``traits``: user name -> traits, as :func:`labkit.dialog.population.traits_of` reads them). A feature that
+    buys adherence on one trait and costs it on another shows here, where the overall row would hide it."""
+    rows = []
+    for ablation, with_by, without_by, users in _pairs(recordings):
+        for trait in sorted({t for u in users for t in traits.get(u, ())}):
+            row = _pair_row(ablation, with_by, without_by, [u for u in users if trait in traits.get(u, ())])
+            rows.append({"trait": trait, **row})
     return rows
 
 
@@ -70,6 +93,25 @@ def ablation_table(rows: Sequence[Mapping[str, Any]]) -> str:
         lines.append(f"| `{r['feature']}` | {r['with_arm']} / {r['without_arm']} | {r['users']} | {r['with']} | "
                      f"{r['without']} | {r['buys']:+d} | {r['only_with']} / {r['only_without']} | "
                      f"{r['p_value']:.3g} | {moved} |")
+    return "\n".join(lines)
+
+
+def feature_trait_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The feature x trait rows as a Markdown table: one line per feature, one column per trait, each cell what
+    the feature buys there and ``(adhered with / without of users)``, with the sign test's p where it is below 0.05."""
+    features = list(dict.fromkeys(r["feature"] for r in rows))
+    traits = sorted({r["trait"] for r in rows})
+    cells = {(r["feature"], r["trait"]): r for r in rows}
+
+    def cell(feature: str, trait: str) -> str:
+        r = cells.get((feature, trait))
+        if r is None:
+            return "—"
+        beyond = f", p {r['p_value']:.2g}" if r["p_value"] < 0.05 else ""
+        return f"{r['buys']:+d} ({r['with']}/{r['without']} of {r['users']}{beyond})"
+
+    lines = ["| feature | " + " | ".join(traits) + " |", "|---" * (len(traits) + 1) + "|"]
+    lines += [f"| `{f}` | " + " | ".join(cell(f, t) for t in traits) + " |" for f in features]
     return "\n".join(lines)
 
 

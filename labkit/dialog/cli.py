@@ -125,11 +125,14 @@ def _replay(folder: Path, out: Path, say: Any) -> list[str]:
 
 
 def _report(folder: Path) -> str:
-    """The measure's parts per arm, read from the recording's logs, and the calls per message from its rows."""
+    """The measure's parts per arm, read from the recording's logs, and the calls per message from its rows; for
+    generated users also adherence per trait and what each ablated feature buys per trait."""
     from labkit.compare.runs import read_rows
+    from labkit.dialog.ablation import ablation_by_trait, feature_trait_table
     from labkit.dialog.comparison import read_config, repo_path
     from labkit.dialog.history import content_name
-    from labkit.dialog.measure import summarize_scores
+    from labkit.dialog.measure import by_trait, summarize_scores, trait_table
+    from labkit.dialog.population import traits_of
     from labkit.dialog.rescore import score_folder
 
     config = read_config(folder)
@@ -137,7 +140,8 @@ def _report(folder: Path) -> str:
     users = load_user_scripts(repo_path(config.users_dir))
     rows = read_rows(folder / "runs.jsonl")
     lines = []
-    for arm, scores in score_folder(folder, scenarios, users).items():
+    scored = score_folder(folder, scenarios, users)
+    for arm, scores in scored.items():
         now = content_name(arm) if config.arm_names == "rounds" else arm
         row = summarize_scores(scores)
         mine = [r for r in rows if r["arm"] == arm]
@@ -150,6 +154,11 @@ def _report(folder: Path) -> str:
                      + f", false completions {row['false_completions']['count']}, cancels {row['cancels']['count']}; "
                      f"calls/message {calls / messages if messages else 0:.3f} ({calls}/{messages})"
                      + (f"; prompt tokens read from the cache per message {cached / messages:.1f}" if cached else ""))
+    traits = {u.name: traits_of(u) for u in users}
+    if any(traits.values()):  # generated users: adherence per trait, and what each ablated feature buys per trait
+        lines += ["", "Adhered per trait:", "", trait_table(by_trait([s for v in scored.values() for s in v], traits))]
+        if per_feature := ablation_by_trait([scored], traits):
+            lines += ["", "What each feature buys per trait:", "", feature_trait_table(per_feature)]
     return "".join(line + "\n" for line in lines)
 
 

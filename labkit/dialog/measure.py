@@ -279,3 +279,48 @@ def by_trait(scores: Sequence[Score], traits: Mapping[str, Sequence[str]]) -> di
         k = sum(s.adhered for s in group)
         out[key] = {"adhered": k, "of": len(group), "ci95": list(wilson_interval(k, len(group)))}
     return out
+
+
+def trait_table(table: Mapping[tuple[str, str], Mapping[str, Any]]) -> str:
+    """:func:`by_trait` as a Markdown table: one line per trait, one column per arm, each cell ``k/n`` and its
+    Wilson interval."""
+    traits = sorted({t for t, _ in table})
+    arms = list(dict.fromkeys(a for _, a in table))
+    lines = ["| trait | " + " | ".join(arms) + " |", "|---" * (len(arms) + 1) + "|"]
+    for trait in traits:
+        cells = []
+        for arm in arms:
+            cell = table.get((trait, arm))
+            cells.append("—" if cell is None else f"{cell['adhered']}/{cell['of']} "
+                         f"({cell['ci95'][0]:.0%}–{cell['ci95'][1]:.0%})")
+        lines.append(f"| {trait} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def trait_plot(table: Mapping[tuple[str, str], Mapping[str, Any]]) -> Any:
+    """:func:`by_trait` as a figure: adherence per trait (rows) and arm (one marker each), with the Wilson
+    interval as a bar, so a trait an arm fails on stands out."""
+    import matplotlib.pyplot as plt
+
+    traits = sorted({t for t, _ in table})
+    arms = list(dict.fromkeys(a for _, a in table))
+    fig, ax = plt.subplots(figsize=(7.5, 0.38 * len(traits) * max(1, len(arms)) ** 0.5 + 1.2))
+    step = 0.7 / max(1, len(arms))
+    for j, arm in enumerate(arms):
+        ys, xs, lo, hi = [], [], [], []
+        for i, trait in enumerate(traits):
+            cell = table.get((trait, arm))
+            if cell is None or not cell["of"]:
+                continue
+            x = cell["adhered"] / cell["of"]
+            ys.append(len(traits) - 1 - i + 0.35 - (j + 0.5) * step)
+            xs.append(x)
+            lo.append(x - cell["ci95"][0])
+            hi.append(cell["ci95"][1] - x)
+        ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", capsize=2, label=arm)
+    ax.set_yticks(range(len(traits)), list(reversed(traits)))
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("adhered (Wilson 95% interval)")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
