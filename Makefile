@@ -23,11 +23,12 @@ $(STAMP): pyproject.toml
 # Two workers: much of the suite waits on child processes (sandboxes, servers, kernels), so two keep both cores
 # busy. --dist loadfile keeps each file on one worker: a notebook's cells run in order in one kernel, and a
 # module's server fixture starts once. TEST_WORKERS=0 runs it in this process, one test at a time.
+# --durations lists the slowest tests at the end: where the suite's time goes, on every run.
 TEST_WORKERS ?= 2
 
 test: $(STAMP)
 	$(BIN)/ruff check labkit tests scripts exercises notebooks
-	$(BIN)/python -m pytest tests notebooks/*.ipynb $(NBVAL) -m "not bench" -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest tests notebooks/*.ipynb $(NBVAL) -m "not bench" -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 # The live checks that make test leaves out (marked bench: each is the small form of a recorded benchmark).
 test-bench: $(STAMP)

@@ -83,6 +83,37 @@ def json_server() -> Iterator[Callable[[Answer], JsonServer]]:
         server.stop()
 
 
+READING_TASKS_DIR = Path(__file__).resolve().parents[1] / "data" / "tasks" / "v2"
+
+
+@pytest.fixture(scope="module")
+def dev() -> Any:
+    """The reading comparison's dev tasks (data/tasks/v2/dev.json)."""
+    from labkit.reading.taskfile import load_task_set
+
+    return load_task_set(READING_TASKS_DIR / "dev.json")
+
+
+@pytest.fixture(scope="module")
+def test_set() -> Any:
+    """The reading comparison's test tasks (data/tasks/v2/test.json)."""
+    from labkit.reading.taskfile import load_task_set
+
+    return load_task_set(READING_TASKS_DIR / "test.json")
+
+
+def stub_reading_answer(schema: dict[str, Any] | None) -> str:
+    """A stand-in model for the reading comparison: the first option of an enum, an invented form, "done" for a
+    whole-task prompt. Its answers are valid, seldom right: enough to drive every arm through its states."""
+    props = (schema or {}).get("properties", {})
+    for name, prop in props.items():
+        if "enum" in prop and name != "action":
+            return json.dumps({name: prop["enum"][0]})
+    if "order" in props:
+        return json.dumps({"order": "ORD-1", "date": "2025-01-01", "amount": "1.00", "name": "Nobody Here"})
+    return json.dumps({"action": "done", "args": {}})
+
+
 @pytest.fixture(scope="module")
 def embedded_llm(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The embedded model in process (2 threads, its own grammar cache), loaded once per test module."""

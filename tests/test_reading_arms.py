@@ -32,23 +32,11 @@ from labkit.reading.taskfile import (
     SelectionTask,
     TaskSet,
     TriageTask,
-    load_task_set,
 )
 from labkit.runtime.events import Validation
 from labkit.runtime.tools import DraftStore
 
 _AREAS = itertools.count()
-V2 = Path(__file__).resolve().parents[1] / "data" / "tasks" / "v2"
-
-
-@pytest.fixture(scope="module")
-def dev() -> TaskSet:
-    return load_task_set(V2 / "dev.json")
-
-
-@pytest.fixture(scope="module")
-def test_set() -> TaskSet:
-    return load_task_set(V2 / "test.json")
 
 
 def _first(tasks: TaskSet, kind: type, pick: Any = None) -> Any:

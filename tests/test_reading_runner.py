@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import stub_reading_answer
 
 from labkit.core.errors import LabkitError
 from labkit.core.store import load_events
@@ -21,15 +22,7 @@ SMOKE = ["dev-triage-01", "dev-extraction-02", "test-selection-01", "test-compar
 
 
 def _answer(request: Request) -> str:
-    """A stand-in model: the first option of an enum, an invented form, "done" for a whole-task prompt."""
-    schema = request.schema or {}
-    props = schema.get("properties", {})
-    for name, prop in props.items():
-        if "enum" in prop and name != "action":
-            return json.dumps({name: prop["enum"][0]})
-    if "order" in props:
-        return json.dumps({"order": "ORD-1", "date": "2025-01-01", "amount": "1.00", "name": "Nobody Here"})
-    return json.dumps({"action": "done", "args": {}})
+    return stub_reading_answer(request.schema)
 
 
 def _config(**kw: Any) -> ReadingConfig:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import stub_reading_answer
 
 from labkit.cli import build_parser, main
 from labkit.core.errors import LabkitError
@@ -25,15 +26,7 @@ TASKS = "dev-triage-01,dev-extraction-02"
 
 
 def _answer(body: dict[str, Any]) -> str:
-    if body.get("max_tokens") == 1:
-        return "0"  # the barrier request
-    props = (body.get("json_schema") or {}).get("properties", {})
-    for name, prop in props.items():
-        if "enum" in prop and name != "action":
-            return json.dumps({name: prop["enum"][0]})
-    if "order" in props:
-        return json.dumps({"order": "ORD-1", "date": "2025-01-01", "amount": "1.00", "name": "Nobody Here"})
-    return json.dumps({"action": "done", "args": {}})
+    return "0" if body.get("max_tokens") == 1 else stub_reading_answer(body.get("json_schema"))  # 1: the barrier
 
 
 def flaky_answer(fail_first: int = 0, *, always_fail: bool = False) -> Any:

@@ -36,16 +36,6 @@ ROOT = Path(__file__).resolve().parents[1]
 V2 = ROOT / "data" / "tasks" / "v2"
 
 
-@pytest.fixture(scope="module")
-def dev() -> TaskSet:
-    return load_task_set(V2 / "dev.json")
-
-
-@pytest.fixture(scope="module")
-def test_set() -> TaskSet:
-    return load_task_set(V2 / "test.json")
-
-
 # ----------------------------------------------------------------------------- generator
 def test_generator_is_deterministic_and_the_files_are_current() -> None:
     for split in ("dev", "test"):
