@@ -300,6 +300,22 @@ def test_the_meaning_follows_the_numbers_whichever_way_they_come_out():
 
 
 
+def test_the_meaning_tells_a_known_fix_the_guards_refused_from_one_the_harness_turned_red():
+    from labkit.repoedit.compare import RunRow
+    from labkit.repoedit.compare_report import failure_rows
+
+    def oracle(i: int, fixed: bool, edits: int, refused: int) -> RunRow:
+        return RunRow("oracle", f"t{i}", "test", fixed, "passed" if fixed else "failed", 1, [], [], [], [], "", 1, 0,
+                      0, 0, 0.0, edits, refused, "d", 0.5)
+
+    reach = [oracle(0, True, 1, 0), oracle(1, False, 0, 3), oracle(2, False, 0, 0)]  # refused, then no edit
+    text = meaning(arm_rows(reach), paired_rows(reach), failure_rows(reach))
+    assert "fixed 1/3: on the other 2 the known fix never got in (the machine's guards refused it" in text
+    red = [*reach, oracle(3, False, 1, 0)]  # the known fix written and the tests still red
+    text = meaning(arm_rows(red), paired_rows(red), failure_rows(red))
+    assert "fixed 1/4: the harness itself fails some tasks" in text
+    assert "the harness itself fails" in meaning(arm_rows(reach), paired_rows(reach))  # no failures given
+
 def test_below_the_ceiling_counts_only_the_tasks_the_ceiling_fixed_and_the_arm_did_not():
     from labkit.repoedit.compare_report import below_ceiling
 

@@ -253,8 +253,10 @@ def ablation_rows(rows: Sequence[RunRow]) -> list[dict[str, Any]]:
     return out
 
 
-def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any]]) -> str:
-    """What the numbers mean, in sentences built from them (so the text is right whichever way they came out)."""
+def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any]],
+            failures: Sequence[Mapping[str, Any]] = ()) -> str:
+    """What the numbers mean, in sentences built from them (so the text is right whichever way they came out);
+    ``failures`` (:func:`failure_rows`) says how the known fix's misses ended."""
     by = {r["arm"]: r for r in arms}
     said = []
     one = next((p for p in paired if p["a"].startswith("machine") and p["measure"] == "fixed"
@@ -301,11 +303,18 @@ def meaning(arms: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any
                     "the guard the machine has and the loop lacks.")
     oracle = by.get("oracle") or by.get("bare_oracle")
     if oracle is not None:
+        ends = next((f for f in failures if f["arm"] == oracle["arm"]), {})
+        refused = ends.get("every answer refused", 0) + ends.get("no edit", 0)
+        missed = oracle["tasks"] - oracle["tasks_solved"]
         said.append(f"The known fix through the same machine fixed {oracle['tasks_solved']}/{oracle['tasks']}: "
                     + ("the machine can carry a right fix to green; that does not say its prompts and contracts "
                        "suit a small model — only the ablations can say what holds the model back."
-                       if oracle["tasks_solved"] == oracle["tasks"]
-                       else "the harness itself fails some tasks; fix that before reading the model's numbers."))
+                       if missed == 0 else
+                       f"on the other {missed} the known fix never got in (the machine's guards refused it, or "
+                       "its plan never reached it), so those tasks lie beyond every machine arm: a limit of what "
+                       "the machine lets an edit reach, not a fault that turns a right fix red."
+                       if ends and refused == sum(ends[k] for k in FAILURES) - ends["fixed"] else
+                       "the harness itself fails some tasks; fix that before reading the model's numbers."))
     return " ".join(said)
 
 
@@ -329,12 +338,12 @@ def summarize(folder: Path | Sequence[Path]) -> dict[str, Any]:
     rows = [row for rows in recorded for row in rows]
     arms = arm_rows(rows)
     paired = paired_rows(rows)
+    failures = failure_rows(rows)
     planned = sum(c.planned() for c in configs)
     return {"model": config.model, "tasks_file": config.tasks_file,
             "split": config.split, "call_budget": config.call_budget, "arms": arms,
-            "paired": paired, "ablation": ablation_rows(rows), "failures": failure_rows(rows),
-            "headline": headline(rows),
-            "meaning": meaning(arms, paired), "runs": len(rows), "planned": planned}
+            "paired": paired, "ablation": ablation_rows(rows), "failures": failures, "headline": headline(rows),
+            "meaning": meaning(arms, paired, failures), "runs": len(rows), "planned": planned}
 
 
 def ablation_markdown(ablation: Sequence[Mapping[str, Any]]) -> str:
