@@ -7,7 +7,8 @@
 #   STOP_AT: a time `date -d` reads; no stretch starts after it (empty or absent: record every task)
 #   COMPARE_FLAG: passed on to `labkit compare code`, e.g. --reuse DIR for the best-of and ablation arms
 # env:   PYTHON (default .venv/bin/python), THREADS (default 2), LOCK (default /tmp/labkit-live.lock: one
-#        llama.cpp process at a time)
+#        llama.cpp process at a time), FIRST (default all: record only the first FIRST tasks of the fixed order,
+#        a random sample declared before the run, for arms too costly for the whole split)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=$1 ARMS=$2 OUT=$3
@@ -26,10 +27,11 @@ random.Random(42).shuffle(ids)
 print("\n".join(ids))
 PYEOF
 )
-echo "${#IDS[@]} test tasks"
-for ((i = 0; i < ${#IDS[@]}; i += 3)); do
+N=${FIRST:-${#IDS[@]}}
+echo "${#IDS[@]} test tasks, recording the first $N of them"
+for ((i = 0; i < N; i += 3)); do
   if (( $(date +%s) > STOP )); then echo "stopped at $(date): the next stretch starts at task $i"; exit 0; fi
-  chunk=$(IFS=,; echo "${IDS[*]:i:3}")
+  chunk=$(IFS=,; echo "${IDS[*]:i:$(( N - i < 3 ? N - i : 3 ))}")
   echo "== tasks $i-$((i + 2)) of ${#IDS[@]}: $chunk ($(date))"
   flock "${LOCK:-/tmp/labkit-live.lock}" "$PY" -m labkit compare code --model "$MODEL" --threads "${THREADS:-2}" \
     --tasks pypi:seeded:test --split test --arms "$ARMS" --out "$OUT" --resume --only "$chunk" "$@"
