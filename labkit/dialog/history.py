@@ -48,7 +48,7 @@ _ROUNDS = (("machine_plus_next", "results_first", "candidates", "e07c73e"),
            ("machine_plus_next10", "correction_unseen", "ten candidates", "6aacf28"))
 PLUS: frozenset[str] = frozenset({"step_example", "results_grammar", "vars_memory", "cancel_confirm", "corrections",
                                   "grounded_values", "step_question", "carry_over", "differing_reask"})
-"""``machine_plus``: the features before the design rounds (named, so a feature added later never joins it)."""
+"""``machine_plus``: the features its recordings ran with (named, so a feature added later never joins it)."""
 # the ablation of machine_plus: (feature or part, the commit that first recorded its arm)
 _ABLATED = {"step_example": "a6f6646", "results_grammar": "a6f6646", "vars_memory": "a6f6646",
             "cancel_confirm": "a6f6646", "corrections": "a6f6646", "grounded_values": "fadfdcc",
