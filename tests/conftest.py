@@ -1,4 +1,5 @@
-"""Shared fixtures: a real llama.cpp server, a real JupyterLab server and scripted JSON servers on loopback."""
+"""Shared fixtures: a real llama.cpp server, a real JupyterLab server and scripted JSON servers on loopback; a
+scripted dialog model."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import contextlib
 import http.server
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -19,8 +21,14 @@ from typing import Any
 
 import pytest
 
+from labkit.llm.backend import Request
 from labkit.llm.modelfile import embedded_model_path
 from labkit.llm.serve import free_port, serving
+
+MODEL_THREADS = 1
+"""llama.cpp threads for every live model the tests start. make test runs two workers on two cores; a model at
+two threads beside a busy neighbour spins on a core it does not get and runs about ten times slower, while one
+thread per model keeps each to its own core."""
 
 Answer = Callable[[str, str, dict[str, Any], int], "tuple[int, dict[str, Any]] | None"]
 
@@ -116,10 +124,10 @@ def stub_reading_answer(schema: dict[str, Any] | None) -> str:
 
 @pytest.fixture(scope="module")
 def embedded_llm(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The embedded model in process (2 threads, its own grammar cache), loaded once per test module."""
+    """The embedded model in process (its own grammar cache), loaded once per test module."""
     from labkit.llm.llamacpp import LlamaCppBackend
 
-    return LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"), n_threads=2)
+    return LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"), n_threads=MODEL_THREADS)
 
 
 @pytest.fixture
@@ -145,7 +153,7 @@ def wait_until_answering(proc: subprocess.Popen, name: str, probe: Callable[[], 
 
 
 @contextlib.contextmanager
-def llama_server(log_dir: Path, *, threads: int = 2, model: Path | None = None) -> Iterator[str]:
+def llama_server(log_dir: Path, *, threads: int = MODEL_THREADS, model: Path | None = None) -> Iterator[str]:
     """``python -m labkit.llm.serve`` with ``model`` (default: the embedded one) on a free loopback port; always
     stopped (a server that does not come up is an error quoting the end of its output)."""
     with serving(model or embedded_model_path(), log_dir / f"server-{free_port()}.log", threads=threads,
@@ -165,13 +173,13 @@ def server_url(tmp_path_factory) -> Iterator[str]:
 
 @pytest.fixture
 def start_llama_server(tmp_path: Path) -> Callable[..., contextlib.AbstractContextManager[str]]:
-    """``start_llama_server(threads=1, model=None)`` starts one more loopback server in a ``with`` block (tests
-    that need two, or another model).
+    """``start_llama_server(threads=MODEL_THREADS, model=None)`` starts one more loopback server in a ``with``
+    block (tests that need two, or another model).
 
     A fixture rather than an import: the tests are not a package, so the module name ``conftest`` is not a
     reliable way to reach this file.
     """
-    return lambda threads=2, model=None: llama_server(tmp_path, threads=threads, model=model)
+    return lambda threads=MODEL_THREADS, model=None: llama_server(tmp_path, threads=threads, model=model)
 
 
 class JupyterLab:
@@ -245,3 +253,17 @@ def jupyter_lab(root_dir: Path, home: Path, *, options: Sequence[str] = (), env:
 def start_jupyter_lab(tmp_path: Path) -> Callable[..., contextlib.AbstractContextManager[JupyterLab]]:
     """``start_jupyter_lab(root_dir, options=..., env=...)`` starts JupyterLab in a ``with`` block."""
     return lambda root_dir, **kw: jupyter_lab(root_dir, tmp_path / "jupyter", **kw)
+
+
+def echo(request: Request) -> str:
+    """A scripted dialog model: it moves on with the user's latest words as the current step's first value (a
+    machine prompt), else it stays. Tests of the dialog runner use it, not a model."""
+    step = re.search(r"Current step: (\w+)\.", request.prompt)
+    said = re.findall(r"^User: (.*)$", request.prompt, flags=re.M)
+    field = re.search(r"Results to fill in this step:\n- (\w+) \((\w+)", request.prompt)
+    if step is None or field is None or not said:
+        return json.dumps({"message": "OK. What do you need?", "signal": "stay", "results": {}, "summary": ""})
+    value: object = said[-1].rstrip(".")
+    if field.group(2) == "list":
+        value = [value]
+    return json.dumps({"message": "Noted.", "signal": "next", "results": {field.group(1): value}, "summary": "ok"})

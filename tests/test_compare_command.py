@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import MODEL_THREADS
 
 from labkit.cli import main
 from labkit.compare.command import kinds, row_differences
@@ -37,7 +38,7 @@ def _record_and_replay(kind: str, out: Path, backend: list[str], capsys: pytest.
 @pytest.mark.parametrize("kind", sorted(SMALL))
 def test_each_comparison_records_live_on_the_embedded_model_and_replays(kind: str, tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    rows = _record_and_replay(kind, tmp_path / kind, ["--threads", "2"], capsys)
+    rows = _record_and_replay(kind, tmp_path / kind, ["--threads", str(MODEL_THREADS)], capsys)
     assert len(rows) == {"reading": 2, "code": 1, "dialog": 1}[kind]
 
 

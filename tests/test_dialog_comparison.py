@@ -7,10 +7,10 @@ the runner's logic (rows, logs, cassettes, resume, replay) is what is tested, no
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
+from conftest import echo
 
 from labkit.compare.runs import Answers, read_rows
 from labkit.core.errors import LabkitError
@@ -25,19 +25,6 @@ from labkit.llm.fake import ScriptedBackend
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "dialog"
 USERS = ["a01", "a02", "s01"]
-
-
-def echo(request: Request) -> str:
-    """Moves on with the user's latest words as the current step's first value (a machine prompt), else stays."""
-    step = re.search(r"Current step: (\w+)\.", request.prompt)
-    said = re.findall(r"^User: (.*)$", request.prompt, flags=re.M)
-    field = re.search(r"Results to fill in this step:\n- (\w+) \((\w+)", request.prompt)
-    if step is None or field is None or not said:
-        return json.dumps({"message": "OK. What do you need?", "signal": "stay", "results": {}, "summary": ""})
-    value: object = said[-1].rstrip(".")
-    if field.group(2) == "list":
-        value = [value]
-    return json.dumps({"message": "Noted.", "signal": "next", "results": {field.group(1): value}, "summary": "ok"})
 
 
 class Killed(Exception):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import echo
 
 from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_runs
 from labkit.dialog.population import (
@@ -164,7 +165,6 @@ def test_the_report_of_generated_users_counts_adherence_and_each_feature_per_tra
     from labkit.compare.runs import Answers
     from labkit.dialog.comparison import DialogConfig, record
     from labkit.llm.fake import ScriptedBackend
-    from tests.test_dialog_comparison import echo
 
     written = write_users({"support": SCENARIOS["support"]}, tmp_path / "users", {"dev": 6})
     settings = DialogConfig(model="scripted", arms=("machine", "machine_without_carry_over"), split="dev",

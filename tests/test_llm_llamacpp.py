@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
+from conftest import MODEL_THREADS
 from pydantic import BaseModel
 
 from labkit.llm import (
@@ -108,7 +109,7 @@ RECORDING = Path(__file__).resolve().parents[1] / DEFAULT_RECORDING
 @pytest.fixture(scope="module")
 def llm_long(tmp_path_factory):
     """The embedded model with the context the reading comparison loads it with (its prompt-only prompts need it)."""
-    return LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"), n_ctx=N_CTX)
+    return LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"), n_ctx=N_CTX, n_threads=MODEL_THREADS)
 
 
 def _free_prompts() -> tuple[str, str, str]:
@@ -154,7 +155,8 @@ def test_sampled_grammar_calls_stay_on_the_masking_path_under_auto(llm):
 
 def test_a_declared_prefix_keeps_calls_independent_of_the_call_before(tmp_path_factory):
     prefix, a, b = _free_prompts()
-    backend = LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"), n_ctx=N_CTX, prefixes=(prefix,))
+    backend = LlamaCppBackend(cache_dir=tmp_path_factory.mktemp("cache"), n_ctx=N_CTX, prefixes=(prefix,),
+                              n_threads=MODEL_THREADS)
     schema = {"enum": ["read_message", "read_record", "done"]}
     first = backend.complete(a, max_tokens=12, schema=schema)
     ids = backend.last_token_ids

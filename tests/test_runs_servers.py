@@ -27,7 +27,7 @@ def test_the_reading_comparison_spread_over_two_real_servers_gives_one_servers_r
     def client(url: str) -> OpenAICompatBackend:
         return OpenAICompatBackend(url, timeout_s=120, cache_dir=tmp_path / "cache")
 
-    with start_llama_server(threads=1) as first, start_llama_server(threads=1) as second:
+    with start_llama_server() as first, start_llama_server() as second:
         alone = run_reading(config, Answers(live=client(first)), tmp_path / "one")
         pool = ServerPool([client(first), client(second)])
         spread = run_reading(config, Answers(live=pool), tmp_path / "two")
@@ -58,7 +58,7 @@ def test_the_dialog_measurement_spread_over_two_real_servers_gives_one_servers_r
     def client(url: str) -> OpenAICompatBackend:
         return OpenAICompatBackend(url, timeout_s=120, cache_dir=tmp_path / "cache")
 
-    with start_llama_server(threads=1) as first, start_llama_server(threads=1) as second:
+    with start_llama_server() as first, start_llama_server() as second:
         alone = record(settings, Answers(live=client(first)), tmp_path / "one", only=users)
         pool = ServerPool([client(first), client(second)])
         spread = record(settings, Answers(live=pool), tmp_path / "two", only=users)
@@ -90,7 +90,7 @@ def test_the_code_comparison_spread_over_two_real_servers_gives_one_servers_rows
     def client(url: str) -> OpenAICompatBackend:
         return OpenAICompatBackend(url, timeout_s=120, cache_dir=tmp_path / "cache")
 
-    with start_llama_server(threads=1) as first, start_llama_server(threads=1) as second:
+    with start_llama_server() as first, start_llama_server() as second:
         alone = run_compare(config, Answers(live=client(first)), tmp_path / "one", only=only)
         pool = ServerPool([client(first), client(second)])
         spread = run_compare(config, Answers(live=pool), tmp_path / "two", only=only)

@@ -14,6 +14,7 @@ import json
 from typing import Literal
 
 import pytest
+from conftest import MODEL_THREADS
 from pydantic import BaseModel
 
 from labkit.doctor.server import examine_server
@@ -33,7 +34,7 @@ RECORD = "Record: She has 7 pears.\nAs JSON with the fruit and its count:"
 
 
 def test_a_base_model_server_is_detected_kept_on_plain_completions_and_enforces_a_schema(start_llama_server):
-    with start_llama_server(threads=1) as url:
+    with start_llama_server() as url:
         backend = OpenAICompatBackend(url, server_kind="auto", timeout_s=120)
         assert backend.server_kind.name == "llama-cpp-python" and backend.model_kind == "base"
         assert probe_schema(backend).enforced
@@ -58,7 +59,7 @@ def test_a_chat_model_server_takes_turns_through_its_template_and_enforces_a_sch
 
     path = QWEN.path_if_present()
     turns = [("user", "Reply with one word: the colour of the sky on a clear day?")]
-    with start_llama_server(threads=1, model=path) as url:
+    with start_llama_server(model=path) as url:
         backend = OpenAICompatBackend(url, server_kind="auto", timeout_s=180)
         assert backend.server_kind.name == "llama-cpp-python" and backend.model_kind == "chat"
         assert "registry" in backend.describe()["model_kind_source"]
@@ -67,5 +68,5 @@ def test_a_chat_model_server_takes_turns_through_its_template_and_enforces_a_sch
         fruit, error = parse_json_output(out.text, Fruit)
         assert error is None and fruit == Fruit(fruit="pear", count=7), out.text
         assert json.loads(out.text) == fruit.model_dump()  # no fence, no prose: the grammar held
-    local = LlamaCppBackend(path, chat=True, n_threads=1, warmup=False)
+    local = LlamaCppBackend(path, chat=True, n_threads=MODEL_THREADS, warmup=False)
     assert served.text == local.complete(turns[0][1], max_tokens=6, messages=turns).text
