@@ -7,7 +7,6 @@ import pytest
 from labkit.compare.stats import (
     PairedTest,
     StatsError,
-    exact_mcnemar,
     paired_test,
     pass_hat_k,
     sign_test_p,
@@ -75,12 +74,6 @@ def test_sign_test_hand_computed() -> None:
     assert sign_test_p(7, 1) == sign_test_p(1, 7)  # two-sided: symmetric
     with pytest.raises(StatsError):
         sign_test_p(-1, 2)
-
-
-def test_exact_mcnemar_is_the_sign_test_on_discordant_pairs() -> None:
-    # 10 tasks only B passed, none only A: 2·C(10,0)/2^10 = 2/1024
-    assert exact_mcnemar(0, 10) == pytest.approx(0.001953125)
-    assert exact_mcnemar(2, 8) == sign_test_p(2, 8)
 
 
 def test_paired_test_over_tasks_hand_computed() -> None:

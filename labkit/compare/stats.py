@@ -71,11 +71,6 @@ def stored_p(p: float) -> float:
     return round(p, 6) or float(f"{p:.3g}")
 
 
-def exact_mcnemar(only_a: int, only_b: int) -> float:
-    """Exact two-sided McNemar test: the sign test on the discordant pairs (only A passed, only B passed)."""
-    return sign_test_p(only_a, only_b)
-
-
 @dataclass(frozen=True)
 class PairedTest:
     """Two arms compared task by task: where A scored higher, where B did, ties, and the exact p."""

@@ -102,11 +102,6 @@ def arm(name: str) -> Arm:
     return found
 
 
-def checked_arms(names: Iterable[str]) -> list[Arm]:
-    """Every name in ``names`` as an arm, in order, refused if one is not declared."""
-    return [arm(n) for n in names]
-
-
 def declared_prefixes(names: Iterable[str | Arm], scenarios: Iterable[Scenario], backend: Backend) -> tuple[str, ...]:
     """The prompt heads the arms' bots declare on ``scenarios`` (each once): what a backend may keep.
 
