@@ -650,7 +650,14 @@ show_rounds(ROUNDS[5:])
 # `correction_unseen` (`machine_plus_next10`) shows that variable as *being corrected* instead of its old value,
 # and leaves out the summary of the step that recorded it. Both rounds were recorded with `--reuse`: a call whose
 # very request the round before had answered is answered from that round's cassette, so only the conversations
-# the new rule changes ask the model (the recording's provenance names the folder it reused):
+# the new rule changes ask the model (the recording's provenance names the folder it reused). The request words
+# are part of each scenario's spec, under `request_openers:`, not a list inside the engine:
+
+# %%
+print("support's request_openers:", ", ".join(scenarios["support"].request_openers))
+
+# %% [markdown]
+# Each round against the one before, paired by user:
 
 # %%
 show_rounds(ROUNDS[8:])

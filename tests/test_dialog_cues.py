@@ -7,6 +7,7 @@ a13 ("Sorry, not the whole team, only the two team leads will use it." written a
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from labkit.dialog import DialogBot, parse_scenario
 from labkit.dialog.history import recorded_arm
-from labkit.dialog.scenario import ScenarioError
+from labkit.dialog.scenario import Scenario, ScenarioError
 from labkit.dialog.simulate import load_scenarios
 from labkit.dialog.users import load_user_scripts
 from labkit.llm.fake import ScriptedBackend
@@ -37,9 +38,9 @@ def offered(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {a["properties"]["signal"]["const"]: a["properties"]["results"] for a in alternatives}
 
 
-def in_confirm(*features: str, then: list[str]) -> DialogBot:
+def in_confirm(*features: str, then: list[str], scenario: Scenario = SUPPORT) -> DialogBot:
     """A support conversation that reached the confirmation with every value given."""
-    return _in_contact(*BASE, *features, answers=then)
+    return _in_contact(*BASE, *features, answers=then, scenario=scenario)
 
 
 def last_schema(b: DialogBot) -> dict[str, Any]:
@@ -77,6 +78,8 @@ def test_the_dev_messages_holding_a_back_cue_are_the_ones_the_cues_were_chosen_f
     ("move_cues: [next]\n", "'move_cues' must be a mapping of signal names"),
     ("corrections: {signal: correct, cues: []}\n", "'corrections': 'cues' must be a non-empty list"),
     ("corrections: {signal: correct, cues: [' ']}\n", "'corrections': 'cues' must be a non-empty list"),
+    ("request_openers: please\n", "'request_openers' must be a non-empty list"),
+    ("request_openers: []\n", "'request_openers' must be a non-empty list"),
 ])
 def test_bad_cues_name_the_place(extra: str, needle: str) -> None:
     with pytest.raises(ScenarioError) as err:
@@ -216,6 +219,14 @@ def test_a_request_without_a_question_mark_is_replaced_by_the_steps_question() -
 def test_only_the_request_sentences_are_replaced(said: str, kept: str) -> None:
     asked = in_confirm("step_question", "request_question", then=[answer(said, "stay")]).respond("Hmm.")
     assert asked.reply.startswith(kept + " Here is the ticket:")
+
+
+def test_the_request_openers_are_the_scenarios_own() -> None:
+    assert {"please", "could you", "tell me"} <= set(SUPPORT.request_openers)
+    # a scenario that declares none: with request_question on, only a question mark asks
+    none = in_confirm("step_question", "request_question", then=[answer(S09, "stay")],
+                      scenario=dataclasses.replace(SUPPORT, request_openers=()))
+    assert none.respond("Hmm, wait, not yet.").reply == S09
 
 
 @pytest.mark.parametrize("said", ["OK.", "Take your time.", "Provided you agree, I will file it."])

@@ -34,7 +34,7 @@ from labkit.dialog.features import ALL, FEATURES, PARTS, checked
 from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_bot, floor_runs
 from labkit.dialog.history import PLUS, ROUNDS, content_name, recorded_arm
 from labkit.dialog.measure import score, summarize_scores
-from labkit.dialog.scenario import ScenarioError
+from labkit.dialog.scenario import Scenario, ScenarioError
 from labkit.dialog.simulate import load_scenarios, run_user
 from labkit.dialog.users import load_user_scripts
 from labkit.llm.fake import ScriptedBackend
@@ -374,8 +374,8 @@ def test_without_cancel_confirm_a_cancel_ends_at_once() -> None:
 
 
 # ----------------------------------------------------------------------------- corrections
-def _in_contact(*features: str, answers: list[str]) -> DialogBot:
-    b = bot(SUPPORT, [answer("Product?", "next", {"issue": "the invoice PDF is empty"}),
+def _in_contact(*features: str, answers: list[str], scenario: Scenario = SUPPORT) -> DialogBot:
+    b = bot(scenario, [answer("Product?", "next", {"issue": "the invoice PDF is empty"}),
                       answer("Severity?", "next", {"product": "billing"}),
                       answer("Email?", "next", {"severity": "low"}),
                       answer("Shall I file it?", "next", {"email": "lea@example.com"}), *answers], *features)

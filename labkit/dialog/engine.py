@@ -57,9 +57,6 @@ FALLBACK_REPLY = "Sorry, I could not process that. Could you say it again in oth
 NOT_UNDERSTOOD = "Sorry, I did not understand that."  # grounded_values kept the step: it asks nothing itself
 MAX_TOKENS = 160
 CANCEL_QUESTION = "Do you really want to stop here? Say yes to close this, or tell me more to go on."
-REQUEST = re.compile(r"(please|kindly|tell me|let me know|could you|can you|would you|provide|give me|share|send me"
-                     r"|enter|type)\b", re.IGNORECASE)
-"""``request_question``: how a sentence that asks without a question mark opens ("Please provide the email ...")."""
 
 
 def sentences(text: str) -> list[str]:
@@ -667,10 +664,13 @@ class DialogBot(_Bot):
 
     def _asks(self, sentence: str) -> bool:
         """Whether a sentence of the model's message is a question: it ends with "?", or, with ``request_question``,
-        it opens as a request (:data:`REQUEST`) such as "Please provide ...". A message that requests nothing (a
-        do-nothing bot's "OK.") is still kept as it is (the floors).
+        it opens with one of the scenario's declared ``request_openers`` ("Please provide ..."), as a whole word. A
+        message that requests nothing (a do-nothing bot's "OK.") is still kept as it is (the floors).
         """
-        return sentence.endswith("?") or (self.has("request_question") and REQUEST.match(sentence) is not None)
+        if sentence.endswith("?"):
+            return True
+        openers = self.scenario.request_openers if self.has("request_question") else ()
+        return any(re.match(rf"{re.escape(w)}\b", sentence, re.IGNORECASE) for w in openers)
 
     def _question(self, step: Step) -> str:
         """The step's declared question, ``{known}`` read back in plain words (no JSON quoting)."""

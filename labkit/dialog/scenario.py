@@ -43,7 +43,9 @@ Optional top-level keys that only the machine's features read (:mod:`labkit.dial
 - ``cues`` (by variable): phrases marking a part of a message as that variable's, e.g.
   ``{users: [for me, will use it]}`` (``split_values``, ``correction_cues``);
 - ``move_cues`` (by signal): phrases one of which the user's message must hold for the model to be offered
-  that signal, e.g. ``{back: [go back, change, wrong]}`` (``move_cues``).
+  that signal, e.g. ``{back: [go back, change, wrong]}`` (``move_cues``);
+- ``request_openers``: words or phrases that open a sentence asking without a question mark, e.g.
+  ``[please, could you, tell me]`` (``request_question``).
 """
 
 from __future__ import annotations
@@ -203,6 +205,7 @@ class Scenario:
     questions: dict[str, str] = field(default_factory=dict)  # step name -> the question asked there
     cues: dict[str, tuple[str, ...]] = field(default_factory=dict)  # variable -> words marking its part of a message
     move_cues: dict[str, tuple[str, ...]] = field(default_factory=dict)  # signal -> words the message must hold
+    request_openers: tuple[str, ...] = ()  # words that open a sentence asking without a question mark
     table: TransitionTable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -506,7 +509,8 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
         raise ScenarioError(f"{Where(file, 1, 1)}: a scenario is a YAML mapping with name, initial and steps",
                             "see the format in labkit/dialog/scenario.py.")
     _check_keys(data, {"name", "title", "initial", "steps", "description", "corrections", "cancel_question",
-                       "examples", "more_examples", "questions", "cues", "move_cues"}, "the scenario")
+                       "examples", "more_examples", "questions", "cues", "move_cues", "request_openers"},
+                 "the scenario")
     name = _require(data, "name", str, "the scenario")
     initial = _require(data, "initial", str, "the scenario")
     raw_steps = _require(data, "steps", Located, "the scenario")
@@ -582,10 +586,12 @@ def parse_scenario(text: str, file: str = "<scenario>", base: Path | None = None
     cues = _cues(data, all_results)
     move_cues = _cues(data, {sig.name for st in steps.values() for sig in st.signals}, "move_cues", "signal",
                       "back: [go back, change]")
+    openers = (_words(data["request_openers"], data.key_where["request_openers"], "'request_openers'")
+               if "request_openers" in data else ())
     try:
         return Scenario(name, _text(data, "title", "the scenario", name), initial, steps, file,
                         _text(data, "description", "the scenario"),
-                        corrections, cancel_question, questions, cues, move_cues)
+                        corrections, cancel_question, questions, cues, move_cues, openers)
     except TableError as exc:
         raise ScenarioError(f"{data.key_where['steps']}: the scenario's steps do not form a valid machine:\n"
                             + "\n".join(f"  - {p}" for p in exc.problems),
