@@ -56,8 +56,8 @@ FEATURES: tuple[Feature, ...] = (
                                "earlier value is answered under the correction alone", ("schema",)),
     Feature("correction_question", "with step_question: a correction that changed a value ends with the step's "
                                    "declared question", ("after_answer",)),
-    Feature("request_question", "with step_question: a sentence that opens as a request ('Please provide ...') "
-                                "counts as a question", ("after_answer",)),
+    Feature("request_question", "with step_question: a sentence that opens with one of the scenario's "
+                                "request_openers ('Please provide ...') counts as a question", ("after_answer",)),
     Feature("correction_unseen", "with correction_cues: a forced correction's prompt shows the corrected value as "
                                  "being corrected, not its old value", ("prompt",)),
 )
