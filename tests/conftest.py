@@ -174,10 +174,7 @@ def server_url(tmp_path_factory) -> Iterator[str]:
 @pytest.fixture
 def start_llama_server(tmp_path: Path) -> Callable[..., contextlib.AbstractContextManager[str]]:
     """``start_llama_server(threads=MODEL_THREADS, model=None)`` starts one more loopback server in a ``with``
-    block (tests that need two, or another model).
-
-    A fixture rather than an import: the tests are not a package, so the module name ``conftest`` is not a
-    reliable way to reach this file.
+    block (tests that need two, or another model); stopped with the test.
     """
     return lambda threads=MODEL_THREADS, model=None: llama_server(tmp_path, threads=threads, model=model)
 
