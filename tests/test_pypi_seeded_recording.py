@@ -13,7 +13,7 @@ import pytest
 from labkit.core.provenance import read_provenance
 from labkit.llm.models import get_model
 from labkit.repoedit.compare import load_rows, read_config
-from labkit.repoedit.pypi_seeded import load_manifest
+from labkit.repoedit.pypi_seeded import PINNED, load_digests, load_manifest
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "repoedit" / "pypi-seeded"
 FOLDERS = sorted(p for p in DATA.glob("*") if (p / "compare.json").exists())
@@ -43,12 +43,17 @@ def test_a_seeded_row_is_fixed_exactly_when_the_verifier_says_so(folder):
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
-def test_the_recording_was_made_live_on_a_clean_commit_from_one_build(folder):
+def test_the_recording_was_made_live_on_a_clean_commit_from_the_pinned_build(folder):
     config = read_config(folder)
     sessions = read_provenance(folder)
     assert sessions and all(s.mode == "live" and "dirty" not in s.commit for s in sessions)
     assert {s.model_sha256 for s in sessions} == {get_model(config.model).sha256}
-    assert len({s.facts["tasks_sha256"] for s in sessions}) == 1
+    pinned = load_digests(PINNED)
+    for s in sessions:  # each task a stretch ran, as the pinned build shows it
+        assert all(pinned.get(t) == d for t, d in (s.facts.get("task_digests") or {}).items()), s.started_utc
+    # the stretches recorded before the digests were kept ran on one build (replaying checks it against the
+    # build here: labkit.repoedit.compare.recording_tasks_differences)
+    assert len({s.facts["tasks_sha256"] for s in sessions if not s.facts.get("task_digests")}) <= 1
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)

@@ -23,7 +23,14 @@ from labkit.repoedit import cli as repoedit_cli
 from labkit.repoedit.arm_io import ArmInputs
 from labkit.repoedit.arms import ARMS, BEST_OF_ARMS
 from labkit.repoedit.budget import BudgetedBackend, BudgetSpent
-from labkit.repoedit.compare import CompareConfig, load_rows, read_config, replay_differences, run_compare
+from labkit.repoedit.compare import (
+    CompareConfig,
+    load_rows,
+    read_config,
+    recording_tasks_differences,
+    replay_differences,
+    run_compare,
+)
 from labkit.repoedit.compare_report import arm_rows, meaning, paired_rows, render_report
 from labkit.repoedit.formats import EXAMPLE
 from labkit.repoedit.free_loop import loop_head, run_free_loop
@@ -230,6 +237,26 @@ def test_the_runner_writes_a_row_per_run_resumes_and_reports(project, tmp_path):
     assert read_config(out).task_ids == ["calc-add"]
     (project / "tasks.yaml").unlink()  # a benchmark not built on this machine: the report counts the recorded ids
     assert f"{len(once)}/{len(once)} runs" in render_report([out])
+
+
+def test_a_recording_of_built_tasks_is_checked_task_by_task_against_the_build_here(project, tmp_path):
+    config = CompareConfig(model="scripted", arms=["prompt_whole"], tasks_file=str(project / "tasks.yaml"))
+    out = tmp_path / "out"
+    run_compare(config, Answers(live=ScriptedBackend(_script)), out)
+    assert recording_tasks_differences(out) == []
+    stretch = json.loads((out / "provenance.jsonl").read_text())
+    assert stretch["task_digests"] == {"calc-add": load_tasks(project / "tasks.yaml")["calc-add"].digest()}
+    built = (project / "tasks.yaml").read_text()
+    task = load_tasks(project / "tasks.yaml")["calc-add"]
+    (project / "tasks.yaml").write_text(built.replace(task.requirement, task.requirement + " (at 0x7f01)"))
+    assert recording_tasks_differences(out) == [f"session at {stretch['started_utc']}: task 'calc-add' was "
+                                                "built otherwise than here"]
+    del stretch["task_digests"]  # a stretch recorded before the digests were kept: checked by its prompts
+    (out / "provenance.jsonl").write_text(json.dumps(stretch) + "\n")
+    assert recording_tasks_differences(out) == ["task 'calc-add': its requirement here is in none of the "
+                                                "recorded prompts"]
+    (project / "tasks.yaml").write_text(built + "\n")  # another file's sha256, the same tasks
+    assert recording_tasks_differences(out) == []
 
 
 def test_the_ablation_sentence_says_what_each_feature_bought_net():

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from labkit.core.errors import LabkitError
-from labkit.repoedit.pypi_seeded import build, load_kept, load_manifest, tasks_file
+from labkit.repoedit.pypi_seeded import PINNED, build, load_digests, load_kept, load_manifest, tasks_file
 from labkit.repoedit.tasks import check_task, is_benchmark_source, load_tasks
 from labkit.repoedit.workspace import Workspace
 
@@ -109,3 +109,24 @@ def test_a_build_beside_a_list_of_kept_mutants_runs_only_those_and_builds_the_sa
     stale = listed.read_text().replace("builder: ", "builder: 9")
     listed.write_text(stale)
     assert load_kept(listed) == {}  # another builder's list is not used
+
+
+def test_a_build_is_checked_against_the_pinned_digests_beside_its_manifest(tmp_path: Path) -> None:
+    manifest = _manifest(tmp_path, _sdist(tmp_path))
+    first = build(load_manifest(manifest), tmp_path / "first", tmp_path / "cache", base=tmp_path)
+    digests = load_digests(tmp_path / "first" / PINNED.name)
+    tasks = load_tasks(tmp_path / "first" / "tasks.yaml")
+    assert list(digests) == [e["id"] for e in first] and all(tasks[t].digest() == d for t, d in digests.items())
+    pin = tmp_path / PINNED.name
+    shutil.copy(tmp_path / "first" / PINNED.name, pin)
+    said: list[str] = []
+    tasks_file("pypi:seeded:dev", tmp_path / "cache", manifest, log=said.append)
+    assert not any("differ from the pinned build" in line for line in said)  # built again here, the same tasks
+    one = next(iter(digests))
+    pin.write_text(pin.read_text().replace(digests[one], "f" * 64))
+    said.clear()
+    tasks_file("pypi:seeded:dev", tmp_path / "cache2", manifest, log=said.append)
+    assert any(f"1 task(s) built here differ from the pinned build ({one})" in line for line in said)
+    pin.write_text("not a digest line\n")
+    with pytest.raises(LabkitError, match=r"tasks.sha256:1: .* is not `<sha256>  <task id>`"):
+        load_digests(pin)

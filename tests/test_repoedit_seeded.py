@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.repoedit.seeded import OPERATORS, bug_report, definition_mutants, keep, sample
+from labkit.repoedit.seeded import OPERATORS, bug_report, definition_mutants, keep, machine_independent, sample
 from labkit.repoedit.workspace import Workspace
 
 SOURCE = '''"""Prices — with a note in UTF-8: naïve café."""
@@ -102,3 +102,12 @@ def test_a_mutant_no_test_catches_or_too_many_tests_catch_is_dropped(wordcount) 
                 and "len" in m.original)
     verdict = keep(loud, root, original, bound=0)
     assert not verdict.kept and "more than 0" in verdict.why
+
+
+def test_a_report_leaves_out_what_differs_from_machine_to_machine() -> None:
+    message = ("AssertionError: assert <Token 'x' at 0x7F3A2B1C4D50> == None\n"
+               "FileNotFoundError: '/tmp/pytest-of-root/pytest-3/test_dump0/out.txt'\n"
+               "assert 0x7f == 127")
+    assert machine_independent(message) == ("AssertionError: assert <Token 'x' at 0x...> == None\n"
+                                            "FileNotFoundError: '<tmp>/test_dump0/out.txt'\n"
+                                            "assert 0x7f == 127")

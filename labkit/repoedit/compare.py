@@ -38,7 +38,7 @@ import yaml
 
 from labkit.compare.runs import Answers, Comparison, Job, Outcome, remaining, run_jobs
 from labkit.core.errors import LabkitError
-from labkit.core.provenance import read_provenance
+from labkit.core.provenance import Stretch, read_provenance
 from labkit.llm.backend import Backend
 from labkit.repoedit.arm_io import ArmInputs
 from labkit.repoedit.arms import ARMS, DEFAULT_ARMS, Arm, arm
@@ -288,23 +288,24 @@ def recording_tasks_differences(folder: Path, *, repo: Path = REPO) -> list[str]
     Every stretch of its provenance must name the sha256 of the task file as it was at its own commit, and
     every task of the recorded split must be unchanged since then
     (:func:`tasks_unchanged_since`). A task file outside the repository (a benchmark built into the cache)
-    has no history: its sha256 must then equal today's file."""
+    has no history: each task a stretch names must then have today's digest (:meth:`RepoTask.digest`). A
+    stretch that names no digests (recorded before they were kept) passes with today's file's sha256, or else
+    where each of its tasks' requirement is in the recorded prompts (:func:`unprompted_requirements`)."""
     config = read_config(folder)
     path = config.tasks_path()
     try:
         relative = path.resolve().relative_to(repo.resolve()).as_posix()
     except ValueError:
         relative = None
+    stretches = read_provenance(folder)
+    if relative is None:
+        return _built_tasks_differences(folder, stretches, path)
     problems: list[str] = []
     seen: set[str] = set()
-    for stretch in read_provenance(folder):
+    for stretch in stretches:
         # a recording from a dirty tree (never one under data/) is checked against the commit it started from
         commit, at = stretch.commit.removesuffix("+dirty"), stretch.started_utc
         recorded = stretch.facts.get("tasks_sha256")
-        if relative is None:
-            if recorded != sha256_file(path):
-                problems.append(f"session at {at}: tasks_sha256 is not today's {path}")
-            continue
         if commit in seen:
             continue
         seen.add(commit)
@@ -318,15 +319,55 @@ def recording_tasks_differences(folder: Path, *, repo: Path = REPO) -> list[str]
     return problems
 
 
-def provenance(config: CompareConfig, out: Path, describe: dict[str, Any] | None, mode: str) -> dict[str, Any]:
+def _built_tasks_differences(folder: Path, stretches: list[Stretch], path: Path) -> list[str]:
+    today_tasks = load_tasks(path)
+    problems: list[str] = []
+    named: set[str] = set()
+    undigested = False
+    for stretch in stretches:
+        digests = stretch.facts.get("task_digests")
+        if not digests:
+            undigested = undigested or stretch.facts.get("tasks_sha256") != sha256_file(path)
+            continue
+        named |= set(digests)
+        problems += [f"session at {stretch.started_utc}: task {task_id!r} was built otherwise than here"
+                     for task_id, digest in digests.items()
+                     if task_id not in today_tasks or today_tasks[task_id].digest() != digest]
+    if undigested:
+        older = {r.task for r in load_rows(folder / "runs.jsonl")} - named
+        problems += [f"task {task_id!r}: its requirement here is in none of the recorded prompts"
+                     for task_id in unprompted_requirements(folder, {t: today_tasks[t] for t in older
+                                                                     if t in today_tasks})]
+        problems += [f"task {task_id!r} is not in {path}" for task_id in sorted(older - set(today_tasks))]
+    return problems
+
+
+def unprompted_requirements(folder: Path, tasks: dict[str, RepoTask]) -> list[str]:
+    """The ``tasks`` whose requirement is in none of the prompts the recording in ``folder`` holds: tasks its
+    model was shown otherwise (from another build of them)."""
+    prompts: list[str] = []
+    for cassette in sorted((folder / "cassettes").glob("*.jsonl")):
+        for line in cassette.read_text(encoding="utf-8").splitlines():
+            entry = json.loads(line)
+            if entry.get("type") == "call":
+                request = entry["request"]
+                prompts.append(str(request.get("prompt") or "") +
+                               "\n".join(str(m.get("content", "")) for m in request.get("messages") or []))
+    return [t for t, task in tasks.items() if not any(task.requirement in prompt for prompt in prompts)]
+
+
+def provenance(config: CompareConfig, out: Path, describe: dict[str, Any] | None, mode: str,
+               tasks: Iterable[RepoTask] = ()) -> dict[str, Any]:
     """Where this stretch's rows come from (:func:`labkit.compare.runs.provenance`) with the model, the task
-    file's hash, the threads and the pytest that judged them."""
+    file's hash, the digest of each task it runs (:meth:`RepoTask.digest`), the threads and the pytest that
+    judged them."""
     import pytest
 
     from labkit.compare.runs import provenance as common
 
     info = {k: v for k, v in (describe or {}).items() if k != "recording_to"}
     return common(info, mode, out, model=config.model, tasks_sha256=sha256_file(config.tasks_path()),
+                  task_digests={task.id: task.digest() for task in tasks},
                   threads=config.threads, python=platform.python_version(), pytest=pytest.__version__)
 
 
@@ -401,6 +442,10 @@ class CodeComparison(Comparison):
     def config(self) -> dict[str, Any]:
         return self.settings.to_dict()
 
+    def tasks_of(self, jobs: Iterable[Job]) -> list[RepoTask]:
+        """The tasks ``jobs`` run, each once, in their order."""
+        return [self._tasks[t] for t in dict.fromkeys(job.task for job in jobs)]
+
     def accepts(self, recorded: dict[str, Any]) -> bool:
         """The same configuration, or one with more arms (the stored arms all kept): an ablation recorded after
         the headline arms lands in the same table, paired on the same tasks."""
@@ -451,7 +496,8 @@ def run_compare(config: CompareConfig, answers: Answers, out: Path, *,
     todo = remaining(comparison, kept)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "provenance.jsonl").open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps({**provenance(config, out, describe, mode), "jobs_left": len(todo)},
+        running = comparison.tasks_of(todo)
+        handle.write(json.dumps({**provenance(config, out, describe, mode, running), "jobs_left": len(todo)},
                                 sort_keys=True) + "\n")
     if progress is not None:
         jobs = len(comparison.jobs())

@@ -8,7 +8,9 @@ of its source and keeps those that 1 to ``FAILING_BOUND`` of its tests catch; ea
 whose project is the package with that one change, whose requirement is a bug report (failing tests and a
 symptom, never the change), and whose oracle is the change turned back. The split is the package's: dev
 packages to design on, other packages to report on. Built once into the cache, keyed by the manifest entry,
-this builder's version and the seed; one split can be built alone.
+this builder's and its reports' versions and the seed; one split can be built alone. Every build writes each
+task's digest (``tasks.sha256``) and is checked against the reference build's, pinned beside the manifest: a
+recording replays only on tasks that are the same.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from labkit.core.errors import LabkitError
 from labkit.repoedit.index import is_test_path
 from labkit.repoedit.seeded import FAILING_BOUND, Mutant, bug_report, definition_mutants, keep, sample
+from labkit.repoedit.tasks import load_tasks
 from labkit.repoedit.workspace import Workspace
 
 SOURCE = "pypi:seeded"
@@ -37,10 +40,12 @@ Split = Literal["dev", "test"]
 SPLITS: tuple[str, ...] = get_args(Split)
 MANIFEST = Path(__file__).resolve().parents[2] / "data" / "seeded" / "packages.yaml"
 BUILDER_VERSION = 2  # 2: a unittest class named test... is not read as a module in the failing tests' ids
+REPORT_VERSION = 2  # 2: the reports leave out machine-dependent text (seeded.MACHINE_TEXT); the kept mutants stay
 SEED = 20261206
 TRIES_PER_TASK = 4  # mutants tried per wanted task before a package is built with fewer
 SUITE_TIMEOUT = 120.0
 KEPT = MANIFEST.with_name("kept.yaml")
+PINNED = MANIFEST.with_name("tasks.sha256")  # the reference build's task digests, which every build is checked against
 KEPT_HEADER = ("# The mutants a pypi:seeded build kept, per package, in task order (pypi_seeded.mutant_key). A build\n"
                "# that finds this file beside its manifest (same builder version and seed) runs only these mutants,\n"
                "# and each must be caught again; without it, the build searches the candidates again.\n")
@@ -268,6 +273,8 @@ def build(manifest: Manifest, out: Path, cache: Path, *, base: Path | None = Non
                                  (kept or {}).get(_package_key(package)))
     (out / "tasks.yaml").write_text(yaml.safe_dump({"format": 1, "tasks": entries}, sort_keys=False,
                                                    allow_unicode=True, width=200), encoding="utf-8")
+    (out / PINNED.name).write_text("".join(f"{task.digest()}  {task.id}\n"
+                                           for task in load_tasks(out / "tasks.yaml").values()), encoding="utf-8")
     packages = {_package_key(p): (out / "_packages" / f"{p.sdist_name}.kept").read_text().split()
                 for p in manifest.packages}
     (out / KEPT.name).write_text(KEPT_HEADER + yaml.safe_dump({"format": 1, "builder": BUILDER_VERSION, "seed": seed,
@@ -276,9 +283,31 @@ def build(manifest: Manifest, out: Path, cache: Path, *, base: Path | None = Non
     return entries
 
 
+def load_digests(path: Path) -> dict[str, str]:
+    """A ``tasks.sha256`` file: task id -> :meth:`RepoTask.digest`, one ``<digest>  <id>`` line each."""
+    found: dict[str, str] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        digest, _, task_id = line.partition("  ")
+        if len(digest) != 64 or not task_id:
+            raise LabkitError(f"{path}:{number}: {line!r} is not `<sha256>  <task id>`",
+                              "restore the file from git, or copy a build's tasks.sha256 over it.")
+        found[task_id] = digest
+    return found
+
+
+def unlike_pinned(built: Path, pinned: Path = PINNED) -> list[str]:
+    """The tasks of the build in ``built`` whose digest is not the pinned one (tasks the pin lacks are not
+    counted); on this machine, recordings of these tasks will not replay."""
+    if not pinned.is_file():
+        return []
+    wanted, found = load_digests(pinned), load_digests(built / PINNED.name)
+    return [task for task, digest in found.items() if task in wanted and wanted[task] != digest]
+
+
 def cache_key(manifest_path: Path, seed: int = SEED) -> str:
     data = manifest_path.read_bytes()
-    return hashlib.sha256(data + f"|{seed}|{BUILDER_VERSION}|{FAILING_BOUND}".encode()).hexdigest()[:16]
+    versions = f"|{seed}|{BUILDER_VERSION}|{REPORT_VERSION}|{FAILING_BOUND}"
+    return hashlib.sha256(data + versions.encode()).hexdigest()[:16]
 
 
 def is_source(spec: str) -> bool:
@@ -316,9 +345,13 @@ def tasks_file(source: str = SOURCE, cache_dir: Path | None = None, manifest_pat
                 raise
         finally:
             shutil.rmtree(partial, ignore_errors=True)
+        differing = unlike_pinned(folder, manifest_path.with_name(PINNED.name))
+        if differing:
+            log(f"labkit: {len(differing)} task(s) built here differ from the pinned build "
+                f"({', '.join(differing[:5])}); recordings of them will not replay on this machine")
     return done
 
 
-__all__ = ["KEPT", "MANIFEST", "SOURCE", "SPLITS", "Manifest", "Package", "build", "build_package", "candidates",
-           "fetch_sdist", "is_source", "lay_out", "load_kept", "load_manifest", "mutant_key", "oracle_search",
-           "source_files", "tasks_file"]
+__all__ = ["KEPT", "MANIFEST", "PINNED", "SOURCE", "SPLITS", "Manifest", "Package", "build", "build_package",
+           "candidates", "fetch_sdist", "is_source", "lay_out", "load_digests", "load_kept", "load_manifest",
+           "mutant_key", "oracle_search", "source_files", "tasks_file", "unlike_pinned"]

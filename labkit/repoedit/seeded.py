@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import random
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,13 +199,27 @@ def keep(mutant: Mutant, source: Path, original: TestRun, *, bound: int = FAILIN
     return Verdict(True, f"{len(broken)} test(s) fail", broken, run)
 
 
+# Text a test's message holds that differs from machine to machine, and what a report shows instead, so that a
+# build is the same everywhere: an object's memory address in its default repr, pytest's numbered temporary folder.
+MACHINE_TEXT = ((re.compile(r"\bat 0x[0-9a-fA-F]+"), "at 0x..."),
+                (re.compile(r"[^\s'\"(]*/pytest-of-[^/\s]+/pytest-\d+"), "<tmp>"))
+
+
+def machine_independent(message: str) -> str:
+    """``message`` with every :data:`MACHINE_TEXT` pattern replaced."""
+    for pattern, shown in MACHINE_TEXT:
+        message = pattern.sub(shown, message)
+    return message
+
+
 def bug_report(verdict: Verdict, package: str) -> str:
-    """What a user's bug report shows: a one-line symptom and the failing tests' messages, never the mutation."""
+    """What a user's bug report shows: a one-line symptom and the failing tests' messages (without
+    :data:`MACHINE_TEXT`), never the mutation."""
     names = ", ".join(verdict.broken[:3]) + (" and more" if len(verdict.broken) > 3 else "")
     lines = [f"Since the last change, {package}'s test suite fails: {names}. Find the bug in the package's source "
              "(not in the tests) and fix it so that the whole suite passes."]
     for test in verdict.broken[:3]:
-        message = verdict.run.details.get(test, "").strip()
+        message = machine_independent(verdict.run.details.get(test, "").strip())
         if message:
             lines.append(f"{test}: {message}")
     return "\n".join(lines)

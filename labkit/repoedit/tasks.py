@@ -9,6 +9,7 @@ with the task id and the field, never as a Python error from deep inside a run.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,6 +59,11 @@ class RepoTask(BaseModel):
     oracle: tuple[FileFix, ...] = Field(min_length=1)
     hidden: str | None = None  # a test file beside the projects that only the verifier runs (a benchmark's grader)
     origin: str = ""  # where a generated task comes from (a benchmark problem, its mutation)
+
+    def digest(self) -> str:
+        """Everything the task shows an arm and its verifier, as one sha256: a recording of it replays only
+        on a build that gives the same digest."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
 
     @field_validator("failing")
     @classmethod
