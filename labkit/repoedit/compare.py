@@ -326,7 +326,7 @@ def _built_tasks_differences(folder: Path, stretches: list[Stretch], path: Path)
     undigested = False
     for stretch in stretches:
         digests = stretch.facts.get("task_digests")
-        if not digests:
+        if digests is None:
             undigested = undigested or stretch.facts.get("tasks_sha256") != sha256_file(path)
             continue
         named |= set(digests)
