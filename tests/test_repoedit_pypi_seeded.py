@@ -13,7 +13,8 @@ import yaml
 
 from labkit.core.errors import LabkitError
 from labkit.repoedit.pypi_seeded import PINNED, build, load_digests, load_kept, load_manifest, tasks_file
-from labkit.repoedit.tasks import check_task, is_benchmark_source, load_tasks
+from labkit.repoedit.sources import is_benchmark_source
+from labkit.repoedit.tasks import check_task, load_tasks
 from labkit.repoedit.workspace import Workspace
 
 WORDCOUNT = Path(__file__).resolve().parents[1] / "data" / "repos" / "wordcount"

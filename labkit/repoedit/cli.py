@@ -17,7 +17,8 @@ from typing import Any
 from labkit.compare.command import SCRATCH, ComparisonKind
 from labkit.core.errors import LabkitError
 from labkit.repoedit.features import FEATURES
-from labkit.repoedit.tasks import DEFAULT_TASK_FILE, load_tasks, project_dir, resolve_task_file
+from labkit.repoedit.sources import is_benchmark_source, resolve_task_file, tasks_of
+from labkit.repoedit.tasks import DEFAULT_TASK_FILE, project_dir
 
 PLANNERS = ("oracle", "model")
 ARM_NAMES = ("prompt_only", "prompt_tools", "prompt_whole", "prompt_excerpt", "machine",
@@ -103,7 +104,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from labkit.repoedit.machine import run_summary
     from labkit.repoedit.trace import render_trace
 
-    tasks = load_tasks(args.tasks)
+    tasks = tasks_of(args.tasks)
     if args.task not in tasks:
         raise LabkitError(f"no task {args.task!r} in {args.tasks}", f"choose one of: {', '.join(tasks)}.")
     ended = finished_run(args.log) if args.log else None
@@ -125,7 +126,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
     from labkit.repoedit.machine import run_summary
     from labkit.repoedit.tasks import split_ids
 
-    tasks = load_tasks(args.tasks)
+    tasks = tasks_of(args.tasks)
     ids = split_ids(tasks, args.split) if args.split != "all" else list(tasks)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -180,7 +181,7 @@ def _cmd_seeded(args: argparse.Namespace) -> int:
 
 
 def _cmd_tasks(args: argparse.Namespace) -> int:
-    tasks = load_tasks(args.tasks)
+    tasks = tasks_of(args.tasks)
     for task in tasks.values():
         files = ", ".join(f.path for f in task.oracle)
         print(f"{task.id:28} {task.split:5} {task.kind:13} {task.project:10} fix: {files}")
@@ -273,7 +274,6 @@ def _tasks_spec(value: str) -> str:
     """How a comparison stores its task file: relative to the repository where it lies inside it (so a recording
     replays on another clone), a benchmark source as named, any other path as given."""
     from labkit.repoedit.compare import REPO
-    from labkit.repoedit.tasks import is_benchmark_source
 
     if is_benchmark_source(value):
         return value

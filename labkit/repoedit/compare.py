@@ -46,6 +46,7 @@ from labkit.repoedit.arms import arm as arm_named
 from labkit.repoedit.budget import BudgetedBackend
 from labkit.repoedit.history import features_then, recorded_path, today
 from labkit.repoedit.machine import Limits
+from labkit.repoedit.sources import resolve_task_file
 from labkit.repoedit.tasks import RepoTask, load_tasks, project_dir
 from labkit.repoedit.verify import Baseline, measure_baseline, verify
 
@@ -105,8 +106,6 @@ class CompareConfig:
     def tasks_path(self) -> Path:
         """The task file: a path (relative to the repository) or a benchmark source such as ``humaneval:fix``,
         built from its package into the cache on first use."""
-        from labkit.repoedit.tasks import resolve_task_file
-
         path = resolve_task_file(self.tasks_file)
         return path if path.is_absolute() else REPO / path
 

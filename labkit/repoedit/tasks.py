@@ -88,7 +88,7 @@ def load_tasks(path: str | Path = DEFAULT_TASK_FILE) -> dict[str, RepoTask]:
     that does not exist, a folder without test files, an oracle path that is not in the project,
     or an id used twice.
     """
-    path = resolve_task_file(path)
+    path = Path(path)
     if not path.is_file():
         raise LabkitError(f"task file {path} does not exist",
                           "pass the path of a tasks.yaml (the kit's own is data/repos/tasks.yaml).")
@@ -137,26 +137,6 @@ def _problem(raw: dict, err: Any, file: str) -> str:
 _MODELS: dict[tuple[str, ...], type[BaseModel]] = {
     (): TaskFile, ("tasks",): RepoTask, ("tasks", "oracle"): FileFix, ("tasks", "oracle", "edits"): SearchReplace}
 """The model that validates each place of a task file (by its keys, list indexes left out)."""
-
-
-def is_benchmark_source(spec: str | Path) -> bool:
-    """Whether ``spec`` names a benchmark source (``humaneval:fix``, ``pypi:seeded``) rather than a file."""
-    from labkit.repoedit import humaneval, pypi_seeded
-
-    return str(spec).startswith(humaneval.SOURCE) or pypi_seeded.is_source(str(spec))
-
-
-def resolve_task_file(spec: str | Path) -> Path:
-    """A task file's path, or a benchmark source (``humaneval:fix``, ``humaneval:implement``, ``pypi:seeded``,
-    ``pypi:seeded:dev``, ``pypi:seeded:test``)
-    built into the cache on first use. Every command that takes ``--tasks`` reads it through here."""
-    from labkit.repoedit import humaneval, pypi_seeded
-
-    if pypi_seeded.is_source(str(spec)):
-        return pypi_seeded.tasks_file(str(spec))
-    if str(spec).startswith(humaneval.SOURCE):
-        return humaneval.tasks_file(str(spec))
-    return Path(spec)
 
 
 def project_dir(task: RepoTask, root: str | Path = DEFAULT_TASK_FILE.parent) -> Path:
