@@ -32,7 +32,7 @@ from labkit.dialog.events import (
 )
 from labkit.dialog.features import ALL, FEATURES, PARTS, checked
 from labkit.dialog.floors import CopiesExamples, NeverMoves, floor_bot, floor_runs
-from labkit.dialog.history import PLUS, ROUNDS, content_name, recorded_arm
+from labkit.dialog.history import PLUS, ROUNDS, content_name, label, recorded_arm, without_rounds
 from labkit.dialog.measure import score, summarize_scores
 from labkit.dialog.scenario import Scenario, ScenarioError
 from labkit.dialog.simulate import load_scenarios, run_user
@@ -118,6 +118,15 @@ def test_the_history_builds_each_recorded_arm_as_it_was_recorded() -> None:
     assert content_name("machine_plus") is None and content_name("prompt_only_checked") == "prompt_only_checked"
     with pytest.raises(LabkitError, match="no recorded dialog arm"):
         recorded_arm("machine_without_step_example")
+
+
+def test_a_design_round_is_shown_by_the_feature_it_added_and_set_apart_from_the_other_arms() -> None:
+    assert label("machine_plus_next3") == "+ split_values" and label(ROUNDS[-1].name) == "+ correction_unseen"
+    assert label("machine_plus") == "machine_plus"
+    assert label("machine_plus_no_carry_over") == "machine_plus_no_carry_over"
+    assert not [r.name for r in ROUNDS if any(c.isdigit() for c in label(r.name))]  # no round number is shown
+    recorded = {"machine_plus": 1, "machine_plus_next": 2, "prompt_only_checked": 3, "machine_plus_next10": 4}
+    assert without_rounds(recorded) == {"machine_plus": 1, "prompt_only_checked": 3}
 
 
 def test_the_old_arms_start_their_logs_as_recorded() -> None:

@@ -7,7 +7,9 @@ its cassettes and event logs replay. New recordings name their arms by content (
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from labkit.core.errors import LabkitError
 from labkit.dialog.arms import ARMS, Arm
@@ -100,6 +102,24 @@ def content_name(name: str) -> str | None:
     old = recorded_arm(name)
     return next((a.name for a in ARMS if (a.bot, a.features, a.checked, a.without)
                  == (old.bot, old.features, old.checked, old.without)), None)
+
+
+ROUND_OF: dict[str, Recorded] = {r.name: r for r in ROUNDS}
+"""Each design round by the arm name its recordings hold."""
+T = TypeVar("T")
+
+
+def label(name: str) -> str:
+    """What a learner reads for the recorded arm ``name``: a design round by the feature it added to the round
+    before (``+ split_values``), so no round number reaches a notebook; any other arm as recorded."""
+    found = ROUND_OF.get(name)
+    return f"+ {found.feature}" if found else name
+
+
+def without_rounds(arms: Mapping[str, T]) -> dict[str, T]:
+    """``arms`` (anything keyed by recorded arm name) without the design rounds' arms: a report of the arms
+    recorded before the rounds, which are shown apart, round by round (:func:`labkit.dialog.ablation.round_rows`)."""
+    return {name: value for name, value in arms.items() if name not in ROUND_OF}
 
 
 ABLATIONS: tuple[tuple[str, str, str], ...] = tuple((r.feature, r.before, r.name) if not r.label
