@@ -3,12 +3,15 @@
 Each row is one :class:`~labkit.dialog.arms.Ablation` (an arm with and without one feature or rule): the users
 each arm adhered on among those both ran, those only one adhered on, the exact sign test, and how the five
 parts of the measure moved. A pair is read from the first recording given that holds both arms: one
-recording ran both on the same users, code and model, which makes the pairing fair.
+recording ran both on the same users, code and model, which makes the pairing fair. The design rounds, each the
+round before plus one feature, are also read in order (:func:`round_rows`), so a lesson shows them by the feature
+each added.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -75,23 +78,93 @@ def dev_ablation(data: str | Path, model: str, scenarios: Mapping[str, Scenario]
     """The ablation rows of ``model``'s dev recordings under ``data/runs_dev``: the ablation itself
     (``<model>``), then the design rounds' candidates (each :data:`~labkit.dialog.history.ROUNDS` folder
     ``<model>-next…``, read as one, since each round's arm is paired with the arm of the round before)."""
+    ablation = score_folder(Path(data) / "runs_dev" / model, scenarios, list(users))
+    return ablation_rows([ablation, _dev_rounds(data, model, scenarios, users)])
+
+
+def _dev_rounds(data: str | Path, model: str, scenarios: Mapping[str, Scenario],
+                users: Sequence[UserScript]) -> dict[str, list[Score]]:
+    """Every design round's dev recording (``runs_dev/<model><suffix>``) scored, read as one recording: each
+    round's arm is paired with the round before's, which an earlier folder holds."""
     runs = Path(data) / "runs_dev"
-    ablation = score_folder(runs / model, scenarios, list(users))
     rounds: dict[str, list[Score]] = {}
     for r in history.ROUNDS:
         if (runs / f"{model}{r.suffix}").exists():
             rounds |= score_folder(runs / f"{model}{r.suffix}", scenarios, list(users))
-    return ablation_rows([ablation, rounds])
+    return rounds
 
 
-def ablation_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The rows as a Markdown table; a part's change is listed only where it moved."""
+def round_rows(data: str | Path, model: str, scenarios: Mapping[str, Scenario],
+               users: Sequence[UserScript]) -> list[dict[str, Any]]:
+    """The design rounds in order, read from ``model``'s recordings: the arm they started from, then each round
+    that has a dev recording, with its dev users' adherence, the users it and the round before won alone (paired
+    by user), its test users' adherence where ``runs_test/<model>`` recorded it (``None`` where not), and today's
+    arm with its features (``today``, ``None`` where none has them).
+
+    So a notebook shows the rounds by the feature each added, computed from the recordings, never by name."""
+    dev = _dev_rounds(data, model, scenarios, users)
+    tests = Path(data) / "runs_test" / model
+    test = score_folder(tests, scenarios, list(users)) if tests.is_dir() else {}
+    start = history.ROUNDS[0].before
+    rows = []
+    for number, r in enumerate((None, *history.ROUNDS)):
+        arm, before = (start, None) if r is None else (r.name, r.before)
+        if arm not in dev:
+            continue
+        paired = compare_arms(dev[arm], dev[before])["adhered"] if before in dev else None
+        rows.append({"round": number, "feature": r.feature if r else "", "arm": arm, "label": history.label(arm),
+                     "today": history.content_name(arm),
+                     "dev": sum(s.adhered for s in dev[arm]), "dev_of": len(dev[arm]),
+                     "only_this": paired.a_better if paired else None,
+                     "only_before": paired.b_better if paired else None,
+                     "test": sum(s.adhered for s in test[arm]) if arm in test else None,
+                     "test_of": len(test[arm]) if arm in test else None})
+    return rows
+
+
+def round_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The rows of :func:`round_rows` as a Markdown table, one line per round in order."""
+    lines = ["| round | feature it added | dev users adhered | on dev, only this / only the round before | "
+             "test users adhered |", "|---|---|---|---|---|"]
+    for r in rows:
+        what = f"`{r['feature']}`" if r["feature"] else f"none: `{r['label']}`, where the rounds start"
+        paired = "—" if r["only_this"] is None else f"{r['only_this']} / {r['only_before']}"
+        test = "not recorded" if r["test"] is None else f"{r['test']}/{r['test_of']}"
+        lines.append(f"| {r['round'] or 'start'} | {what} | {r['dev']}/{r['dev_of']} | {paired} | {test} |")
+    return "\n".join(lines)
+
+
+def round_summary(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The rounds table in a few computed words, so they stay right whichever way the numbers came: where dev
+    and test adherence started and ended, which rounds lost more dev users than they won against the round
+    before, and which of today's arms the last round is."""
+    first, last = rows[0], rows[-1]
+    worse = [r["label"] for r in rows if r["only_this"] is not None and r["only_this"] < r["only_before"]]
+    tested = [r for r in rows if r["test"] is not None]
+    text = (f"Over {sum(bool(r['feature']) for r in rows)} rounds, each adding one feature, the dev users' "
+            f"adherence went from {first['dev']}/{first['dev_of']} to {last['dev']}/{last['dev_of']}; "
+            f"{len(worse)} round(s) lost more dev users than they won against the round before"
+            + (f" ({', '.join(worse)})" if worse else "") + ".")
+    if len(tested) > 1:
+        step = max(pairwise(tested), key=lambda pair: pair[1]["test"] - pair[0]["test"])
+        text += (f" {len(tested) - 1} of the rounds were recorded on the test users too: from "
+                 f"{tested[0]['test']}/{tested[0]['test_of']} ({tested[0]['label']}) to "
+                 f"{tested[-1]['test']}/{tested[-1]['test_of']} ({tested[-1]['label']}), the largest step between two "
+                 f"of them with {step[1]['label']} ({step[0]['test']} → {step[1]['test']}).")
+    if last["today"]:
+        text += f" The last round's features are today's `{last['today']}` arm."
+    return text
+
+
+def ablation_table(rows: Sequence[Mapping[str, Any]], name: Callable[[str], str] = str) -> str:
+    """The rows as a Markdown table; a part's change is listed only where it moved. ``name`` gives what each arm
+    is shown as (:func:`labkit.dialog.history.label` shows a design round by its feature)."""
     lines = ["| feature | with / without | users | adhered with | without | buys | only with / only without | "
              "p | parts that moved |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         moved = ", ".join(f"{part} {n:+d}" for part, n in r["parts"].items() if n) or "none"
-        lines.append(f"| `{r['feature']}` | {r['with_arm']} / {r['without_arm']} | {r['users']} | {r['with']} | "
-                     f"{r['without']} | {r['buys']:+d} | {r['only_with']} / {r['only_without']} | "
+        lines.append(f"| `{r['feature']}` | {name(r['with_arm'])} / {name(r['without_arm'])} | {r['users']} | "
+                     f"{r['with']} | {r['without']} | {r['buys']:+d} | {r['only_with']} / {r['only_without']} | "
                      f"{r['p_value']:.3g} | {moved} |")
     return "\n".join(lines)
 
