@@ -158,9 +158,9 @@ def dialog_rounds_block(root: Path = ROOT) -> str:
 def dialog_headline_block(root: Path = ROOT) -> str:
     """The front page's dialog lines: each model's test recording, its headline pair
     (:func:`labkit.dialog.rescore.headline`); then the last design round (:data:`labkit.dialog.history.ROUNDS`)
-    recorded on the test users, against prompt_only_checked."""
+    recorded on the test users, against prompt_only_checked, under the name of today's arm with its features."""
     from labkit.dialog.comparison import read_config
-    from labkit.dialog.history import ROUNDS
+    from labkit.dialog.history import ROUNDS, content_name, label
     from labkit.dialog.rescore import headline
     from labkit.dialog.simulate import load_scenarios
     from labkit.dialog.users import load_user_scripts
@@ -173,7 +173,8 @@ def dialog_headline_block(root: Path = ROOT) -> str:
     for folder in tested:
         recorded = [r.name for r in ROUNDS if r.name in read_config(folder).arms]
         if recorded:
-            rounds.append(headline(folder, scenarios, users, (recorded[-1], "prompt_only_checked")))
+            rounds.append(headline(folder, scenarios, users, (recorded[-1], "prompt_only_checked"),
+                                   shown=lambda arm: content_name(arm) or label(arm)))
     text = "; ".join(lines) + "."
     if rounds:
         text += ("\nThe last design round recorded on the test users (features designed on the dev users after the "

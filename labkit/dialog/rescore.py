@@ -8,7 +8,7 @@ failures); :func:`score_runs` says which users each recording covers.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -153,10 +153,11 @@ def recordings_table(folders: dict[str, Path], scenarios: dict[str, Scenario], u
 
 
 def headline(folder: str | Path, scenarios: dict[str, Scenario], users: list[UserScript],
-             arms: tuple[str, str] | None = None) -> str:
+             arms: tuple[str, str] | None = None, shown: Callable[[str], str] = str) -> str:
     """One sentence of a recording: each of two arms' adherence with its Wilson interval, and the paired exact
     test by user between them (the README's line; computed, so it cannot drift from the recording). By default
-    ``machine`` against ``prompt_only_checked`` (in a recording under the old names, :data:`history.HEADLINE`)."""
+    ``machine`` against ``prompt_only_checked`` (in a recording under the old names, :data:`history.HEADLINE`);
+    ``shown`` gives the name an arm is written as."""
     from labkit.dialog.comparison import read_config
 
     if arms is None:
@@ -171,6 +172,6 @@ def headline(folder: str | Path, scenarios: dict[str, Scenario], users: list[Use
     for arm in arms:
         row = summarize_scores(scored[arm])["adhered"]
         low, high = row["ci95"]
-        parts.append(f"{arm} adhered in {row['count']}/{row['of']} ({low:.0%}–{high:.0%})")
+        parts.append(f"{shown(arm)} adhered in {row['count']}/{row['of']} ({low:.0%}–{high:.0%})")
     test = compare_arms(scored[arms[0]], scored[arms[1]])["adhered"]
     return f"{read_config(Path(folder)).model}: {', '.join(parts)}; paired exact sign test p = {test.p_value:.3g}"
