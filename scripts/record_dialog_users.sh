@@ -31,7 +31,7 @@ echo "${#IDS[@]} $SPLIT users in $USERS, recording the first $N of them"
 for ((i = 0; i < N; i += 6)); do
   if (( $(date +%s) > STOP )); then echo "stopped at $(date): the next stretch starts at user $i"; exit 0; fi
   chunk=$(IFS=,; echo "${IDS[*]:i:$(( N - i < 6 ? N - i : 6 ))}")
-  echo "== users $i-$((i + 5)) of $N: $chunk ($(date))"
+  echo "== users $i-$(( i + 5 < N - 1 ? i + 5 : N - 1 )) of $N: $chunk ($(date))"
   flock "${LOCK:-/tmp/labkit-live.lock}" "$PY" -m labkit compare dialog --model "$MODEL" --threads "${THREADS:-2}" \
     --tasks "$USERS" --split "$SPLIT" --arms "$ARMS" --out "$OUT" --resume --only "$chunk" "$@" --quiet
 done

@@ -32,7 +32,7 @@ echo "${#IDS[@]} test tasks, recording the first $N of them"
 for ((i = 0; i < N; i += 3)); do
   if (( $(date +%s) > STOP )); then echo "stopped at $(date): the next stretch starts at task $i"; exit 0; fi
   chunk=$(IFS=,; echo "${IDS[*]:i:$(( N - i < 3 ? N - i : 3 ))}")
-  echo "== tasks $i-$((i + 2)) of ${#IDS[@]}: $chunk ($(date))"
+  echo "== tasks $i-$(( i + 2 < N - 1 ? i + 2 : N - 1 )) of ${#IDS[@]}: $chunk ($(date))"
   flock "${LOCK:-/tmp/labkit-live.lock}" "$PY" -m labkit compare code --model "$MODEL" --threads "${THREADS:-2}" \
     --tasks pypi:seeded:test --split test --arms "$ARMS" --out "$OUT" --resume --only "$chunk" "$@"
 done
