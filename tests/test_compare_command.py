@@ -12,9 +12,9 @@ from conftest import MODEL_THREADS
 from labkit.cli import main
 from labkit.compare.command import kinds, row_differences
 
-SMALL = {  # one model arm, one or two tasks: a smoke run of each comparison
+SMALL = {  # one model arm, one or two tasks (the code machine with two calls): a smoke run of each comparison
     "reading": ["--arms", "machine-model", "--only", "test-triage-01,test-extraction-01"],
-    "code": ["--arms", "machine", "--only", "pager-partial-page"],
+    "code": ["--arms", "machine", "--only", "pager-partial-page", "--call-budget", "2"],
     "dialog": ["--arms", "machine", "--split", "dev", "--only", "a01"],
 }
 
