@@ -117,10 +117,10 @@ def test_the_rounds_table_and_its_sentence_say_what_the_rows_hold() -> None:
     assert table[2] == "| start | none: `start`, where the rounds start | 10/20 | — | 5/30 |"
     assert table[4] == "| 2 | `b` | 11/20 | 0 / 1 | not recorded |"
     assert round_summary(rows) == (
-        "Over 4 rounds, each adding one feature, the dev users' adherence went from 10/20 to 13/20; 1 round(s) lost "
-        "more dev users than they won against the round before (+ b). 2 of the rounds were recorded on the test users "
-        "too: from 5/30 (start) to 14/30 (+ d), the largest step between two of them with + a (5 → 12). The last "
-        "round's features are today's `machine` arm.")
+        "Over 4 rounds, each adding one feature, the dev split's adherence went from 10/20 to 13/20; 1 round(s) lost "
+        "more dev conversations than they won against the round before (+ b). 2 of the rounds were recorded on the "
+        "test users too: from 5/30 (start) to 14/30 (+ d), the largest step between two of them with + a (5 → 12). "
+        "The last round's features are today's `machine` arm.")
 
 
 def test_feature_by_trait_pairs_each_trait_s_users_alone() -> None:

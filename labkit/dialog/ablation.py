@@ -3,9 +3,9 @@
 Each row is one :class:`~labkit.dialog.arms.Ablation` (an arm with and without one feature or rule): the users
 each arm adhered on among those both ran, those only one adhered on, the exact sign test, and how the five
 parts of the measure moved. A pair is read from the first recording given that holds both arms: one
-recording ran both on the same users, code and model, which makes the pairing fair. The design rounds, each the
-round before plus one feature, are also read in order (:func:`round_rows`), so a lesson shows them by the feature
-each added.
+recording ran both on the same users, code and model, which makes the pairing fair. The arms of
+:data:`~labkit.dialog.history.ROUNDS`, each the one before plus one feature, are also read in order
+(:func:`round_rows`), so a lesson shows each by the feature it added.
 """
 
 from __future__ import annotations
@@ -84,8 +84,8 @@ def dev_ablation(data: str | Path, model: str, scenarios: Mapping[str, Scenario]
 
 def _dev_rounds(data: str | Path, model: str, scenarios: Mapping[str, Scenario],
                 users: Sequence[UserScript]) -> dict[str, list[Score]]:
-    """Every design round's dev recording (``runs_dev/<model><suffix>``) scored, read as one recording: each
-    round's arm is paired with the round before's, which an earlier folder holds."""
+    """Each :data:`~labkit.dialog.history.ROUNDS` arm's recording on the dev split (``runs_dev/<model><suffix>``)
+    scored, read as one recording: each arm is paired with the one before it, which an earlier folder holds."""
     runs = Path(data) / "runs_dev"
     rounds: dict[str, list[Score]] = {}
     for r in history.ROUNDS:
@@ -96,10 +96,10 @@ def _dev_rounds(data: str | Path, model: str, scenarios: Mapping[str, Scenario],
 
 def round_rows(data: str | Path, model: str, scenarios: Mapping[str, Scenario],
                users: Sequence[UserScript]) -> list[dict[str, Any]]:
-    """The design rounds in order, read from ``model``'s recordings: the arm they started from, then each round
-    that has a dev recording, with its dev users' adherence, the users it and the round before won alone (paired
-    by user), its test users' adherence where ``runs_test/<model>`` recorded it (``None`` where not), and today's
-    arm with its features (``today``, ``None`` where none has them).
+    """The :data:`~labkit.dialog.history.ROUNDS` arms in order, read from ``model``'s recordings: the arm they start
+    from, then each one recorded on the dev split, with its adherence there, the users it and the one before won
+    alone (paired by user), its test users' adherence where ``runs_test/<model>`` recorded it (``None`` where
+    not), and today's arm with its features (``today``, ``None`` where none has them).
 
     So a notebook shows the rounds by the feature each added, computed from the recordings, never by name."""
     dev = _dev_rounds(data, model, scenarios, users)
@@ -124,7 +124,7 @@ def round_rows(data: str | Path, model: str, scenarios: Mapping[str, Scenario],
 
 def round_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """The rows of :func:`round_rows` as a Markdown table, one line per round in order."""
-    lines = ["| round | feature it added | dev users adhered | on dev, only this / only the round before | "
+    lines = ["| round | feature it added | dev split adhered | on dev, only this / only the round before | "
              "test users adhered |", "|---|---|---|---|---|"]
     for r in rows:
         what = f"`{r['feature']}`" if r["feature"] else f"none: `{r['label']}`, where the rounds start"
@@ -135,15 +135,15 @@ def round_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def round_summary(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The rounds table in a few computed words, so they stay right whichever way the numbers came: where dev
-    and test adherence started and ended, which rounds lost more dev users than they won against the round
-    before, and which of today's arms the last round is."""
+    """The rounds table in a few computed words, so they stay right whichever way the numbers came: where the
+    dev and test splits' adherence started and ended, which rounds lost more conversations than they won against
+    the one before, and which of today's arms the last one is."""
     first, last = rows[0], rows[-1]
     worse = [r["label"] for r in rows if r["only_this"] is not None and r["only_this"] < r["only_before"]]
     tested = [r for r in rows if r["test"] is not None]
-    text = (f"Over {sum(bool(r['feature']) for r in rows)} rounds, each adding one feature, the dev users' "
+    text = (f"Over {sum(bool(r['feature']) for r in rows)} rounds, each adding one feature, the dev split's "
             f"adherence went from {first['dev']}/{first['dev_of']} to {last['dev']}/{last['dev_of']}; "
-            f"{len(worse)} round(s) lost more dev users than they won against the round before"
+            f"{len(worse)} round(s) lost more dev conversations than they won against the round before"
             + (f" ({', '.join(worse)})" if worse else "") + ".")
     if len(tested) > 1:
         step = max(pairwise(tested), key=lambda pair: pair[1]["test"] - pair[0]["test"])
@@ -158,7 +158,8 @@ def round_summary(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def ablation_table(rows: Sequence[Mapping[str, Any]], name: Callable[[str], str] = str) -> str:
     """The rows as a Markdown table; a part's change is listed only where it moved. ``name`` gives what each arm
-    is shown as (:func:`labkit.dialog.history.label` shows a design round by its feature)."""
+    is shown as (:func:`labkit.dialog.history.label` shows a :data:`~labkit.dialog.history.ROUNDS` arm by its
+    feature)."""
     lines = ["| feature | with / without | users | adhered with | without | buys | only with / only without | "
              "p | parts that moved |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

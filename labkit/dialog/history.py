@@ -105,20 +105,20 @@ def content_name(name: str) -> str | None:
 
 
 ROUND_OF: dict[str, Recorded] = {r.name: r for r in ROUNDS}
-"""Each design round by the arm name its recordings hold."""
+"""Each :data:`ROUNDS` arm by the name its recordings hold."""
 T = TypeVar("T")
 
 
 def label(name: str) -> str:
-    """What a learner reads for the recorded arm ``name``: a design round by the feature it added to the round
+    """What a learner reads for the recorded arm ``name``: a :data:`ROUNDS` arm by the feature it added to the one
     before (``+ split_values``), so no round number reaches a notebook; any other arm as recorded."""
     found = ROUND_OF.get(name)
     return f"+ {found.feature}" if found else name
 
 
 def without_rounds(arms: Mapping[str, T]) -> dict[str, T]:
-    """``arms`` (anything keyed by recorded arm name) without the design rounds' arms: a report of the arms
-    recorded before the rounds, which are shown apart, round by round (:func:`labkit.dialog.ablation.round_rows`)."""
+    """``arms`` (anything keyed by recorded arm name) without the :data:`ROUNDS` arms, which
+    :func:`labkit.dialog.ablation.round_rows` shows one by one."""
     return {name: value for name, value in arms.items() if name not in ROUND_OF}
 
 
